@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * blackbox.h - libblackbox, a crash-surviving shared-memory flight recorder.
+ *
+ * A process calls bb_init() once; from then on every bb_write_*() appends a
+ * record to the calling thread's ring inside a shared-memory "box" that
+ * outlives the process (SIGKILL included).  bb-extract(1) reads it, live or
+ * post mortem; bb-reap(8) removes boxes whose owner is gone.
+ *
+ * Conventions, for every function here:
+ *  - the return value is 0 (or a count) on success and a negative errno on
+ *    failure; errno itself is never the error channel;
+ *  - each function says whether it is async-signal-safe (AS-safe);
+ *  - a write function never blocks, never takes a lock that the interrupted
+ *    code could hold, never calls malloc and never makes a system call,
+ *    except on a thread's first write (the ring claim: one gettid(2) and one
+ *    prctl(2)).  Timestamps come from clock_gettime(), which is served by
+ *    the vDSO without a system call on Linux.
+ *
+ * Environment read by bb_init() and bb_init_opts():
+ *   BLACKBOX_SIZE=BYTES      box size when the caller passes 0 (suffixes k, m, g)
+ *   BLACKBOX_DIR=DIR         create the box as a file in DIR instead of POSIX
+ *                            shared memory (/dev/shm); tools take --dir DIR
+ *   BLACKBOX_DISABLE=1       bb_init() does nothing; every call returns 0
+ *   BLACKBOX_CRASH_HANDLER=1 reserved for the crash handler (not yet built)
+ */
+#ifndef BLACKBOX_H
+#define BLACKBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BB_VERSION_MAJOR 0
+#define BB_VERSION_MINOR 1
+#define BB_VERSION_PATCH 0
+
+/* Default box size when neither the caller nor BLACKBOX_SIZE gives one. */
+#define BB_DEFAULT_SIZE        (4u << 20)
+/* Default number of private (per-thread) rings. */
+#define BB_DEFAULT_RING_COUNT  16u
+
+/* struct bb_options.flags */
+#define BB_OPT_KEEP_ON_EXIT   0x1u /* exit() leaves the box in place */
+#define BB_OPT_CRASH_HANDLER  0x2u /* reserved for the crash handler */
+#define BB_OPT_NO_ENV         0x4u /* ignore the BLACKBOX_* environment */
+
+/* struct bb_options.fork_policy: what a child of fork() does. */
+enum bb_fork_policy {
+	BB_FORK_NEW_BOX = 0, /* the child gets a box of its own (default) */
+	BB_FORK_DISABLE = 1, /* the child records nothing; writes return 0 */
+};
+
+/*
+ * Options for bb_init_opts().  Zero-initialise and set what you need; a
+ * zero field means "the default".
+ */
+struct bb_options {
+	size_t      size;       /* upper bound of the box size in bytes */
+	unsigned    ring_count; /* private rings (threads with a ring of their own) */
+	size_t      ring_size;  /* bytes per ring: power of two, >= 4096; 0 = derive from size */
+	const char *dir;        /* directory for the box file; NULL = POSIX shm */
+	mode_t      mode;       /* permission bits, 0 = 0600; 0640 lets the group read */
+	unsigned    flags;      /* BB_OPT_* */
+	int         fork_policy;/* enum bb_fork_policy */
+};
+
+/*
+ * bb_init - create this process's box with default options and @size bytes
+ * (0 = BLACKBOX_SIZE or BB_DEFAULT_SIZE).  Registers an atexit handler that
+ * marks the box "exited" and unlinks it.
+ *
+ * Returns 0, or:
+ *  -EALREADY  a box is already open in this process
+ *  -EINVAL    size too small for one ring, bad BLACKBOX_SIZE
+ *  -ENOSPC    the box's memory could not be reserved (full tmpfs)
+ *  -EEXIST    no free name for this process incarnation (1000 tried)
+ *  other      from open/ftruncate/mmap (-EACCES, -ENOMEM, -EMFILE ...)
+ * Not AS-safe.  Call it before starting threads that write, or at least
+ * before their first write.
+ */
+int bb_init(size_t size);
+
+/* bb_init_opts - bb_init() with options (NULL = defaults).  Same errors. */
+int bb_init_opts(const struct bb_options *opts);
+
+/*
+ * bb_close - mark the box closed, unmap it and unlink it.  Must not run
+ * concurrently with writes from other threads.  Later writes return
+ * -ENODEV.  Returns 0, -ENODEV if no box is open.  Not AS-safe.
+ */
+int bb_close(void);
+
+/*
+ * bb_path - copy the box's path (e.g. "/dev/shm/blackbox.12.345.0") into
+ * @buf.  Returns the path length, -ENODEV if no box is open, -ERANGE if
+ * @len is too small.  AS-safe.
+ */
+int bb_path(char *buf, size_t len);
+
+/*
+ * Writers.  Each appends one record to the calling thread's ring.
+ *
+ * Return 0 on success, or:
+ *  -ENODEV  no box (bb_init() not called, failed, or bb_close() called)
+ *  -EINVAL  a NULL pointer where a value is required
+ *  -EBUSY   a nested write (signal handler) found the shared ring busy: the
+ *           record was dropped and counted in the header
+ * A value too large for one record is truncated and flagged, never dropped:
+ * the call still returns 0.  With BLACKBOX_DISABLE=1 they return 0.
+ *
+ * AS-safe: yes, except a thread's first write (ring claim) which is AS-safe
+ * in practice (gettid, prctl, pthread_setspecific on a preallocated key).
+ * A write interrupted by a signal handler that writes again is safe: the
+ * nested write goes to the shared ring.
+ */
+int bb_write_str(const char *s);
+int bb_write_i64(int64_t v);
+int bb_write_u64(uint64_t v);
+int bb_write_f64(double v);
+int bb_write_bool(bool v);
+int bb_write_bytes(const void *p, size_t n);   /* p may be NULL when n == 0 */
+int bb_write_kv(const char *key, const char *value);
+int bb_write_kv_i64(const char *key, int64_t v);
+int bb_write_kv_u64(const char *key, uint64_t v);
+int bb_write_kv_f64(const char *key, double v);
+int bb_write_kv_bool(const char *key, bool v);
+
+/* Field types of a structured event. */
+enum bb_type {
+	BB_TYPE_STR = 1,
+	BB_TYPE_I64,
+	BB_TYPE_U64,
+	BB_TYPE_F64,
+	BB_TYPE_BOOL,
+	BB_TYPE_BYTES,
+};
+
+struct bb_field {
+	const char  *key;
+	enum bb_type type;
+	union {
+		const char *s;
+		int64_t     i64;
+		uint64_t    u64;
+		double      f64;
+		bool        b;
+		struct { const void *p; size_t n; } bytes;
+	} v;
+};
+
+/* Maximum fields in one event. */
+#define BB_EVENT_MAX_FIELDS 32u
+
+/*
+ * bb_write_event - one record holding @name and @n typed fields.  Fields
+ * are copied in order; long strings are truncated (flagged) to fit.
+ * Errors as the writers above, plus -EINVAL for n > BB_EVENT_MAX_FIELDS, a
+ * NULL key, or an unknown type.  AS-safe as the writers above.
+ */
+int bb_write_event(const char *name, const struct bb_field *fields, size_t n);
+
+/*
+ * bb_dump - write this process's own box to @fd as text, one record per
+ * line, records of all rings merged oldest first (newest last).  Uses no
+ * malloc and no stdio: AS-safe, usable from a signal handler.  Returns 0,
+ * -ENODEV without a box, -EBUSY if another bb_dump() is running, or the
+ * negative errno of write(2).
+ */
+int bb_dump(int fd);
+
+#ifdef __cplusplus
+}
+#endif
+
+/*
+ * bb_write(x) - write a scalar by its C type (C11 _Generic).  Strings
+ * (char *, const char *) become text records, signed integers i64, unsigned
+ * integers u64, float and double f64, bool a boolean.
+ */
+#if !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define bb_write(x) _Generic((x),                                       \
+	char *: bb_write_str, const char *: bb_write_str,                   \
+	_Bool: bb_write_bool,                                               \
+	signed char: bb_write_i64, short: bb_write_i64, int: bb_write_i64,  \
+	long: bb_write_i64, long long: bb_write_i64,                        \
+	unsigned char: bb_write_u64, unsigned short: bb_write_u64,          \
+	unsigned int: bb_write_u64, unsigned long: bb_write_u64,            \
+	unsigned long long: bb_write_u64,                                   \
+	float: bb_write_f64, double: bb_write_f64)(x)
+#endif
+
+/* Convenience initialisers for struct bb_field (C only). */
+#ifndef __cplusplus
+#define BB_STR(k, x)   ((struct bb_field){ .key = (k), .type = BB_TYPE_STR,  .v.s = (x) })
+#define BB_I64(k, x)   ((struct bb_field){ .key = (k), .type = BB_TYPE_I64,  .v.i64 = (x) })
+#define BB_U64(k, x)   ((struct bb_field){ .key = (k), .type = BB_TYPE_U64,  .v.u64 = (x) })
+#define BB_F64(k, x)   ((struct bb_field){ .key = (k), .type = BB_TYPE_F64,  .v.f64 = (x) })
+#define BB_BOOL(k, x)  ((struct bb_field){ .key = (k), .type = BB_TYPE_BOOL, .v.b = (x) })
+#define BB_BYTES(k, p_, n_) ((struct bb_field){ .key = (k), .type = BB_TYPE_BYTES, \
+	.v.bytes = { .p = (p_), .n = (n_) } })
+#endif
+
+#endif /* BLACKBOX_H */

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * blackbox/format.h - the byte-level layout of a box, shared by the writer
+ * (libblackbox) and every reader (the reader API, bb-extract, bb-reap).
+ *
+ * docs/FORMAT.md is the prose contract; this header is its C transcription.
+ * Everything here is plain data: offsets, never pointers, so a box can be
+ * read by another process, a copy on disk, or a later version of the tools.
+ *
+ * Fields that change while the owner runs (head, tail, ring state, header
+ * state and counters) are accessed with atomics by the library; they are
+ * declared as plain integers so this header stays usable from C++ and from
+ * tools that only read copies.
+ */
+#ifndef BLACKBOX_FORMAT_H
+#define BLACKBOX_FORMAT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* "BLACKBOX" read as a little-endian u64: bytes 42 4c 41 43 4b 42 4f 58. */
+#define BB_MAGIC            UINT64_C(0x584f424b43414c42)
+#define BB_FORMAT_MAJOR     1   /* a reader refuses a newer major */
+#define BB_FORMAT_MINOR     0   /* a reader reads any minor of its major */
+#define BB_BYTE_ORDER_MARK  UINT32_C(0x01020304) /* stored in writer order */
+
+#define BB_HEADER_SIZE      4096u /* the header occupies exactly one 4 KiB block */
+#define BB_RING_DESC_SIZE   128u  /* two cache lines per ring descriptor */
+#define BB_RECORD_HDR_SIZE  16u   /* the record envelope */
+#define BB_RECORD_ALIGN     8u    /* records start on 8-byte boundaries */
+#define BB_RECORD_MAX       65528u /* len is a u16; largest 8-aligned length */
+#define BB_RING_MIN_SIZE    4096u
+#define BB_RING_MAX_SIZE    (UINT64_C(1) << 30)
+#define BB_RING_MAX_COUNT   1024u
+
+/* Box file name: <BB_NAME_PREFIX><pid>.<starttime>.<n>, n = 0, 1, ... */
+#define BB_NAME_PREFIX      "blackbox."
+
+/* bb_header.clock */
+enum bb_clock {
+	BB_CLOCK_MONOTONIC = 1, /* CLOCK_MONOTONIC, nanoseconds */
+	BB_CLOCK_REALTIME  = 2, /* CLOCK_REALTIME, nanoseconds */
+	BB_CLOCK_BOOTTIME  = 3, /* CLOCK_BOOTTIME, nanoseconds */
+};
+
+/* bb_header.state: what became of the owner, as far as the box knows. */
+enum bb_owner_state {
+	BB_STATE_INIT    = 0, /* header being written (never seen with magic set) */
+	BB_STATE_RUNNING = 1, /* owner running, or died without a word */
+	BB_STATE_EXITED  = 2, /* exit()/return from main ran the atexit handler */
+	BB_STATE_CRASHED = 3, /* crash handler ran; state_signal says which */
+	BB_STATE_CLOSED  = 4, /* bb_close() was called */
+};
+
+/*
+ * The header: first 4096 bytes of the box.  Offsets are part of the format
+ * (static assertions in libblackbox/box.c pin them); new fields go into
+ * reserved space with a minor version bump.
+ */
+struct bb_header {
+	uint64_t magic;              /*   0 BB_MAGIC; stored last, with release */
+	uint16_t version_major;      /*   8 */
+	uint16_t version_minor;      /*  10 */
+	uint32_t header_size;        /*  12 BB_HEADER_SIZE */
+	uint32_t byte_order;         /*  16 BB_BYTE_ORDER_MARK in writer order */
+	uint8_t  word_size;          /*  20 sizeof(void *) of the writer */
+	uint8_t  clock;              /*  21 enum bb_clock of record timestamps */
+	uint16_t flags;              /*  22 reserved, 0 */
+	uint64_t box_size;           /*  24 bytes of the whole segment */
+	uint32_t ring_count;         /*  32 descriptors in the ring table */
+	uint32_t ring_desc_size;     /*  36 BB_RING_DESC_SIZE */
+	uint64_t ring_table_offset;  /*  40 from the start of the box */
+	uint64_t ring_size;          /*  48 data bytes per ring, power of two */
+	uint32_t max_record;         /*  56 largest record len the writer makes */
+	uint32_t page_size;          /*  60 writer's page size */
+
+	/* owner identity (DESIGN §6: pid + start time + boot id) */
+	int32_t  pid;                /*  64 */
+	uint32_t uid;                /*  68 */
+	uint64_t starttime;          /*  72 /proc/<pid>/stat field 22, clock ticks */
+	char     boot_id[40];        /*  80 /proc/sys/kernel/random/boot_id, NUL-terminated */
+	char     comm[32];           /* 120 NUL-terminated */
+	char     cmdline[256];       /* 152 argv joined by spaces, NUL-terminated, truncated */
+
+	/* clocks: wall = anchor_realtime_ns + (ts - anchor_clock_ns) */
+	int64_t  anchor_realtime_ns; /* 408 CLOCK_REALTIME at bb_init */
+	int64_t  anchor_clock_ns;    /* 416 the record clock at the same instant */
+	uint64_t created_ns;         /* 424 CLOCK_REALTIME when the box was created */
+	uint32_t sequence;           /* 432 n of the file name (boxes of one incarnation) */
+	uint32_t reserved0;          /* 436 */
+
+	/* changed at run time (atomically) */
+	uint32_t state;              /* 440 enum bb_owner_state */
+	int32_t  state_signal;       /* 444 signal number when CRASHED */
+	uint64_t state_ns;           /* 448 CLOCK_REALTIME of the last state change */
+	uint64_t dropped_busy;       /* 456 shared ring lock not acquired in bounded spin */
+	uint64_t dropped_nested;     /* 464 nested write while this thread held the shared ring */
+	uint64_t truncated;          /* 472 records truncated to max_record */
+	uint64_t retire_counter;     /* 480 LRU clock for retired rings */
+	uint64_t dropped_toobig;     /* 488 records that could not fit even truncated */
+	uint8_t  reserved[4096 - 496];
+};
+
+/* bb_ring_desc.kind */
+enum bb_ring_kind {
+	BB_RING_PRIVATE = 1, /* one thread writes it at a time */
+	BB_RING_SHARED  = 2, /* serialised by the lock word; records carry a tid */
+};
+
+/* bb_ring_desc.state (private rings) */
+enum bb_ring_state {
+	BB_RING_FREE    = 0, /* never used */
+	BB_RING_OWNED   = 1, /* a live thread writes it */
+	BB_RING_RETIRED = 2, /* its thread exited; data kept, may be recycled */
+};
+
+/*
+ * Ring descriptor, 128 bytes.  Cache line 0 is written by the ring's writer
+ * on every record; cache line 1 only when the ring changes hands.
+ */
+struct bb_ring_desc {
+	uint64_t head;        /*   0 end of the newest committed record (byte counter) */
+	uint64_t tail;        /*   8 start of the oldest intact record (byte counter) */
+	uint64_t pad0[6];     /*  16 */
+	uint32_t state;       /*  64 enum bb_ring_state */
+	uint32_t kind;        /*  68 enum bb_ring_kind */
+	int32_t  tid;         /*  72 current (or last) owner thread id; 0 = none */
+	uint32_t generation;  /*  76 times the ring was claimed */
+	uint64_t data_offset; /*  80 from the start of the box; page aligned */
+	uint64_t retired_at;  /*  88 header.retire_counter value when retired */
+	char     thread_name[16]; /* 96 owner's name at claim, NUL-terminated */
+	int32_t  lock;        /* 112 shared ring: tid of the holder, 0 = free */
+	uint32_t reserved0;   /* 116 */
+	uint64_t reserved1;   /* 120 */
+};
+
+/*
+ * Record envelope (16 bytes), then the value, then zero padding to 8.
+ * head, tail and every record position are free-running byte counters; a
+ * record at position pos lives at data offset (pos & (ring_size - 1)).
+ */
+struct bb_record_hdr {
+	uint32_t seq;   /* BB_SEQ_BUSY(pos) while written, BB_SEQ_DONE(pos) after */
+	uint16_t len;   /* exact bytes: envelope + extensions + value (no padding) */
+	uint8_t  tag;   /* enum bb_tag */
+	uint8_t  flags; /* BB_RF_* */
+	uint64_t ts;    /* timestamp in the header's clock */
+};
+
+/* seq: the position in 8-byte units, shifted left once, low bit = busy. */
+#define BB_SEQ_DONE(pos)  ((uint32_t)(((uint64_t)(pos) >> 3) << 1))
+#define BB_SEQ_BUSY(pos)  (BB_SEQ_DONE(pos) | 1u)
+
+/* Bytes a record of exact length len occupies in the ring. */
+#define BB_RECORD_STRIDE(len) (((uint64_t)(len) + 7u) & ~(uint64_t)7u)
+
+/* bb_record_hdr.flags */
+#define BB_RF_TRUNCATED  0x01u /* the value was cut to fit max_record */
+#define BB_RF_TID        0x02u /* an 8-byte extension follows: i32 tid, u32 0 */
+#define BB_RF_IMPORTANT  0x04u /* marked important by the writer */
+
+/* bb_record_hdr.tag: what the CBOR value holds (docs/FORMAT.md §5). */
+enum bb_tag {
+	BB_TAG_STR   = 1,  /* text string */
+	BB_TAG_I64   = 2,  /* integer (major type 0 or 1) */
+	BB_TAG_U64   = 3,  /* unsigned integer */
+	BB_TAG_F64   = 4,  /* float (double precision) */
+	BB_TAG_BOOL  = 5,  /* true / false */
+	BB_TAG_BYTES = 6,  /* byte string */
+	BB_TAG_KV    = 7,  /* array(2): [text key, value] */
+	BB_TAG_EVENT = 8,  /* array(2): [text name, map(n) {text key: value}] */
+	BB_TAG_OWNER = 9,  /* array(4): [tid, thread name, previous tid, previous name] */
+	BB_TAG_CRASH = 10, /* reserved: crash record */
+	BB_TAG_STATE = 11, /* reserved: state annotation */
+};
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BLACKBOX_FORMAT_H */

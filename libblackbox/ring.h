@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ring.h - the reader side of the per-record seqlock (DESIGN §4), for one
+ * record.  Internal, do not use outside the library.  Shared by the reader
+ * API (reader.c) and bb_dump() (dump.c), so the protocol exists once.
+ *
+ * Allocation-free and AS-safe.  Works on a live mapping (the owner writing
+ * concurrently) and on a private snapshot alike.
+ */
+#ifndef BB_RING_H
+#define BB_RING_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include <blackbox/format.h>
+
+#include "barrier.h"
+
+/* A read-only view of one ring. */
+struct bb__ring_view {
+	const struct bb_ring_desc *desc; /* in the box */
+	const uint8_t *data;             /* ring data, ring_size bytes, single-mapped */
+	uint64_t size;                   /* ring_size, power of two */
+	uint32_t max_record;             /* header's max_record (validated) */
+};
+
+enum bb__rd {
+	BB__RD_OK = 0,          /* record copied and proven intact */
+	BB__RD_OVERWRITTEN = 1, /* the writer lapped pos before or during the copy */
+	BB__RD_CORRUPT = 2,     /* not a committed record at pos, tail did not move */
+};
+
+/* Unsigned difference of free-running counters, read as signed: counters
+ * are 64-bit byte positions that cannot wrap in the life of a box, and any
+ * two positions compared here are within one ring size of each other in a
+ * sane box; in a corrupt box the result is merely wrong, never unsafe. */
+static inline int64_t bb__pos_diff(uint64_t a, uint64_t b)
+{
+	return (int64_t)(a - b);
+}
+
+/* Copy @n bytes at ring position @pos, wrapping at the end of the ring.
+ * The bytes may be changing under us (live box): that is the seqlock's
+ * intended race, resolved by the re-validation in bb__ring_read(). */
+static inline void bb__ring_copy(const struct bb__ring_view *v, uint64_t pos,
+				 void *dst, size_t n)
+{
+	size_t off = (size_t)(pos & (v->size - 1));
+	size_t first = (size_t)v->size - off;
+
+	if (first >= n) {
+		memcpy(dst, v->data + off, n);
+	} else {
+		memcpy(dst, v->data + off, first);
+		memcpy((uint8_t *)dst + first, v->data, n - first);
+	}
+}
+
+static inline uint32_t bb__ring_seq(const struct bb__ring_view *v, uint64_t pos)
+{
+	/* Relaxed: ordered by the acquire load of head (first read) or by the
+	 * acquire fence in bb__ring_read() (re-read). */
+	return BB_LOAD_RELAXED((uint32_t *)(uintptr_t)(v->data + (pos & (v->size - 1))));
+}
+
+/* Has the writer published a tail beyond @pos?  Called after an acquire
+ * fence, so it sees any tail published before the bytes we copied were
+ * overwritten. */
+static inline int bb__ring_lapped(const struct bb__ring_view *v, uint64_t pos)
+{
+	uint64_t tail = BB_LOAD_RELAXED((uint64_t *)(uintptr_t)&v->desc->tail);
+
+	return bb__pos_diff(tail, pos) > 0;
+}
+
+/*
+ * bb__ring_read - copy the record at @pos (a position in [tail, head) of a
+ * head loaded with acquire) into @buf (at least max_record bytes) and prove
+ * it intact.  On BB__RD_OK *lenp is the record's exact length.
+ *
+ * Protocol (DESIGN §4): check seq == DONE(pos) and a sane len, copy, acquire
+ * fence, re-read tail and seq.  The fence pairs with the writer's release
+ * fence between publishing a new tail (and the busy seq of the record it is
+ * about to write) and its first store into the ring bytes: if our copy saw
+ * any byte of such an overwrite, the fence-fence synchronisation makes the
+ * new tail visible to the re-read below, and we discard the copy (Boehm,
+ * MSPC 2012, §3; the kernel's read_seqcount_retry()).
+ */
+static inline enum bb__rd bb__ring_read(const struct bb__ring_view *v, uint64_t pos,
+					 uint64_t head, uint8_t *buf, uint32_t *lenp)
+{
+	struct bb_record_hdr h;
+	uint32_t seq = bb__ring_seq(v, pos);
+	uint64_t stride;
+
+	if (seq != BB_SEQ_DONE(pos))
+		goto bad;
+	bb__ring_copy(v, pos, &h, sizeof(h));
+	if (h.seq != seq || h.len < BB_RECORD_HDR_SIZE || h.len > v->max_record)
+		goto bad;
+	stride = BB_RECORD_STRIDE(h.len);
+	if (stride > v->size || bb__pos_diff(head, pos) < (int64_t)stride)
+		goto bad;
+	bb__ring_copy(v, pos, buf, h.len);
+
+	/* Pairs with the writer's BB_FENCE_RELEASE() after it stores a new
+	 * tail and the busy seq: orders our copy before the re-reads. */
+	BB_FENCE_ACQUIRE();
+	if (bb__ring_lapped(v, pos) || bb__ring_seq(v, pos) != seq)
+		return BB__RD_OVERWRITTEN;
+	*lenp = h.len;
+	return BB__RD_OK;
+bad:
+	/* Pairs as above: a record torn by a concurrent overwrite shows up as
+	 * a moved tail; otherwise the bytes really are wrong. */
+	BB_FENCE_ACQUIRE();
+	return bb__ring_lapped(v, pos) ? BB__RD_OVERWRITTEN : BB__RD_CORRUPT;
+}
+
+/* Value bytes of a copied record: after the envelope and, with BB_RF_TID,
+ * the 8-byte tid extension.  Returns NULL if the record is too short. */
+static inline const uint8_t *bb__record_value(const uint8_t *rec, uint32_t len,
+					      int32_t *tid, size_t *vlen)
+{
+	const struct bb_record_hdr *h = (const struct bb_record_hdr *)(const void *)rec;
+	uint32_t off = BB_RECORD_HDR_SIZE;
+
+	if (h->flags & BB_RF_TID) {
+		if (len < BB_RECORD_HDR_SIZE + 8)
+			return NULL;
+		memcpy(tid, rec + BB_RECORD_HDR_SIZE, sizeof(*tid));
+		off += 8;
+	}
+	*vlen = len - off;
+	return rec + off;
+}
+
+#endif /* BB_RING_H */
