@@ -1,0 +1,739 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * box.c - creating, mapping and closing a box; ring claim, retirement and
+ * recycling; the shared ring's lock; atexit and fork handling.
+ *
+ * Everything here is the slow path.  The fast path is writer.h + write.c.
+ */
+#include <cbor.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "writer.h"
+
+_Static_assert(sizeof(struct bb_header) == BB_HEADER_SIZE, "header is one 4 KiB block");
+_Static_assert(sizeof(struct bb_ring_desc) == BB_RING_DESC_SIZE, "ring descriptor size");
+_Static_assert(sizeof(struct bb_record_hdr) == BB_RECORD_HDR_SIZE, "record envelope size");
+_Static_assert(offsetof(struct bb_header, pid) == 64, "header layout");
+_Static_assert(offsetof(struct bb_header, anchor_realtime_ns) == 408, "header layout");
+_Static_assert(offsetof(struct bb_header, state) == 440, "header layout");
+_Static_assert(offsetof(struct bb_header, dropped_toobig) == 488, "header layout");
+_Static_assert(offsetof(struct bb_ring_desc, state) == 64, "head/tail alone on line 0");
+_Static_assert(offsetof(struct bb_ring_desc, lock) == 112, "descriptor layout");
+/* barrier.h casts these fields to _Atomic: they must be lock-free. */
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
+	       "64- and 32-bit atomics must be lock-free (shared between processes)");
+
+struct bb__box *bb__box;
+__thread struct bb__tls bb__tls __attribute__((tls_model("initial-exec")));
+
+/* Process-wide configuration, kept for the child of fork(). */
+static struct {
+	struct bb_options opts;
+	char dir[PATH_MAX];
+	bool have_dir;
+	bool disabled;             /* BLACKBOX_DISABLE=1, or fork policy */
+	uint32_t gen;              /* last generation handed out */
+	int fork_pending;          /* 0 none, 1 child must create lazily, 2 creating */
+	pthread_key_t key;
+	bool key_ok;
+} bb__g;
+
+static pthread_once_t bb__once = PTHREAD_ONCE_INIT;
+
+static pid_t bb__gettid(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+/* ---- thread exit and fork ---------------------------------------------- */
+
+/*
+ * TLS destructor: retire this thread's ring.  Its data stays readable; the
+ * ring may be recycled by a later thread when the pool runs dry, least
+ * recently retired first.  Writes made after this (by later destructors)
+ * go to the shared ring.
+ */
+static void bb__thread_exit(void *arg)
+{
+	struct bb__tls *t = &bb__tls;
+	struct bb__box *box = BB_LOAD_ACQUIRE(&bb__box);
+
+	(void)arg;
+	if (box && t->ring && t->gen == box->gen && t->depth == 0) {
+		struct bb_ring_desc *d = t->ring->desc;
+
+		BB_STORE_RELAXED(&d->retired_at, BB_FETCH_ADD(&box->hdr->retire_counter, 1) + 1);
+		/* Release: our last head/tail stores and retired_at are
+		 * visible to the thread whose acquire CAS claims the ring
+		 * next (bb__claim), which continues from them. */
+		BB_STORE_RELEASE(&d->state, (uint32_t)BB_RING_RETIRED);
+	}
+	t->ring = NULL;
+	t->exited = true;
+}
+
+static void bb__unmap(struct bb__box *box)
+{
+	if (box->reserve)
+		munmap(box->reserve, box->reserve_len);
+	if (box->hdr)
+		munmap(box->hdr, box->hdr_map_len);
+	free(box);
+}
+
+/*
+ * Child of fork(): the parent's rings are not ours, ever (two writers on a
+ * ring break every invariant).  Drop the mapping without touching the box;
+ * the child's own box is created at its first write (BB_FORK_NEW_BOX), so a
+ * fork() followed by exec() costs nothing, or never (BB_FORK_DISABLE).
+ */
+static void bb__atfork_child(void)
+{
+	struct bb__box *box = bb__box;
+
+	bb__box = NULL;
+	bb__tls.ring = NULL;
+	bb__tls.gen = 0;
+	bb__tls.tid = 0;
+	if (!box)
+		return;
+	bb__unmap(box);
+	if (bb__g.opts.fork_policy == BB_FORK_DISABLE)
+		bb__g.disabled = true;
+	else
+		bb__g.fork_pending = 1;
+}
+
+/* exit() / return from main: mark the box and unlink it. */
+static void bb__atexit(void)
+{
+	struct bb__box *box = BB_LOAD_ACQUIRE(&bb__box);
+	struct timespec ts;
+
+	if (!box || box->pid != getpid())
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	BB_STORE_RELAXED(&box->hdr->state_ns, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
+	BB_STORE_RELEASE(&box->hdr->state, (uint32_t)BB_STATE_EXITED);
+	if (!box->keep_on_exit) {
+		if (box->shm)
+			shm_unlink(box->name);
+		else
+			unlink(box->path);
+	}
+	/* Not unmapped: other threads may still be writing during exit. */
+}
+
+static void bb__once_init(void)
+{
+	bb__g.key_ok = pthread_key_create(&bb__g.key, bb__thread_exit) == 0;
+	pthread_atfork(NULL, NULL, bb__atfork_child);
+	atexit(bb__atexit);
+}
+
+/* ---- identity of this process ------------------------------------------ */
+
+static ssize_t bb__read_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n, total = 0;
+
+	if (fd < 0)
+		return -errno;
+	while ((size_t)total < len - 1) {
+		n = read(fd, buf + total, len - 1 - (size_t)total);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		total += n;
+	}
+	close(fd);
+	buf[total] = '\0';
+	return total;
+}
+
+/* Field 22 of /proc/self/stat: start time in clock ticks since boot. */
+static uint64_t bb__starttime(void)
+{
+	char buf[1024];
+	char *p;
+	int field = 2;
+
+	if (bb__read_file("/proc/self/stat", buf, sizeof(buf)) <= 0)
+		return 0;
+	p = strrchr(buf, ')');  /* comm may contain spaces and ')' */
+	if (!p)
+		return 0;
+	while (*p && field < 22) {
+		if (*p++ == ' ')
+			field++;
+	}
+	return strtoull(p, NULL, 10);
+}
+
+static void bb__fill_identity(struct bb_header *h)
+{
+	char buf[4096];
+	ssize_t n;
+
+	h->pid = getpid();
+	h->uid = getuid();
+	h->starttime = bb__starttime();
+	if (bb__read_file("/proc/sys/kernel/random/boot_id", buf, sizeof(buf)) > 0) {
+		buf[strcspn(buf, "\n")] = '\0';
+		bb__strlcpy(h->boot_id, buf, sizeof(h->boot_id));
+	}
+	if (bb__read_file("/proc/self/comm", buf, sizeof(buf)) > 0) {
+		buf[strcspn(buf, "\n")] = '\0';
+		bb__strlcpy(h->comm, buf, sizeof(h->comm));
+	}
+	n = bb__read_file("/proc/self/cmdline", buf, sizeof(buf));
+	for (ssize_t i = 0; i < n; i++)
+		if (buf[i] == '\0')
+			buf[i] = ' ';
+	while (n > 0 && buf[n - 1] == ' ')
+		buf[--n] = '\0';
+	if (n > 0)
+		bb__strlcpy(h->cmdline, buf, sizeof(h->cmdline));
+}
+
+/* ---- sizing ------------------------------------------------------------- */
+
+/* "4m", "65536", "1G" -> bytes; 0 on error. */
+static size_t bb__parse_size(const char *s)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return 0;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	default: break;
+	}
+	if (*end == 'b' || *end == 'B')
+		end++;
+	return *end ? 0 : (size_t)v;
+}
+
+struct bb__layout {
+	uint32_t nrings;      /* private */
+	uint64_t ring_size;
+	uint64_t table_off;
+	uint64_t data_off;
+	uint64_t box_size;
+};
+
+static uint64_t bb__round_up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+static int bb__plan(size_t size, unsigned nrings, size_t ring_size, struct bb__layout *l)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t total = (uint64_t)nrings + 1;
+
+	if (nrings == 0 || nrings >= BB_RING_MAX_COUNT)
+		return -EINVAL;
+	l->nrings = nrings;
+	l->table_off = BB_HEADER_SIZE;
+	l->data_off = bb__round_up(BB_HEADER_SIZE + total * BB_RING_DESC_SIZE, page);
+	if (ring_size) {
+		if (ring_size & (ring_size - 1) || ring_size < page || ring_size > BB_RING_MAX_SIZE)
+			return -EINVAL;
+		l->ring_size = ring_size;
+	} else {
+		uint64_t avail, c;
+
+		if (size <= l->data_off)
+			return -EINVAL;
+		avail = (size - l->data_off) / total;
+		if (avail < page || avail < BB_RING_MIN_SIZE)
+			return -EINVAL;
+		c = BB_RING_MAX_SIZE;
+		while (c > avail)
+			c >>= 1;
+		l->ring_size = c;
+	}
+	l->box_size = l->data_off + total * l->ring_size;
+	return 0;
+}
+
+/* ---- creation ----------------------------------------------------------- */
+
+static int bb__create_file(struct bb__box *box, const char *dir, uint64_t starttime,
+			   mode_t mode, uint32_t *seq)
+{
+	pid_t pid = getpid();
+
+	for (uint32_t n = 0; n < 1000; n++) {
+		int fd;
+
+		snprintf(box->name, sizeof(box->name), "%s%d.%llu.%u",
+			 dir ? BB_NAME_PREFIX : "/" BB_NAME_PREFIX, (int)pid,
+			 (unsigned long long)starttime, n);
+		if (dir) {
+			snprintf(box->path, sizeof(box->path), "%s/%s", dir, box->name);
+			/* O_EXCL: never an existing file, never a symlink. */
+			fd = open(box->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		} else {
+			snprintf(box->path, sizeof(box->path), "/dev/shm%s", box->name);
+			fd = shm_open(box->name, O_RDWR | O_CREAT | O_EXCL, 0600);
+		}
+		if (fd >= 0) {
+			/* fchmod, not the open mode: independent of umask. */
+			if (fchmod(fd, mode) < 0) {
+				int e = -errno;
+
+				close(fd);
+				if (dir)
+					unlink(box->path);
+				else
+					shm_unlink(box->name);
+				return e;
+			}
+			*seq = n;
+			return fd;
+		}
+		if (errno != EEXIST)
+			return -errno;
+		/* Same pid and start time: an earlier image of this process
+		 * (exec) or an earlier bb_init/bb_close cycle left it. */
+	}
+	return -EEXIST;
+}
+
+static void bb__remove(struct bb__box *box)
+{
+	if (box->shm)
+		shm_unlink(box->name);
+	else
+		unlink(box->path);
+}
+
+static int bb__map_rings(struct bb__box *box, int fd, const struct bb__layout *l)
+{
+	uint64_t c = l->ring_size;
+	uint32_t total = l->nrings + 1;
+
+	box->reserve_len = (size_t)(2 * c * total);
+	box->reserve = mmap(NULL, box->reserve_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (box->reserve == MAP_FAILED) {
+		box->reserve = NULL;
+		return -errno;
+	}
+	for (uint32_t i = 0; i < total; i++) {
+		uint8_t *at = box->reserve + 2 * c * i;
+		off_t off = (off_t)(l->data_off + c * i);
+
+		/* The same file range twice, back to back: a record that
+		 * wraps is contiguous in memory (DESIGN §2). */
+		if (mmap(at, c, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, off) == MAP_FAILED ||
+		    mmap(at + c, c, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, off) == MAP_FAILED)
+			return -errno;
+		box->rings[i].data = at;
+		box->rings[i].mask = c - 1;
+		box->rings[i].desc = (struct bb_ring_desc *)(void *)
+			((uint8_t *)box->hdr + l->table_off + (uint64_t)i * BB_RING_DESC_SIZE);
+	}
+	return 0;
+}
+
+static int bb__open(const struct bb_options *o, const char *dir, size_t size)
+{
+	struct bb__layout l;
+	struct bb__box *box;
+	struct bb_header *h;
+	struct timespec rt, mt;
+	uint64_t starttime = bb__starttime();
+	uint32_t seq = 0;
+	mode_t mode = o->mode ? o->mode & 0777 : 0600;
+	int fd, ret;
+
+	ret = bb__plan(size, o->ring_count ? o->ring_count : BB_DEFAULT_RING_COUNT, o->ring_size, &l);
+	if (ret < 0)
+		return ret;
+	box = calloc(1, sizeof(*box) + (l.nrings + 1) * sizeof(struct bb__ring));
+	if (!box)
+		return -ENOMEM;
+	box->shm = dir == NULL;
+	fd = bb__create_file(box, dir, starttime, mode, &seq);
+	if (fd < 0) {
+		free(box);
+		return fd;
+	}
+	/* Reserve the memory now: a full tmpfs fails here with ENOSPC, never
+	 * later as SIGBUS inside a write. */
+	ret = posix_fallocate(fd, 0, (off_t)l.box_size);
+	if (ret) {
+		ret = -ret;
+		goto fail;
+	}
+	box->hdr_map_len = (size_t)l.data_off;
+	box->hdr = mmap(NULL, box->hdr_map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (box->hdr == MAP_FAILED) {
+		box->hdr = NULL;
+		ret = -errno;
+		goto fail;
+	}
+	ret = bb__map_rings(box, fd, &l);
+	if (ret < 0)
+		goto fail;
+	close(fd);
+	fd = -1;
+
+	box->ring_size = l.ring_size;
+	box->nrings = l.nrings;
+	box->max_record = (uint32_t)(l.ring_size / 4 < BB_RECORD_MAX ? l.ring_size / 4 : BB_RECORD_MAX);
+	box->clock = CLOCK_MONOTONIC;
+	box->pid = getpid();
+	box->keep_on_exit = o->flags & BB_OPT_KEEP_ON_EXIT;
+
+	/* The file is fresh (O_EXCL, fallocate zero-fills): only non-zero
+	 * fields are written.  magic last. */
+	h = box->hdr;
+	h->version_major = BB_FORMAT_MAJOR;
+	h->version_minor = BB_FORMAT_MINOR;
+	h->header_size = BB_HEADER_SIZE;
+	h->byte_order = BB_BYTE_ORDER_MARK;
+	h->word_size = (uint8_t)sizeof(void *);
+	h->clock = BB_CLOCK_MONOTONIC;
+	h->box_size = l.box_size;
+	h->ring_count = l.nrings + 1;
+	h->ring_desc_size = BB_RING_DESC_SIZE;
+	h->ring_table_offset = l.table_off;
+	h->ring_size = l.ring_size;
+	h->max_record = box->max_record;
+	h->page_size = (uint32_t)sysconf(_SC_PAGESIZE);
+	bb__fill_identity(h);
+	h->starttime = starttime;
+	h->sequence = seq;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(box->clock, &mt);
+	h->anchor_realtime_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
+	h->anchor_clock_ns = (int64_t)mt.tv_sec * 1000000000 + mt.tv_nsec;
+	h->created_ns = (uint64_t)h->anchor_realtime_ns;
+	h->state = BB_STATE_RUNNING;
+	h->state_ns = h->created_ns;
+	for (uint32_t i = 0; i <= l.nrings; i++) {
+		struct bb_ring_desc *d = box->rings[i].desc;
+
+		d->kind = i == l.nrings ? BB_RING_SHARED : BB_RING_PRIVATE;
+		d->state = i == l.nrings ? BB_RING_OWNED : BB_RING_FREE;
+		d->data_offset = l.data_off + l.ring_size * i;
+	}
+	/* The ready word.  Release: a reader that sees the magic (acquire)
+	 * sees the whole header and ring table written above. */
+	BB_STORE_RELEASE(&h->magic, BB_MAGIC);
+
+	box->gen = ++bb__g.gen;
+	/* Publish to writers; pairs with the acquire load in bb__begin(). */
+	BB_STORE_RELEASE(&bb__box, box);
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	bb__remove(box);
+	bb__unmap(box);
+	return ret;
+}
+
+BB_EXPORT int bb_init_opts(const struct bb_options *opts)
+{
+	struct bb_options o = { 0 };
+	const char *env, *dir;
+	size_t size;
+
+	if (opts)
+		o = *opts;
+	pthread_once(&bb__once, bb__once_init);
+	if (BB_LOAD_ACQUIRE(&bb__box))
+		return -EALREADY;
+	if (o.fork_policy != BB_FORK_NEW_BOX && o.fork_policy != BB_FORK_DISABLE)
+		return -EINVAL;
+	if (!(o.flags & BB_OPT_NO_ENV)) {
+		env = getenv("BLACKBOX_DISABLE");
+		if (env && *env && strcmp(env, "0")) {
+			bb__g.disabled = true;
+			return 0;
+		}
+	}
+	size = o.size;
+	dir = o.dir;
+	if (!(o.flags & BB_OPT_NO_ENV)) {
+		env = getenv("BLACKBOX_SIZE");
+		if (!size && env && *env) {
+			size = bb__parse_size(env);
+			if (!size)
+				return -EINVAL;
+		}
+		env = getenv("BLACKBOX_DIR");
+		if (!dir && env && *env)
+			dir = env;
+	}
+	if (!size)
+		size = BB_DEFAULT_SIZE;
+	if (dir && strlen(dir) >= sizeof(bb__g.dir) - 96)
+		return -ENAMETOOLONG;
+
+	/* Remember the resolved configuration for a child of fork(). */
+	bb__g.opts = o;
+	bb__g.opts.size = size;
+	bb__g.have_dir = dir != NULL;
+	if (dir) {
+		bb__strlcpy(bb__g.dir, dir, sizeof(bb__g.dir));
+		bb__g.opts.dir = bb__g.dir;
+	}
+	bb__g.disabled = false;
+	bb__g.fork_pending = 0;
+	return bb__open(&bb__g.opts, bb__g.opts.dir, size);
+}
+
+BB_EXPORT int bb_init(size_t size)
+{
+	struct bb_options o = { .size = size };
+
+	return bb_init_opts(&o);
+}
+
+BB_EXPORT int bb_close(void)
+{
+	struct bb__box *box = BB_LOAD_ACQUIRE(&bb__box);
+	struct timespec ts;
+
+	if (!box)
+		return bb__g.disabled ? 0 : -ENODEV;
+	BB_STORE_RELEASE(&bb__box, (struct bb__box *)NULL);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	BB_STORE_RELAXED(&box->hdr->state_ns, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
+	BB_STORE_RELEASE(&box->hdr->state, (uint32_t)BB_STATE_CLOSED);
+	bb__remove(box);
+	bb__unmap(box);
+	bb__tls.ring = NULL;
+	return 0;
+}
+
+BB_EXPORT int bb_path(char *buf, size_t len)
+{
+	struct bb__box *box = BB_LOAD_ACQUIRE(&bb__box);
+	size_t n;
+
+	if (!box)
+		return -ENODEV;
+	if (!buf)
+		return -EINVAL;
+	n = strlen(box->path);
+	if (n >= len)
+		return -ERANGE;
+	memcpy(buf, box->path, n + 1);
+	return (int)n;
+}
+
+/* ---- slow paths of a write ---------------------------------------------- */
+
+/* No box: disabled (0), the child of a fork creating its box lazily, or an
+ * error. */
+int bb__nobox(void)
+{
+	int expect = 1;
+
+	if (bb__g.disabled)
+		return 0;
+	if (bb__g.fork_pending == 1 &&
+	    atomic_compare_exchange_strong((_Atomic int *)&bb__g.fork_pending, &expect, 2)) {
+		int ret = bb__open(&bb__g.opts, bb__g.have_dir ? bb__g.dir : NULL, bb__g.opts.size);
+
+		if (ret < 0) {
+			bb__g.disabled = true;   /* say it once, then stay quiet */
+			return ret;
+		}
+		bb__g.fork_pending = 0;
+		return -EAGAIN;  /* bb__begin() picks up the new box */
+	}
+	return -ENODEV;
+}
+
+/* Write an owner record at the start of a freshly claimed ring. */
+static void bb__owner_record(struct bb__box *box, struct bb__ring *r, int32_t tid,
+			     const char *name, int32_t prev_tid, const char *prev)
+{
+	struct bb__w w = { .box = box, .r = r, .shared = false, .flags = 0 };
+	size_t nl = strnlen(name, 15), pl = strnlen(prev, 15);
+	uint32_t vlen = 1 + bb__cbor_head((uint64_t)(tid < 0 ? -(int64_t)tid : tid)) +
+			bb__cbor_head(nl) + (uint32_t)nl +
+			bb__cbor_head((uint64_t)(prev_tid < 0 ? -(int64_t)prev_tid : prev_tid)) +
+			bb__cbor_head(pl) + (uint32_t)pl;
+	uint8_t *p = bb__reserve(&w, 0, vlen);
+
+	*p++ = 0x84;  /* array(4) */
+	p += cbor_encode_uint((uint64_t)tid, p, 9);
+	p += cbor_encode_string_start(nl, p, 9);
+	memcpy(p, name, nl);
+	p += nl;
+	p += cbor_encode_uint((uint64_t)prev_tid, p, 9);
+	p += cbor_encode_string_start(pl, p, 9);
+	memcpy(p, prev, pl);
+	/* bb__commit leaves a nesting level: the caller entered one. */
+	bb__commit(&w, BB_TAG_OWNER);
+	bb__tls.depth++;
+}
+
+/*
+ * Claim a private ring: a never-used one first, else the least recently
+ * retired one.  The acquire CAS pairs with the release store of
+ * BB_RING_RETIRED in bb__thread_exit(): we continue from the previous
+ * owner's final head and tail.
+ */
+static struct bb__ring *bb__claim(struct bb__box *box, struct bb__tls *t)
+{
+	struct bb__ring *r = NULL;
+	char name[16] = "", prev[16] = "";
+	int32_t prev_tid;
+
+	for (uint32_t i = 0; i < box->nrings && !r; i++) {
+		uint32_t expect = BB_RING_FREE;
+
+		if (BB_LOAD_RELAXED(&box->rings[i].desc->state) == BB_RING_FREE &&
+		    BB_CAS_ACQUIRE(&box->rings[i].desc->state, &expect, (uint32_t)BB_RING_OWNED))
+			r = &box->rings[i];
+	}
+	for (int tries = 0; !r && tries < 8; tries++) {
+		struct bb__ring *best = NULL;
+		uint64_t best_at = UINT64_MAX;
+		uint32_t expect = BB_RING_RETIRED;
+
+		for (uint32_t i = 0; i < box->nrings; i++) {
+			struct bb_ring_desc *d = box->rings[i].desc;
+			uint64_t at = BB_LOAD_RELAXED(&d->retired_at);
+
+			if (BB_LOAD_RELAXED(&d->state) == BB_RING_RETIRED && at < best_at) {
+				best = &box->rings[i];
+				best_at = at;
+			}
+		}
+		if (!best)
+			break;
+		if (BB_CAS_ACQUIRE(&best->desc->state, &expect, (uint32_t)BB_RING_OWNED))
+			r = best;
+	}
+	if (!r)
+		return NULL;
+
+	r->head = BB_LOAD_RELAXED(&r->desc->head);
+	r->tail = BB_LOAD_RELAXED(&r->desc->tail);
+	prev_tid = BB_LOAD_RELAXED(&r->desc->tid);
+	memcpy(prev, r->desc->thread_name, sizeof(prev) - 1);
+	prctl(PR_GET_NAME, name, 0, 0, 0);
+	name[15] = '\0';
+	BB_STORE_RELAXED(&r->desc->tid, t->tid);
+	memcpy(r->desc->thread_name, name, sizeof(name));
+	BB_STORE_RELAXED(&r->desc->generation, r->desc->generation + 1);
+	bb__owner_record(box, r, t->tid, name, prev_tid, prev);
+	return r;
+}
+
+/*
+ * Slow path of bb__begin(): the thread has no ring in this box yet (claim
+ * one), has none to get (shared ring), or is nested (shared ring).  The
+ * caller has entered the nesting section (depth >= 1).
+ * Returns 0 with a private ring, 1 with the shared ring locked, or -errno.
+ */
+int bb__begin_slow(struct bb__box *box, struct bb__tls *t, struct bb__ring **rp)
+{
+	struct bb__ring *shared = &box->rings[box->nrings];
+	int32_t *lock = &shared->desc->lock;
+
+	if (!t->tid)
+		t->tid = bb__gettid();
+	if (t->depth == 1 && t->gen != box->gen && !t->exited) {
+		t->gen = box->gen;
+		t->ring = bb__claim(box, t);
+		if (t->ring) {
+			if (bb__g.key_ok)
+				pthread_setspecific(bb__g.key, box);
+			*rp = t->ring;
+			return 0;
+		}
+	}
+	/* The shared ring: a bounded try-lock.  Nothing ever waits long. */
+	for (int spin = 0; spin < 128; spin++) {
+		int32_t expect = 0;
+
+		if (BB_CAS_ACQUIRE(lock, &expect, t->tid)) {
+			/* Acquire pairs with the release store of 0 in
+			 * bb__end_shared(): we see the previous holder's
+			 * head and tail (shared->head/tail). */
+			*rp = shared;
+			return 1;
+		}
+		if (expect == t->tid) {
+			/* We interrupted our own shared-ring write. */
+			BB_FETCH_ADD(&box->hdr->dropped_nested, 1);
+			return -EBUSY;
+		}
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#elif defined(__aarch64__)
+		__asm__ __volatile__("yield");
+#endif
+	}
+	BB_FETCH_ADD(&box->hdr->dropped_busy, 1);
+	return -EBUSY;
+}
+
+void bb__end_shared(struct bb__box *box, struct bb__tls *t)
+{
+	/* Release: our head/tail updates (process-local copies and the
+	 * descriptor) are visible to the next holder's acquire CAS. */
+	BB_STORE_RELEASE(&box->rings[box->nrings].desc->lock, 0);
+	BB_SIGNAL_FENCE();
+	t->depth--;
+}
+
+/*
+ * Advance tail over the oldest records until [tail, end) fits in the ring,
+ * and publish it before any old byte is overwritten.  The records walked
+ * over are committed (we are their only writer), but the box is memory a
+ * crashing process may have scribbled on: a length that makes no sense
+ * drops the whole ring instead of looping.
+ */
+void bb__make_room(struct bb__ring *r, uint64_t end)
+{
+	uint64_t size = r->mask + 1;
+	uint64_t tail = r->tail;
+
+	while (end - tail > size) {
+		const struct bb_record_hdr *h = (const void *)(r->data + (tail & r->mask));
+		uint64_t stride = BB_RECORD_STRIDE(h->len);
+
+		if (h->len < BB_RECORD_HDR_SIZE || stride > size || tail + stride > r->head) {
+			tail = r->head;  /* drop every old record */
+			break;
+		}
+		tail += stride;
+	}
+	r->tail = tail;
+	BB_STORE_RELAXED(&r->desc->tail, tail);
+	/* Orders the new tail before the busy seq and the record bytes that
+	 * overwrite what it released.  Pairs with the acquire fence in
+	 * bb__ring_read(): a reader that copied overwritten bytes sees this
+	 * tail and drops the copy. */
+	BB_FENCE_RELEASE();
+}

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dump.c - bb_dump(): this process's own box as text, from anywhere,
+ * including a signal handler.  No malloc, no stdio: static buffers guarded
+ * by a flag, write(2) for output, bb_format_value() for values.
+ *
+ * It walks the live rings with the same per-record seqlock read as every
+ * other reader (ring.h): other threads may be writing while it runs, and
+ * records they overwrite under it are skipped, never printed torn.  Records
+ * of all rings are merged oldest first by peeking at each ring's next
+ * timestamp.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <blackbox/reader.h>
+
+#include "ring.h"
+#include "text.h"
+#include "writer.h"
+
+struct bb__cursor {
+	struct bb__ring_view v;
+	uint64_t pos;
+	uint64_t head;
+	int32_t tid;
+	bool done;
+};
+
+static atomic_flag bb__dump_busy = ATOMIC_FLAG_INIT;
+static struct bb__cursor bb__cur[BB_RING_MAX_COUNT];
+static uint8_t bb__rec[BB_RECORD_MAX];
+static char bb__line[1024];
+
+/* AS-safe decimal formatting, @w = minimum width (zero padded). */
+static char *bb__put_u64(char *p, uint64_t v, int w)
+{
+	char tmp[24];
+	int n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n < w)
+		tmp[n++] = '0';
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+static char *bb__put_str(char *p, const char *end, const char *s)
+{
+	while (*s && p < end)
+		*p++ = *s++;
+	return p;
+}
+
+static int bb__write_all(int fd, const char *buf, size_t n)
+{
+	while (n) {
+		ssize_t k = write(fd, buf, n);
+
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* Peek at the timestamp of the cursor's next record; false at the end. */
+static bool bb__peek(struct bb__cursor *c, uint64_t *ts)
+{
+	struct bb_record_hdr h;
+
+	while (!c->done) {
+		if (c->pos == c->head) {
+			c->done = true;
+			break;
+		}
+		if (bb__ring_seq(&c->v, c->pos) == BB_SEQ_DONE(c->pos)) {
+			bb__ring_copy(&c->v, c->pos, &h, sizeof(h));
+			*ts = h.ts;
+			return true;
+		}
+		/* Lapped: resync at the current tail, or give up on a ring
+		 * whose bytes make no sense. */
+		BB_FENCE_ACQUIRE();
+		if (bb__ring_lapped(&c->v, c->pos))
+			c->pos = BB_LOAD_RELAXED((uint64_t *)(uintptr_t)&c->v.desc->tail);
+		else
+			c->done = true;
+	}
+	return false;
+}
+
+static int bb__dump_one(int fd, struct bb__cursor *c, uint32_t ring)
+{
+	const struct bb_record_hdr *h = (const void *)bb__rec;
+	const char *end = bb__line + sizeof(bb__line) - 2;
+	const uint8_t *val;
+	uint32_t len;
+	int32_t tid = c->tid;
+	size_t vlen;
+	char *p = bb__line;
+	int n;
+
+	switch (bb__ring_read(&c->v, c->pos, c->head, bb__rec, &len)) {
+	case BB__RD_OK:
+		break;
+	case BB__RD_OVERWRITTEN:
+		c->pos = BB_LOAD_RELAXED((uint64_t *)(uintptr_t)&c->v.desc->tail);
+		return 0;
+	default:
+		c->done = true;
+		return 0;
+	}
+	c->pos += BB_RECORD_STRIDE(len);
+	val = bb__record_value(bb__rec, len, &tid, &vlen);
+	if (!val)
+		return 0;
+	if (h->tag == BB_TAG_OWNER) {
+		char name[16], prev[16];
+		int32_t prev_tid;
+
+		if (bb__owner_decode(val, vlen, &tid, name, sizeof(name), &prev_tid,
+				     prev, sizeof(prev)) == 0)
+			c->tid = tid;
+	}
+
+	p = bb__put_u64(p, h->ts / 1000000000u, 1);
+	*p++ = '.';
+	p = bb__put_u64(p, h->ts % 1000000000u, 9);
+	p = bb__put_str(p, end, " r");
+	p = bb__put_u64(p, ring, 1);
+	p = bb__put_str(p, end, " t");
+	p = bb__put_u64(p, (uint64_t)(uint32_t)tid, 1);
+	*p++ = ' ';
+	p = bb__put_str(p, end, bb_tag_name(h->tag));
+	*p++ = ' ';
+	n = bb_format_value(h->tag, h->flags, val, vlen, p, (size_t)(end - p));
+	p += n >= 0 ? (size_t)n : strlen(p);
+	*p++ = '\n';
+	return bb__write_all(fd, bb__line, (size_t)(p - bb__line));
+}
+
+BB_EXPORT int bb_dump(int fd)
+{
+	struct bb__box *box = BB_LOAD_ACQUIRE(&bb__box);
+	uint32_t total;
+	int ret = 0;
+
+	if (!box)
+		return -ENODEV;
+	if (atomic_flag_test_and_set(&bb__dump_busy))
+		return -EBUSY;
+	total = box->nrings + 1;
+	for (uint32_t i = 0; i < total; i++) {
+		struct bb__cursor *c = &bb__cur[i];
+		struct bb_ring_desc *d = box->rings[i].desc;
+
+		c->v.desc = d;
+		c->v.data = box->rings[i].data;
+		c->v.size = box->ring_size;
+		c->v.max_record = box->max_record;
+		/* Acquire pairs with the writer's release store of head:
+		 * every record before it is complete. */
+		c->head = BB_LOAD_ACQUIRE(&d->head);
+		c->pos = BB_LOAD_RELAXED(&d->tail);
+		if (c->head - c->pos > box->ring_size)
+			c->pos = c->head - box->ring_size;
+		c->tid = BB_LOAD_RELAXED(&d->tid);
+		c->done = false;
+	}
+	for (;;) {
+		uint64_t best_ts = UINT64_MAX, ts;
+		uint32_t best = total;
+
+		for (uint32_t i = 0; i < total; i++)
+			if (bb__peek(&bb__cur[i], &ts) && ts < best_ts) {
+				best_ts = ts;
+				best = i;
+			}
+		if (best == total)
+			break;
+		ret = bb__dump_one(fd, &bb__cur[best], best);
+		if (ret < 0)
+			break;
+	}
+	atomic_flag_clear(&bb__dump_busy);
+	return ret;
+}

@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * write.c - the record writers: compute the exact CBOR size, reserve, encode
+ * straight into the ring with libcbor's allocation-free encoder, commit.
+ *
+ * The ring is mapped twice back to back (box.c), so the value area of a
+ * record is contiguous even when it wraps: every encoder call below writes
+ * into one linear buffer of exactly the size computed beforehand.
+ *
+ * No malloc, no lock, no system call; AS-safe (see blackbox.h).
+ */
+#include <cbor.h>
+#include <errno.h>
+#include <string.h>
+
+#include "writer.h"
+
+/* Exact size of an encoded CBOR integer. */
+static inline uint32_t bb__int_size(int64_t v)
+{
+	return bb__cbor_head(v < 0 ? (uint64_t)(-1 - v) : (uint64_t)v);
+}
+
+static inline uint8_t *bb__put_int(uint8_t *p, int64_t v)
+{
+	if (v < 0)
+		return p + cbor_encode_negint((uint64_t)(-1 - v), p, 9);
+	return p + cbor_encode_uint((uint64_t)v, p, 9);
+}
+
+static inline uint8_t *bb__put_text(uint8_t *p, const char *s, size_t n)
+{
+	p += cbor_encode_string_start(n, p, 9);
+	memcpy(p, s, n);
+	return p + n;
+}
+
+static inline uint8_t *bb__put_bytes(uint8_t *p, const void *s, size_t n)
+{
+	p += cbor_encode_bytestring_start(n, p, 9);
+	if (n)
+		memcpy(p, s, n);
+	return p + n;
+}
+
+/* Largest payload n with head(n) + n <= room. */
+static inline size_t bb__fit(size_t room)
+{
+	size_t h = bb__cbor_head(room);
+
+	return room > h ? room - h : 0;
+}
+
+/* ---- scalars ------------------------------------------------------------ */
+
+BB_EXPORT int bb_write_i64(int64_t v)
+{
+	struct bb__w w;
+	int ret;
+	uint8_t *p;
+
+	if (!bb__begin(&w, &ret))
+		return ret;
+	p = bb__reserve(&w, 0, bb__int_size(v));
+	bb__put_int(p, v);
+	bb__commit(&w, BB_TAG_I64);
+	return 0;
+}
+
+BB_EXPORT int bb_write_u64(uint64_t v)
+{
+	struct bb__w w;
+	int ret;
+	uint8_t *p;
+
+	if (!bb__begin(&w, &ret))
+		return ret;
+	p = bb__reserve(&w, 0, bb__cbor_head(v));
+	cbor_encode_uint(v, p, 9);
+	bb__commit(&w, BB_TAG_U64);
+	return 0;
+}
+
+BB_EXPORT int bb_write_f64(double v)
+{
+	struct bb__w w;
+	int ret;
+	uint8_t *p;
+
+	if (!bb__begin(&w, &ret))
+		return ret;
+	p = bb__reserve(&w, 0, 9);
+	cbor_encode_double(v, p, 9);
+	bb__commit(&w, BB_TAG_F64);
+	return 0;
+}
+
+BB_EXPORT int bb_write_bool(bool v)
+{
+	struct bb__w w;
+	int ret;
+	uint8_t *p;
+
+	if (!bb__begin(&w, &ret))
+		return ret;
+	p = bb__reserve(&w, 0, 1);
+	*p = v ? 0xf5 : 0xf4;
+	bb__commit(&w, BB_TAG_BOOL);
+	return 0;
+}
+
+/* Text or bytes, truncated (and flagged) to the record's room. */
+static int bb__write_blob(uint8_t tag, const void *s, size_t n)
+{
+	struct bb__w w;
+	uint8_t flags = 0;
+	int ret;
+	uint8_t *p;
+
+	if (!bb__begin(&w, &ret))
+		return ret;
+	if (bb_unlikely(bb__cbor_head(n) + n > w.room)) {
+		size_t cut = bb__fit(w.room);
+
+		n = tag == BB_TAG_STR ? bb__utf8_cut(s, cut) : cut;
+		flags = BB_RF_TRUNCATED;
+		BB_FETCH_ADD(&w.box->hdr->truncated, 1);
+	}
+	p = bb__reserve(&w, flags, bb__cbor_head(n) + (uint32_t)n);
+	if (tag == BB_TAG_STR)
+		bb__put_text(p, s, n);
+	else
+		bb__put_bytes(p, s, n);
+	bb__commit(&w, tag);
+	return 0;
+}
+
+BB_EXPORT int bb_write_str(const char *s)
+{
+	if (bb_unlikely(!s))
+		return -EINVAL;
+	return bb__write_blob(BB_TAG_STR, s, strlen(s));
+}
+
+BB_EXPORT int bb_write_bytes(const void *p, size_t n)
+{
+	if (bb_unlikely(!p && n))
+		return -EINVAL;
+	return bb__write_blob(BB_TAG_BYTES, p, n);
+}
+
+/* ---- typed values (key/value records and event fields) ------------------ */
+
+struct bb__val {
+	enum bb_type type;
+	size_t n;            /* bytes of text/bytes payload (after truncation) */
+	union {
+		const char *s;
+		const void *p;
+		int64_t i64;
+		uint64_t u64;
+		double f64;
+		bool b;
+	} v;
+};
+
+static inline uint32_t bb__val_size(const struct bb__val *v)
+{
+	switch (v->type) {
+	case BB_TYPE_STR:
+	case BB_TYPE_BYTES: return bb__cbor_head(v->n) + (uint32_t)v->n;
+	case BB_TYPE_I64:   return bb__int_size(v->v.i64);
+	case BB_TYPE_U64:   return bb__cbor_head(v->v.u64);
+	case BB_TYPE_F64:   return 9;
+	case BB_TYPE_BOOL:  return 1;
+	}
+	return 0;
+}
+
+static inline uint8_t *bb__put_val(uint8_t *p, const struct bb__val *v)
+{
+	switch (v->type) {
+	case BB_TYPE_STR:   return bb__put_text(p, v->v.s, v->n);
+	case BB_TYPE_BYTES: return bb__put_bytes(p, v->v.p, v->n);
+	case BB_TYPE_I64:   return bb__put_int(p, v->v.i64);
+	case BB_TYPE_U64:   return p + cbor_encode_uint(v->v.u64, p, 9);
+	case BB_TYPE_F64:   return p + cbor_encode_double(v->v.f64, p, 9);
+	case BB_TYPE_BOOL:  *p = v->v.b ? 0xf5 : 0xf4; return p + 1;
+	}
+	return p;
+}
+
+/* [key, value] */
+static int bb__write_kv(const char *key, struct bb__val *v)
+{
+	struct bb__w w;
+	size_t kl = strlen(key);
+	uint32_t need;
+	uint8_t flags = 0;
+	int ret;
+	uint8_t *p;
+
+	if (!bb__begin(&w, &ret))
+		return ret;
+	need = 1 + bb__cbor_head(kl) + (uint32_t)kl + bb__val_size(v);
+	if (bb_unlikely(need > w.room)) {
+		/* Keep the key whole if it leaves room for a value; cut the
+		 * value first, then the key. */
+		size_t vroom, cut;
+
+		if (kl > w.room / 2)
+			kl = bb__utf8_cut(key, bb__fit(w.room / 2 - 1));
+		vroom = w.room - 1 - bb__cbor_head(kl) - kl;
+		cut = bb__fit(vroom);
+		if ((v->type == BB_TYPE_STR || v->type == BB_TYPE_BYTES) && v->n > cut)
+			v->n = v->type == BB_TYPE_STR ? bb__utf8_cut(v->v.s, cut) : cut;
+		flags = BB_RF_TRUNCATED;
+		BB_FETCH_ADD(&w.box->hdr->truncated, 1);
+		need = 1 + bb__cbor_head(kl) + (uint32_t)kl + bb__val_size(v);
+	}
+	p = bb__reserve(&w, flags, need);
+	*p++ = 0x82;   /* array(2) */
+	p = bb__put_text(p, key, kl);
+	bb__put_val(p, v);
+	bb__commit(&w, BB_TAG_KV);
+	return 0;
+}
+
+BB_EXPORT int bb_write_kv(const char *key, const char *value)
+{
+	struct bb__val v = { .type = BB_TYPE_STR };
+
+	if (bb_unlikely(!key || !value))
+		return -EINVAL;
+	v.v.s = value;
+	v.n = strlen(value);
+	return bb__write_kv(key, &v);
+}
+
+BB_EXPORT int bb_write_kv_i64(const char *key, int64_t x)
+{
+	struct bb__val v = { .type = BB_TYPE_I64, .v.i64 = x };
+
+	if (bb_unlikely(!key))
+		return -EINVAL;
+	return bb__write_kv(key, &v);
+}
+
+BB_EXPORT int bb_write_kv_u64(const char *key, uint64_t x)
+{
+	struct bb__val v = { .type = BB_TYPE_U64, .v.u64 = x };
+
+	if (bb_unlikely(!key))
+		return -EINVAL;
+	return bb__write_kv(key, &v);
+}
+
+BB_EXPORT int bb_write_kv_f64(const char *key, double x)
+{
+	struct bb__val v = { .type = BB_TYPE_F64, .v.f64 = x };
+
+	if (bb_unlikely(!key))
+		return -EINVAL;
+	return bb__write_kv(key, &v);
+}
+
+BB_EXPORT int bb_write_kv_bool(const char *key, bool x)
+{
+	struct bb__val v = { .type = BB_TYPE_BOOL, .v.b = x };
+
+	if (bb_unlikely(!key))
+		return -EINVAL;
+	return bb__write_kv(key, &v);
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+/*
+ * [name, {key: value, ...}].  When the whole does not fit, the longest
+ * text/bytes component is cut, repeatedly, until it does: short fields
+ * survive intact, a long one is shortened.  Bounded: each round shortens
+ * one component to what the excess requires.
+ */
+BB_EXPORT int bb_write_event(const char *name, const struct bb_field *f, size_t n)
+{
+	struct bb__val vals[BB_EVENT_MAX_FIELDS];
+	size_t klen[BB_EVENT_MAX_FIELDS], nl;
+	struct bb__w w;
+	uint32_t need;
+	uint8_t flags = 0;
+	int ret;
+	uint8_t *p;
+
+	if (bb_unlikely(!name || (!f && n) || n > BB_EVENT_MAX_FIELDS))
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (!f[i].key)
+			return -EINVAL;
+		klen[i] = strlen(f[i].key);
+		vals[i].type = f[i].type;
+		vals[i].n = 0;
+		switch (f[i].type) {
+		case BB_TYPE_STR:
+			if (!f[i].v.s)
+				return -EINVAL;
+			vals[i].v.s = f[i].v.s;
+			vals[i].n = strlen(f[i].v.s);
+			break;
+		case BB_TYPE_BYTES:
+			if (!f[i].v.bytes.p && f[i].v.bytes.n)
+				return -EINVAL;
+			vals[i].v.p = f[i].v.bytes.p;
+			vals[i].n = f[i].v.bytes.n;
+			break;
+		case BB_TYPE_I64:  vals[i].v.i64 = f[i].v.i64; break;
+		case BB_TYPE_U64:  vals[i].v.u64 = f[i].v.u64; break;
+		case BB_TYPE_F64:  vals[i].v.f64 = f[i].v.f64; break;
+		case BB_TYPE_BOOL: vals[i].v.b = f[i].v.b; break;
+		default:
+			return -EINVAL;
+		}
+	}
+	nl = strlen(name);
+
+	if (!bb__begin(&w, &ret))
+		return ret;
+	for (int round = 0; round <= 2 * (int)n + 1; round++) {
+		size_t *longest = &nl, excess;
+		const char *ls = name;
+		bool text = true;
+
+		need = 1 + bb__cbor_head(nl) + (uint32_t)nl + bb__cbor_head(n);
+		for (size_t i = 0; i < n; i++)
+			need += bb__cbor_head(klen[i]) + (uint32_t)klen[i] + bb__val_size(&vals[i]);
+		if (need <= w.room)
+			break;
+		flags = BB_RF_TRUNCATED;
+		for (size_t i = 0; i < n; i++) {
+			if (klen[i] > *longest) {
+				longest = &klen[i];
+				ls = f[i].key;
+				text = true;
+			}
+			if ((vals[i].type == BB_TYPE_STR || vals[i].type == BB_TYPE_BYTES) &&
+			    vals[i].n > *longest) {
+				longest = &vals[i].n;
+				ls = vals[i].type == BB_TYPE_STR ? vals[i].v.s : NULL;
+				text = vals[i].type == BB_TYPE_STR;
+			}
+		}
+		excess = need - w.room;
+		*longest = *longest > excess ? *longest - excess : 0;
+		if (text && ls)
+			*longest = bb__utf8_cut(ls, *longest);
+	}
+	if (bb_unlikely(need > w.room)) {
+		/* Cannot happen with the bounds in blackbox.h (32 fields of
+		 * at most 9 + 9 bytes once cut, max_record >= 1 KiB), but a
+		 * record is never written past its room. */
+		BB_FETCH_ADD(&w.box->hdr->dropped_toobig, 1);
+		w.len = 0;
+		/* Leave the nesting section without writing. */
+		if (w.shared)
+			bb__end_shared(w.box, &bb__tls);
+		else
+			bb__tls.depth--;
+		return -E2BIG;
+	}
+	if (flags)
+		BB_FETCH_ADD(&w.box->hdr->truncated, 1);
+	p = bb__reserve(&w, flags, need);
+	*p++ = 0x82;   /* array(2) */
+	p = bb__put_text(p, name, nl);
+	p += cbor_encode_map_start(n, p, 9);
+	for (size_t i = 0; i < n; i++) {
+		p = bb__put_text(p, f[i].key, klen[i]);
+		p = bb__put_val(p, &vals[i]);
+	}
+	bb__commit(&w, BB_TAG_EVENT);
+	return 0;
+}

@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * writer.h - the writer side of a box: process-local state and the per-record
+ * seqlock write protocol (DESIGN §4).  Internal, do not use.
+ *
+ * One-writer contract: a private ring is written only by the thread that
+ * claimed it (and, nested, never: a write that interrupts another write on
+ * the same thread goes to the shared ring); the shared ring only by the
+ * holder of its lock word.  Nothing here takes a lock that can be held by
+ * interrupted code, calls malloc, or makes a system call.
+ */
+#ifndef BB_WRITER_H
+#define BB_WRITER_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include <blackbox.h>
+#include <blackbox/format.h>
+
+#include "barrier.h"
+#include "internal.h"
+
+/* Process-local view of one ring. */
+struct bb__ring {
+	struct bb_ring_desc *desc; /* in the box */
+	uint8_t *data;             /* 2 * size bytes: the ring mapped twice */
+	uint64_t mask;             /* size - 1 */
+	/* The writer's own copies of head and tail: the truth, published to
+	 * desc->head / desc->tail.  Touched only by the ring's one writer. */
+	uint64_t head;
+	uint64_t tail;
+};
+
+struct bb__box {
+	struct bb_header *hdr;     /* header + ring table mapping */
+	size_t hdr_map_len;
+	uint8_t *reserve;          /* PROT_NONE reservation holding all rings */
+	size_t reserve_len;
+	uint64_t ring_size;
+	uint32_t nrings;           /* private rings; the shared ring is rings[nrings] */
+	uint32_t max_record;
+	uint32_t gen;              /* matches bb__tls.gen of threads that claimed here */
+	clockid_t clock;
+	pid_t pid;                 /* the process that created it */
+	bool keep_on_exit;
+	bool shm;                  /* POSIX shm (shm_unlink) or a file in a directory */
+	char name[96];
+	char path[PATH_MAX];
+	struct bb__ring rings[];   /* nrings + 1 */
+};
+
+/* Per-thread state.  initial-exec TLS: one %fs-relative access, no call. */
+struct bb__tls {
+	struct bb__ring *ring;     /* claimed private ring, NULL = none/shared */
+	uint32_t gen;              /* box generation of the claim; 0 = never */
+	uint32_t depth;            /* writes in progress on this thread (nesting) */
+	int32_t tid;               /* cached gettid() */
+	bool exited;               /* TLS destructor ran: shared ring from now on */
+};
+
+extern struct bb__box *bb__box;     /* NULL: no box (see bb__nobox()) */
+extern __thread struct bb__tls bb__tls __attribute__((tls_model("initial-exec")));
+
+/* Slow paths, out of line (box.c). */
+int bb__nobox(void);
+int bb__begin_slow(struct bb__box *box, struct bb__tls *t, struct bb__ring **rp);
+void bb__end_shared(struct bb__box *box, struct bb__tls *t);
+void bb__make_room(struct bb__ring *r, uint64_t end);
+
+/* A write in progress. */
+struct bb__w {
+	struct bb__box *box;
+	struct bb__ring *r;
+	uint8_t *rec;
+	uint64_t pos;
+	uint32_t len;
+	uint32_t room;             /* bytes available for the value */
+	uint8_t flags;
+	bool shared;
+};
+
+static inline uint64_t bb__now(const struct bb__box *box)
+{
+	struct timespec ts;
+
+	/* vDSO on Linux: no system call, AS-safe. */
+	clock_gettime(box->clock, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * bb__begin - pick the ring for this write and enter the nesting section.
+ * Returns 0 (then bb__end() must follow) or a negative errno / 0-for-disabled
+ * through *ret with false.
+ */
+static inline bool bb__begin(struct bb__w *w, int *ret)
+{
+	/* Acquire pairs with the release store publishing the box in
+	 * bb_init(): the box struct is complete before we use it. */
+	struct bb__box *box = BB_LOAD_ACQUIRE(&bb__box);
+	struct bb__tls *t = &bb__tls;
+
+	if (bb_unlikely(!box)) {
+		/* Disabled (0), no box (-ENODEV), or the child of a fork that
+		 * just created its own box (-EAGAIN: take it). */
+		*ret = bb__nobox();
+		if (*ret != -EAGAIN)
+			return false;
+		box = BB_LOAD_ACQUIRE(&bb__box);
+		if (!box) {
+			*ret = -ENODEV;
+			return false;
+		}
+	}
+	w->box = box;
+	t->depth++;
+	/* The nesting mark is set before we look at the ring: a signal
+	 * handler that runs after this point sees depth > 1 and stays off our
+	 * private ring; one that ran before it completed its write before we
+	 * read r->head below. */
+	BB_SIGNAL_FENCE();
+	if (bb_likely(t->depth == 1 && t->gen == box->gen && t->ring)) {
+		w->r = t->ring;
+		w->shared = false;
+		w->flags = 0;
+		w->room = box->max_record - BB_RECORD_HDR_SIZE;
+		return true;
+	}
+	*ret = bb__begin_slow(box, t, &w->r);
+	if (*ret < 0) {
+		BB_SIGNAL_FENCE();
+		t->depth--;
+		return false;
+	}
+	w->shared = *ret == 1;
+	w->flags = w->shared ? BB_RF_TID : 0;
+	w->room = box->max_record - BB_RECORD_HDR_SIZE - (w->shared ? 8 : 0);
+	return true;
+}
+
+/*
+ * bb__reserve - make room for a record of @vlen value bytes and mark it
+ * busy.  Returns the value area; the envelope is filled by bb__commit().
+ */
+static inline uint8_t *bb__reserve(struct bb__w *w, uint8_t flags, uint32_t vlen)
+{
+	struct bb__ring *r = w->r;
+	uint32_t hdr = BB_RECORD_HDR_SIZE + (w->shared ? 8u : 0u);
+	uint64_t pos = r->head;
+	uint64_t end = pos + BB_RECORD_STRIDE(hdr + vlen);
+
+	if (bb_unlikely(end - r->tail > r->mask + 1))
+		bb__make_room(r, end);   /* publishes the new tail, then a release fence */
+	w->pos = pos;
+	w->len = hdr + vlen;
+	w->flags |= flags;
+	w->rec = r->data + (pos & r->mask);
+	BB_STORE_RELAXED((uint32_t *)(void *)w->rec, BB_SEQ_BUSY(pos));
+	/* Orders the busy mark (and any tail published by bb__make_room)
+	 * before the record bytes stored next.  Pairs with the acquire fence
+	 * in bb__ring_read() (ring.h): a reader whose copy saw our bytes sees
+	 * the busy seq / new tail on its re-read and drops the copy. */
+	BB_FENCE_RELEASE();
+	if (w->shared) {
+		int32_t ext[2] = { bb__tls.tid, 0 };
+
+		memcpy(w->rec + BB_RECORD_HDR_SIZE, ext, sizeof(ext));
+	}
+	return w->rec + hdr;
+}
+
+/* bb__commit - fill the envelope, mark the record committed, publish head,
+ * leave the nesting section. */
+static inline void bb__commit(struct bb__w *w, uint8_t tag)
+{
+	struct bb__ring *r = w->r;
+	struct bb_record_hdr *h = (struct bb_record_hdr *)(void *)w->rec;
+	uint64_t end = w->pos + BB_RECORD_STRIDE(w->len);
+
+	h->len = (uint16_t)w->len;
+	h->tag = tag;
+	h->flags = w->flags;
+	h->ts = bb__now(w->box);
+	/* Commit mark with release: orders the envelope and value before it,
+	 * for readers that validate by seq alone (post mortem, where head may
+	 * not have been published yet). */
+	BB_STORE_RELEASE(&h->seq, BB_SEQ_DONE(w->pos));
+	r->head = end;
+	/* Publishes the record.  Pairs with the reader's acquire load of head:
+	 * every byte of every record before @end is visible to it. */
+	BB_STORE_RELEASE(&r->desc->head, end);
+	if (bb_unlikely(w->shared)) {
+		bb__end_shared(w->box, &bb__tls);
+	} else {
+		BB_SIGNAL_FENCE();
+		bb__tls.depth--;
+	}
+}
+
+/* CBOR head size for a length or integer argument (RFC 8949 §3). */
+static inline uint32_t bb__cbor_head(uint64_t n)
+{
+	return n < 24 ? 1 : n <= 0xff ? 2 : n <= 0xffff ? 3 : n <= 0xffffffffu ? 5 : 9;
+}
+
+/* Cut @n so that s[0..n) does not end inside a UTF-8 sequence. */
+static inline size_t bb__utf8_cut(const char *s, size_t n)
+{
+	size_t k = n;
+
+	while (k > 0 && ((unsigned char)s[k] & 0xc0) == 0x80 && n - k < 3)
+		k--;
+	return ((unsigned char)s[k] & 0xc0) == 0x80 ? n : k;
+}
+
+#endif /* BB_WRITER_H */
