@@ -1,0 +1,1083 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bb-extract - read a libblackbox box, live or post mortem.
+ *
+ * Built only on the reader API (blackbox/reader.h): it never parses the
+ * box layout itself.  Records of all rings come merged in timestamp order
+ * and go out as text, JSON Lines or a CBOR sequence; the verification
+ * report (what was intact, torn, overwritten, corrupt, dropped) goes to
+ * stderr for text and into a final summary object otherwise.
+ *
+ * Exit status: see usage() and bb-extract(1).
+ */
+#include <blackbox.h>
+#include <blackbox/reader.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "emit.h"
+#include "out.h"
+
+#define PROG "bb-extract"
+
+enum {
+	EXIT_CLEAN    = 0, /* every delivered record intact, no damage found */
+	EXIT_FAILURE_ = 1, /* output or --save failed, out of memory */
+	EXIT_USAGE    = 2,
+	EXIT_DAMAGED  = 3, /* corrupt records or malformed values: partial output */
+	EXIT_NOBOX    = 4, /* no box, not readable, not a box */
+};
+
+enum fmt { FMT_TEXT, FMT_JSON, FMT_CBOR };
+
+/* Poll period of --follow. */
+#define FOLLOW_POLL_NS (50 * 1000 * 1000)
+
+struct opts {
+	const char *path, *dir, *save;
+	pid_t pid;
+	bool  list, all, follow, quiet, any_owner, uring;
+	enum fmt fmt;
+};
+
+/* Where a box comes from: a pid, a path, or an entry of a directory. */
+struct src {
+	enum { SRC_PID, SRC_PATH, SRC_DIRENT } kind;
+	pid_t pid;
+	const char *path;   /* SRC_PATH */
+	const char *dir;    /* SRC_PID, SRC_DIRENT (NULL = default) */
+	int dirfd;          /* SRC_DIRENT */
+	const char *name;   /* SRC_DIRENT */
+};
+
+/* One extraction in progress. */
+struct ctx {
+	const struct opts *opt;
+	struct bbx_out *out;
+	struct bbx_em em;
+	struct bb_reader *r;
+	const struct bb_box_info *info;
+	bool with_pid;       /* --all: records carry the owner's pid */
+	uint64_t bad_values; /* intact records whose value did not decode */
+	uint64_t lost;       /* --follow: records lost to overwrites between polls */
+	char *scratch;       /* text: room for a value too long for the fast path */
+};
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static void msg(const char *what, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* "bb-extract: <what>: <message>" on stderr. */
+static void msg(const char *what, const char *fmt, ...)
+{
+	char line[8192];
+	va_list ap;
+	int n;
+
+	n = snprintf(line, sizeof(line), "%s: %s%s", PROG, what ? what : "",
+		     what ? ": " : "");
+	if (n < 0 || (size_t)n >= sizeof(line))
+		n = 0;
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s\n", line);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: %s [OPTION]... PID\n"
+"       %s [OPTION]... --path FILE\n"
+"       %s [OPTION]... --all | --list\n"
+"Read the flight-recorder box of process PID (the box it maps now, or the\n"
+"newest one it left), of a box file, or of every box in the directory.\n"
+"Records of all rings are printed merged in timestamp order.\n"
+"\n"
+"  -p, --path FILE   read the box file FILE (e.g. a --save copy)\n"
+"  -d, --dir DIR     look for boxes in DIR instead of %s\n"
+"  -l, --list        list every box: pid, comm, state, size, rings, records,\n"
+"                    dropped, age\n"
+"  -a, --all         extract every box in the directory\n"
+"  -j, --json        JSON Lines: one object per record, then {\"summary\":...}\n"
+"  -c, --cbor        RFC 8742 CBOR sequence: one map per record, then summary\n"
+"  -s, --save FILE   write a consistent copy of the box to FILE (never\n"
+"                    overwrites an existing file)\n"
+"  -f, --follow      print new records as they are committed until the owner\n"
+"                    is gone (or SIGINT); report records lost in between\n"
+"  -q, --quiet       no verification report on stderr unless damage is found\n"
+"      --any-owner   accept a box file owned by another uid than its header's\n"
+"      --no-uring    write output with write(2), not io_uring\n"
+"                    (also: BB_EXTRACT_NO_URING=1)\n"
+"      --uring       write output with io_uring when the kernel allows it\n"
+"  -h, --help        this help\n"
+"  -V, --version     version\n"
+"\n"
+"Options may stand before or after PID.\n"
+"\n"
+"Exit status:\n"
+"  0  read cleanly: every record printed is intact (a record torn by the\n"
+"     owner's death and records overwritten while reading are reported,\n"
+"     they are the ring's normal contract, not damage)\n"
+"  1  output or --save failed (write error, file exists, out of memory)\n"
+"  2  usage error\n"
+"  3  box damaged: corrupt records or malformed values were skipped; the\n"
+"     output is partial\n"
+"  4  box not found, not readable, or not a valid box\n",
+		PROG, PROG, PROG, BB_DEFAULT_DIR);
+}
+
+static void usage_error(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2), noreturn));
+
+static void usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", PROG);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry '%s --help'.\n", PROG);
+	exit(EXIT_USAGE);
+}
+
+/* ---- opening -------------------------------------------------------- */
+
+static int src_open(const struct src *s, unsigned flags, struct bb_reader **r,
+		    char *err, size_t errlen)
+{
+	switch (s->kind) {
+	case SRC_PID:
+		return bb_reader_open_pid(s->pid, s->dir, flags, r, err, errlen);
+	case SRC_PATH:
+		return bb_reader_open_path(s->path, flags, r, err, errlen);
+	default:
+		return bb_reader_openat(s->dirfd, s->name, flags, r, err, errlen);
+	}
+}
+
+static void src_label(const struct src *s, char *buf, size_t len)
+{
+	switch (s->kind) {
+	case SRC_PID:
+		snprintf(buf, len, "pid %d", (int)s->pid);
+		break;
+	case SRC_PATH:
+		snprintf(buf, len, "%s", s->path);
+		break;
+	default:
+		snprintf(buf, len, "%s/%s", s->dir ? s->dir : BB_DEFAULT_DIR, s->name);
+	}
+}
+
+/*
+ * Open a box and decide how to read it: the live mapping while its owner
+ * is alive (or for --follow), otherwise a snapshot (BB_OPEN_SNAPSHOT), so
+ * a post-mortem read sees an immutable copy that nobody can truncate or
+ * rewrite under us.  Returns 0 and *live, or a negative errno after
+ * saying what is wrong (unless @quiet_enodata and the box is still being
+ * created).
+ */
+static int open_box(const struct src *s, const struct opts *o, bool follow,
+		    struct bb_reader **out, int *live, bool quiet_enodata)
+{
+	unsigned flags = o->any_owner ? BB_OPEN_ANY_OWNER : 0;
+	char err[512] = "", label[4200];
+	struct bb_reader *r, *snap;
+	int ret;
+
+	ret = src_open(s, flags, &r, err, sizeof(err));
+	if (ret < 0) {
+		if (ret == -ENODATA && quiet_enodata)
+			return ret;
+		src_label(s, label, sizeof(label));
+		if (ret == -ESRCH && s->kind == SRC_PID)
+			msg(label, "no box of this process in %s",
+			    s->dir ? s->dir : BB_DEFAULT_DIR);
+		else
+			msg(label, "%s%s", err[0] ? err : strerror(-ret),
+			    ret == -EPERM && !o->any_owner
+				? " (--any-owner reads it anyway)" : "");
+		return ret;
+	}
+	*live = bb_reader_liveness(r);
+	if (*live != BB_OWNER_ALIVE && !follow &&
+	    src_open(s, flags | BB_OPEN_SNAPSHOT, &snap, err, sizeof(err)) == 0) {
+		const struct bb_box_info *a = bb_reader_info(r), *b = bb_reader_info(snap);
+
+		/* the same file (not a newer box of the pid, not a replacement) */
+		if (a->file_dev == b->file_dev && a->file_ino == b->file_ino) {
+			bb_reader_close(r);
+			r = snap;
+		} else {
+			bb_reader_close(snap);
+		}
+	}
+	*out = r;
+	return 0;
+}
+
+/* ---- record output -------------------------------------------------- */
+
+/* Thread names are the owner's bytes: keep the text line one line. */
+static size_t put_thread_name(char *p, const char *name)
+{
+	size_t i;
+
+	if (!name || !name[0]) {
+		*p = '-';
+		return 1;
+	}
+	for (i = 0; i < 15 && name[i]; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		p[i] = (char)(c <= ' ' || c == 0x7f ? '?' : c);
+	}
+	return i;
+}
+
+#define TEXT_FAST   4096u            /* try formatting in place in this much */
+#define TEXT_SCRATCH (8u * 65536u)   /* any value of a max-size record fits */
+
+static int text_record(const struct bb_record *rec, void *arg)
+{
+	struct ctx *c = arg;
+	struct bbx_out *o = c->out;
+	char *p = bbx_out_reserve(o, BBX_TIME_MAX + 64);
+	size_t n = 0;
+	int v;
+
+	n += bbx_fmt_time(p, rec->wall_ns);
+	p[n++] = ' ';
+	n += bbx_fmt_i64(p + n, rec->tid);
+	p[n++] = ' ';
+	n += put_thread_name(p + n, rec->thread_name);
+	p[n++] = ' ';
+	bbx_out_commit(o, n);
+
+	p = bbx_out_reserve(o, TEXT_FAST + 32);
+	v = bb_format_value(rec->tag, rec->flags, rec->value, rec->value_len,
+			    p, TEXT_FAST);
+	if (v >= 0 && (size_t)v < TEXT_FAST - 1) {
+		bbx_out_commit(o, (size_t)v);
+	} else if (v >= 0) {
+		/* possibly cut: format again with room for any record */
+		if (!c->scratch && !(c->scratch = malloc(TEXT_SCRATCH)))
+			return -ENOMEM;
+		v = bb_format_value(rec->tag, rec->flags, rec->value,
+				    rec->value_len, c->scratch, TEXT_SCRATCH);
+		if (v > 0)
+			bbx_out_put(o, c->scratch, (size_t)v);
+	} else {
+		/* p holds a short description of what is wrong */
+		static const char pfx[] = "!bad value: ";
+		size_t k = strnlen(p, TEXT_FAST - 1);
+
+		memmove(p + sizeof(pfx) - 1, p, k);
+		memcpy(p, pfx, sizeof(pfx) - 1);
+		bbx_out_commit(o, k + sizeof(pfx) - 1);
+		c->bad_values++;
+	}
+	bbx_out_char(o, '\n');
+	return o->err;
+}
+
+static int struct_record(const struct bb_record *rec, void *arg)
+{
+	struct ctx *c = arg;
+	struct bbx_em *em = &c->em;
+	char t[BBX_TIME_MAX];
+
+	bbx_em_map(em);
+	bbx_em_key(em, "ts");
+	bbx_em_str(em, t, bbx_fmt_time(t, rec->wall_ns));
+	bbx_em_key(em, "ts_ns");
+	bbx_em_i64(em, rec->wall_ns);
+	bbx_em_key(em, "clock_ns");
+	bbx_em_u64(em, rec->ts);
+	if (c->with_pid) {
+		bbx_em_key(em, "pid");
+		bbx_em_i64(em, c->info->pid);
+	}
+	bbx_em_key(em, "tid");
+	bbx_em_i64(em, rec->tid);
+	bbx_em_key(em, "thread");
+	bbx_em_cstr(em, rec->thread_name ? rec->thread_name : "");
+	bbx_em_key(em, "ring");
+	bbx_em_u64(em, rec->ring);
+	bbx_em_key(em, "type");
+	bbx_em_cstr(em, bb_tag_name(rec->tag));
+	if (!bbx_em_record_value(em, rec->tag, rec->value, rec->value_len))
+		c->bad_values++;
+	bbx_em_key(em, "truncated");
+	bbx_em_bool(em, rec->flags & BB_RF_TRUNCATED);
+	if (rec->flags & BB_RF_IMPORTANT) {
+		bbx_em_key(em, "important");
+		bbx_em_bool(em, true);
+	}
+	bbx_em_end(em);
+	bbx_em_eol(em);
+	return c->out->err;
+}
+
+/* ---- verification report -------------------------------------------- */
+
+static const char *ring_kind_name(uint32_t k)
+{
+	return k == BB_RING_SHARED ? "shared" : k == BB_RING_PRIVATE ? "private" : "unknown";
+}
+
+static const char *ring_state_name(uint32_t s)
+{
+	switch (s) {
+	case BB_RING_FREE:    return "free";
+	case BB_RING_OWNED:   return "owned";
+	case BB_RING_RETIRED: return "retired";
+	default:              return "unknown";
+	}
+}
+
+static bool ring_worth_reporting(const struct bb_ring_stats *st)
+{
+	return st->state != BB_RING_FREE || st->read || st->torn ||
+	       st->overwritten || st->corrupt || st->skipped_bytes;
+}
+
+static bool is_damaged(const struct ctx *c, const struct bb_ring_stats *tot)
+{
+	return tot->corrupt || tot->skipped_bytes || c->bad_values;
+}
+
+static const char *state_name(int live)
+{
+	if (live > 0)
+		return bb_liveness_name(live);
+	return "unknown";
+}
+
+static void summary_struct(struct ctx *c, int live, int code)
+{
+	const struct bb_box_info *in = c->info;
+	struct bbx_em *em = &c->em;
+	struct bb_ring_stats tot, st;
+	char t[BBX_TIME_MAX], ver[16];
+	uint32_t i;
+
+	bb_reader_total_stats(c->r, &tot);
+	bbx_em_map(em);
+	bbx_em_key(em, "summary");
+	bbx_em_map(em);
+	bbx_em_key(em, "path");
+	bbx_em_cstr(em, in->path);
+	bbx_em_key(em, "pid");
+	bbx_em_i64(em, in->pid);
+	bbx_em_key(em, "uid");
+	bbx_em_u64(em, in->uid);
+	bbx_em_key(em, "comm");
+	bbx_em_cstr(em, in->comm);
+	bbx_em_key(em, "cmdline");
+	bbx_em_cstr(em, in->cmdline);
+	bbx_em_key(em, "starttime");
+	bbx_em_u64(em, in->starttime);
+	bbx_em_key(em, "boot_id");
+	bbx_em_cstr(em, in->boot_id);
+	bbx_em_key(em, "sequence");
+	bbx_em_u64(em, in->sequence);
+	bbx_em_key(em, "state");
+	bbx_em_cstr(em, state_name(live));
+	if (in->state == BB_STATE_CRASHED) {
+		bbx_em_key(em, "signal");
+		bbx_em_i64(em, in->state_signal);
+	}
+	bbx_em_key(em, "created");
+	bbx_em_str(em, t, bbx_fmt_time(t, (int64_t)in->created_ns));
+	snprintf(ver, sizeof(ver), "%u.%u", in->version_major, in->version_minor);
+	bbx_em_key(em, "format");
+	bbx_em_cstr(em, ver);
+	bbx_em_key(em, "box_size");
+	bbx_em_u64(em, in->box_size);
+	bbx_em_key(em, "ring_size");
+	bbx_em_u64(em, in->ring_size);
+	bbx_em_key(em, "ring_count");
+	bbx_em_u64(em, in->ring_count);
+	bbx_em_key(em, "rings_used");
+	bbx_em_u64(em, in->rings_used);
+
+	bbx_em_key(em, "records");
+	bbx_em_u64(em, tot.read);
+	bbx_em_key(em, "torn");
+	bbx_em_u64(em, tot.torn);
+	bbx_em_key(em, "overwritten");
+	bbx_em_u64(em, tot.overwritten);
+	bbx_em_key(em, "corrupt");
+	bbx_em_u64(em, tot.corrupt);
+	bbx_em_key(em, "skipped_bytes");
+	bbx_em_u64(em, tot.skipped_bytes);
+	bbx_em_key(em, "bad_values");
+	bbx_em_u64(em, c->bad_values);
+	if (c->opt->follow) {
+		bbx_em_key(em, "lost_between_polls");
+		bbx_em_u64(em, c->lost);
+	}
+	bbx_em_key(em, "dropped");
+	bbx_em_map(em);
+	bbx_em_key(em, "busy");
+	bbx_em_u64(em, in->dropped_busy);
+	bbx_em_key(em, "nested");
+	bbx_em_u64(em, in->dropped_nested);
+	bbx_em_key(em, "toobig");
+	bbx_em_u64(em, in->dropped_toobig);
+	bbx_em_end(em);
+	bbx_em_key(em, "truncated");
+	bbx_em_u64(em, in->truncated);
+
+	bbx_em_key(em, "rings");
+	bbx_em_array(em);
+	for (i = 0; i < in->ring_count; i++) {
+		const struct bb_ring_stats *p = bb_reader_ring_stats(c->r, i);
+
+		if (!p || !ring_worth_reporting(p))
+			continue;
+		st = *p;
+		st.thread_name[sizeof(st.thread_name) - 1] = '\0';
+		bbx_em_map(em);
+		bbx_em_key(em, "ring");
+		bbx_em_u64(em, i);
+		bbx_em_key(em, "kind");
+		bbx_em_cstr(em, ring_kind_name(st.kind));
+		bbx_em_key(em, "state");
+		bbx_em_cstr(em, ring_state_name(st.state));
+		bbx_em_key(em, "tid");
+		bbx_em_i64(em, st.tid);
+		bbx_em_key(em, "thread");
+		bbx_em_cstr(em, st.thread_name);
+		bbx_em_key(em, "read");
+		bbx_em_u64(em, st.read);
+		bbx_em_key(em, "torn");
+		bbx_em_u64(em, st.torn);
+		bbx_em_key(em, "overwritten");
+		bbx_em_u64(em, st.overwritten);
+		bbx_em_key(em, "corrupt");
+		bbx_em_u64(em, st.corrupt);
+		bbx_em_key(em, "skipped_bytes");
+		bbx_em_u64(em, st.skipped_bytes);
+		bbx_em_end(em);
+	}
+	bbx_em_end(em);
+	bbx_em_key(em, "status");
+	bbx_em_cstr(em, is_damaged(c, &tot) ? "damaged" : "intact");
+	bbx_em_key(em, "exit");
+	bbx_em_i64(em, code);
+	bbx_em_end(em);
+	bbx_em_end(em);
+	bbx_em_eol(em);
+}
+
+static void summary_text(struct ctx *c, int live)
+{
+	const struct bb_box_info *in = c->info;
+	struct bb_ring_stats tot, st;
+	char sig[32] = "";
+	uint32_t i;
+
+	bb_reader_total_stats(c->r, &tot);
+	if (c->opt->quiet && !is_damaged(c, &tot))
+		return;
+	if (in->state == BB_STATE_CRASHED)
+		snprintf(sig, sizeof(sig), " (signal %d)", in->state_signal);
+	msg(in->path, "pid %d (%s) uid %u, %s%s; format %u.%u, %u of %u rings used",
+	    (int)in->pid, in->comm, in->uid, state_name(live), sig,
+	    in->version_major, in->version_minor, in->rings_used, in->ring_count);
+	for (i = 0; i < in->ring_count; i++) {
+		const struct bb_ring_stats *p = bb_reader_ring_stats(c->r, i);
+
+		if (!p || !ring_worth_reporting(p))
+			continue;
+		st = *p;
+		st.thread_name[sizeof(st.thread_name) - 1] = '\0';
+		msg(in->path, "ring %u %s tid %d (%s): %llu read, %llu torn, "
+		    "%llu overwritten, %llu corrupt, %llu bytes skipped",
+		    i, ring_kind_name(st.kind), (int)st.tid, st.thread_name,
+		    (unsigned long long)st.read, (unsigned long long)st.torn,
+		    (unsigned long long)st.overwritten,
+		    (unsigned long long)st.corrupt,
+		    (unsigned long long)st.skipped_bytes);
+	}
+	msg(in->path, "%llu records intact; %llu torn by the owner's death, "
+	    "%llu overwritten while reading, %llu corrupt (%llu bytes skipped), "
+	    "%llu malformed values; writer dropped %llu (busy %llu, nested %llu, "
+	    "too big %llu), truncated %llu",
+	    (unsigned long long)tot.read, (unsigned long long)tot.torn,
+	    (unsigned long long)tot.overwritten, (unsigned long long)tot.corrupt,
+	    (unsigned long long)tot.skipped_bytes,
+	    (unsigned long long)c->bad_values,
+	    (unsigned long long)(in->dropped_busy + in->dropped_nested +
+				 in->dropped_toobig),
+	    (unsigned long long)in->dropped_busy,
+	    (unsigned long long)in->dropped_nested,
+	    (unsigned long long)in->dropped_toobig,
+	    (unsigned long long)in->truncated);
+	if (c->opt->follow && c->lost)
+		msg(in->path, "%llu records lost to overwrites between polls",
+		    (unsigned long long)c->lost);
+	if (is_damaged(c, &tot))
+		msg(in->path, "box damaged: the output is partial");
+}
+
+/* ---- extraction ----------------------------------------------------- */
+
+static int walk(struct ctx *c, unsigned flags)
+{
+	bb_record_fn fn = c->opt->fmt == FMT_TEXT ? text_record : struct_record;
+	int ret = bb_reader_walk(c->r, BB_WALK_MERGE | flags, fn, c);
+
+	if (ret == -ENOMEM)
+		msg(c->info->path, "out of memory");
+	return ret;
+}
+
+static void sleep_poll(void)
+{
+	struct timespec ts = { 0, FOLLOW_POLL_NS };
+
+	nanosleep(&ts, NULL); /* a signal cuts it short: fine */
+}
+
+/* --follow: walk again every poll period until the owner is gone. */
+static int follow(struct ctx *c)
+{
+	struct bb_ring_stats tot;
+	uint64_t seen;
+	int ret, live;
+
+	bb_reader_total_stats(c->r, &tot);
+	seen = tot.overwritten;
+	for (;;) {
+		if (bbx_out_flush(c->out))
+			return c->out->err;
+		live = bb_reader_liveness(c->r);
+		sleep_poll();
+		/* after the owner is gone (or on SIGINT) one last walk drains */
+		ret = walk(c, BB_WALK_FOLLOW);
+		if (ret)
+			return ret;
+		bb_reader_total_stats(c->r, &tot);
+		if (tot.overwritten != seen) {
+			c->lost += tot.overwritten - seen;
+			if (c->opt->fmt == FMT_TEXT || !c->opt->quiet)
+				msg(c->info->path, "%llu records lost to overwrites "
+				    "(the writer lapped the reader)",
+				    (unsigned long long)(tot.overwritten - seen));
+			seen = tot.overwritten;
+		}
+		if (live != BB_OWNER_ALIVE || stop_requested)
+			return 0;
+	}
+}
+
+/* Extract one open box.  Returns an exit code. */
+static int extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r,
+		   int live, bool with_pid)
+{
+	struct ctx c = { .opt = o, .out = out, .r = r, .with_pid = with_pid };
+	struct bb_ring_stats tot;
+	int ret, code;
+
+	c.info = bb_reader_info(r);
+	bbx_em_init(&c.em, out, o->fmt == FMT_CBOR);
+	if (with_pid && o->fmt == FMT_TEXT) {
+		char head[4400];
+		int n = snprintf(head, sizeof(head), "== %s: pid %d (%s), %s ==\n",
+				 c.info->path, (int)c.info->pid, c.info->comm,
+				 state_name(live));
+
+		bbx_out_put(out, head, n > 0 ? (size_t)n : 0);
+	}
+	ret = walk(&c, o->follow ? BB_WALK_FOLLOW : 0);
+	if (!ret && o->follow)
+		ret = follow(&c);
+	free(c.scratch);
+	if (ret == -ENOMEM)
+		return EXIT_FAILURE_;
+	if (o->follow)
+		live = bb_reader_liveness(r);
+	bb_reader_total_stats(r, &tot);
+	code = is_damaged(&c, &tot) ? EXIT_DAMAGED : EXIT_CLEAN;
+	if (o->fmt == FMT_TEXT) {
+		if (bbx_out_flush(out) == 0)
+			summary_text(&c, live);
+	} else {
+		summary_struct(&c, live, code);
+	}
+	return code;
+}
+
+static int do_save(const struct opts *o, struct bb_reader *r)
+{
+	const struct bb_box_info *in = bb_reader_info(r);
+	int fd, ret;
+
+	fd = open(o->save, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		msg(o->save, "%s%s", strerror(errno),
+		    errno == EEXIST ? " (never overwritten)" : "");
+		return EXIT_FAILURE_;
+	}
+	ret = bb_reader_save(r, fd);
+	if (!ret && fsync(fd) < 0)
+		ret = -errno;
+	if (close(fd) < 0 && !ret)
+		ret = -errno;
+	if (ret) {
+		msg(o->save, "cannot save %s: %s", in->path, strerror(-ret));
+		unlink(o->save);
+		return EXIT_FAILURE_;
+	}
+	if (!o->quiet)
+		msg(in->path, "saved to %s", o->save);
+	return EXIT_CLEAN;
+}
+
+/* ---- directory modes: --list and --all ------------------------------ */
+
+struct entry {
+	char    *name;
+	char    *path;
+	int32_t  pid;
+	uint64_t created_ns;
+	uint32_t sequence;
+	char     comm[32];
+	int      live;
+	uint64_t box_size;
+	uint32_t rings_used, ring_count;
+	uint64_t records, dropped;
+};
+
+struct scan {
+	const struct opts *opt;
+	struct entry *e;
+	size_t n, cap;
+	bool list;     /* open each box now and count its records */
+	int failures;
+};
+
+static int count_record(const struct bb_record *rec, void *arg)
+{
+	(void)rec;
+	++*(uint64_t *)arg;
+	return 0;
+}
+
+static int scan_one(int dirfd, const char *name, void *arg)
+{
+	struct scan *s = arg;
+	struct entry *e;
+
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 64;
+		struct entry *ne = realloc(s->e, cap * sizeof(*ne));
+
+		if (!ne)
+			return -ENOMEM;
+		s->e = ne;
+		s->cap = cap;
+	}
+	e = &s->e[s->n];
+	memset(e, 0, sizeof(*e));
+	if (!(e->name = strdup(name)))
+		return -ENOMEM;
+	if (s->list) {
+		struct src src = { .kind = SRC_DIRENT, .dirfd = dirfd, .name = name,
+				   .dir = s->opt->dir };
+		const struct bb_box_info *in;
+		struct bb_reader *r;
+
+		if (open_box(&src, s->opt, false, &r, &e->live, true) < 0) {
+			free(e->name);
+			s->failures++;
+			return 0;
+		}
+		in = bb_reader_info(r);
+		e->path = strdup(in->path);
+		e->pid = in->pid;
+		e->created_ns = in->created_ns;
+		e->sequence = in->sequence;
+		memcpy(e->comm, in->comm, sizeof(e->comm));
+		e->comm[sizeof(e->comm) - 1] = '\0';
+		e->box_size = in->box_size;
+		e->rings_used = in->rings_used;
+		e->ring_count = in->ring_count;
+		e->dropped = in->dropped_busy + in->dropped_nested + in->dropped_toobig;
+		if (bb_reader_walk(r, 0, count_record, &e->records) == -ENOMEM) {
+			bb_reader_close(r);
+			free(e->name);
+			free(e->path);
+			return -ENOMEM;
+		}
+		bb_reader_close(r);
+		if (!e->path) {
+			free(e->name);
+			return -ENOMEM;
+		}
+	}
+	s->n++;
+	return 0;
+}
+
+/* Order: by pid, then creation time, then sequence, then name. */
+static int entry_cmp(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->created_ns != y->created_ns)
+		return x->created_ns < y->created_ns ? -1 : 1;
+	if (x->sequence != y->sequence)
+		return x->sequence < y->sequence ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static void free_scan(struct scan *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++) {
+		free(s->e[i].name);
+		free(s->e[i].path);
+	}
+	free(s->e);
+}
+
+static int scan_dir(const struct opts *o, struct scan *s)
+{
+	const char *dir = o->dir ? o->dir : BB_DEFAULT_DIR;
+	int ret = bb_scan_dir(o->dir, scan_one, s);
+
+	if (ret == -ENOMEM) {
+		msg(NULL, "out of memory");
+		return EXIT_FAILURE_;
+	}
+	if (ret < 0) {
+		msg(dir, "%s", strerror(-ret));
+		return EXIT_NOBOX;
+	}
+	return EXIT_CLEAN;
+}
+
+static void fmt_size(char *buf, size_t len, uint64_t v)
+{
+	static const char unit[] = "BKMGT";
+	double d = (double)v;
+	int u = 0;
+
+	while (d >= 1024 && u < 4) {
+		d /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%lluB", (unsigned long long)v);
+	else
+		snprintf(buf, len, "%.1f%c", d, unit[u]);
+}
+
+static void fmt_age(char *buf, size_t len, uint64_t sec)
+{
+	if (sec < 120)
+		snprintf(buf, len, "%llus", (unsigned long long)sec);
+	else if (sec < 7200)
+		snprintf(buf, len, "%llum", (unsigned long long)(sec / 60));
+	else if (sec < 172800)
+		snprintf(buf, len, "%lluh", (unsigned long long)(sec / 3600));
+	else
+		snprintf(buf, len, "%llud", (unsigned long long)(sec / 86400));
+}
+
+static int do_list(const struct opts *o, struct bbx_out *out)
+{
+	struct scan s = { .opt = o, .list = true };
+	struct timespec now;
+	struct bbx_em em;
+	size_t i;
+	int code = scan_dir(o, &s);
+
+	if (code) {
+		free_scan(&s);
+		return code;
+	}
+	qsort(s.e, s.n, sizeof(*s.e), entry_cmp);
+	clock_gettime(CLOCK_REALTIME, &now);
+	bbx_em_init(&em, out, o->fmt == FMT_CBOR);
+	if (o->fmt == FMT_TEXT)
+		bbx_out_str(out, "PID      COMM             STATE     SIZE     RINGS   "
+			    "RECORDS     DROPPED  AGE    PATH\n");
+	for (i = 0; i < s.n; i++) {
+		const struct entry *e = &s.e[i];
+		uint64_t nowns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+		uint64_t age = nowns > e->created_ns ? (nowns - e->created_ns) / 1000000000u : 0;
+		const char *state = e->live > 0 ? bb_liveness_name(e->live) : "unknown";
+		char line[4608], size[16], rings[24], agebuf[16], t[BBX_TIME_MAX];
+		int n;
+
+		if (o->fmt != FMT_TEXT) {
+			bbx_em_map(&em);
+			bbx_em_key(&em, "pid");
+			bbx_em_i64(&em, e->pid);
+			bbx_em_key(&em, "comm");
+			bbx_em_cstr(&em, e->comm);
+			bbx_em_key(&em, "state");
+			bbx_em_cstr(&em, state);
+			bbx_em_key(&em, "size");
+			bbx_em_u64(&em, e->box_size);
+			bbx_em_key(&em, "rings_used");
+			bbx_em_u64(&em, e->rings_used);
+			bbx_em_key(&em, "ring_count");
+			bbx_em_u64(&em, e->ring_count);
+			bbx_em_key(&em, "records");
+			bbx_em_u64(&em, e->records);
+			bbx_em_key(&em, "dropped");
+			bbx_em_u64(&em, e->dropped);
+			bbx_em_key(&em, "created");
+			bbx_em_str(&em, t, bbx_fmt_time(t, (int64_t)e->created_ns));
+			bbx_em_key(&em, "age_s");
+			bbx_em_u64(&em, age);
+			bbx_em_key(&em, "path");
+			bbx_em_cstr(&em, e->path);
+			bbx_em_end(&em);
+			bbx_em_eol(&em);
+			continue;
+		}
+		fmt_size(size, sizeof(size), e->box_size);
+		snprintf(rings, sizeof(rings), "%u/%u", e->rings_used, e->ring_count);
+		fmt_age(agebuf, sizeof(agebuf), age);
+		n = snprintf(line, sizeof(line), "%-8d %-16.16s %-9s %-8s %-7s %-11llu %-8llu %-6s %s\n",
+			     (int)e->pid, e->comm[0] ? e->comm : "-", state, size, rings,
+			     (unsigned long long)e->records,
+			     (unsigned long long)e->dropped, agebuf, e->path);
+		for (int k = 0; k < n && line[k] != '\n'; k++)
+			if ((unsigned char)line[k] < ' ' || line[k] == 0x7f)
+				line[k] = '?';
+		bbx_out_put(out, line, n > 0 ? (size_t)n : 0);
+	}
+	free_scan(&s);
+	return EXIT_CLEAN;
+}
+
+static int do_all(const struct opts *o, struct bbx_out *out)
+{
+	const char *dir = o->dir ? o->dir : BB_DEFAULT_DIR;
+	struct scan s = { .opt = o };
+	int code = scan_dir(o, &s), worst = EXIT_CLEAN, dfd, opened = 0, failed = 0;
+	size_t i;
+
+	if (code) {
+		free_scan(&s);
+		return code;
+	}
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		msg(dir, "%s", strerror(errno));
+		free_scan(&s);
+		return EXIT_NOBOX;
+	}
+	/* by name: blackbox.<pid>.<starttime>.<n> groups a process's boxes */
+	qsort(s.e, s.n, sizeof(*s.e), entry_cmp);
+	for (i = 0; i < s.n && !stop_requested; i++) {
+		struct src src = { .kind = SRC_DIRENT, .dirfd = dfd,
+				   .name = s.e[i].name, .dir = o->dir };
+		struct bb_reader *r;
+		int live;
+
+		if (open_box(&src, o, false, &r, &live, true) < 0) {
+			failed++;
+			continue;
+		}
+		opened++;
+		code = extract(o, out, r, live, true);
+		bb_reader_close(r);
+		if (code == EXIT_FAILURE_ || out->err)
+			return close(dfd), free_scan(&s), EXIT_FAILURE_;
+		if (code > worst)
+			worst = code;
+	}
+	close(dfd);
+	free_scan(&s);
+	if (!opened && failed)
+		return EXIT_NOBOX;
+	if (!opened && !o->quiet)
+		msg(dir, "no boxes");
+	return worst;
+}
+
+/* ---- main ----------------------------------------------------------- */
+
+static pid_t parse_pid(const char *s)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v <= 0 || v > INT_MAX)
+		usage_error("'%s' is not a process id", s);
+	return (pid_t)v;
+}
+
+static void parse_args(int argc, char **argv, struct opts *o)
+{
+	enum { OPT_ANY_OWNER = 256, OPT_NO_URING, OPT_URING };
+	static const struct option lopts[] = {
+		{ "path",      required_argument, NULL, 'p' },
+		{ "dir",       required_argument, NULL, 'd' },
+		{ "list",      no_argument,       NULL, 'l' },
+		{ "all",       no_argument,       NULL, 'a' },
+		{ "json",      no_argument,       NULL, 'j' },
+		{ "cbor",      no_argument,       NULL, 'c' },
+		{ "save",      required_argument, NULL, 's' },
+		{ "follow",    no_argument,       NULL, 'f' },
+		{ "quiet",     no_argument,       NULL, 'q' },
+		{ "any-owner", no_argument,       NULL, OPT_ANY_OWNER },
+		{ "no-uring",  no_argument,       NULL, OPT_NO_URING },
+		{ "uring",     no_argument,       NULL, OPT_URING },
+		{ "help",      no_argument,       NULL, 'h' },
+		{ "version",   no_argument,       NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int ch, nsrc;
+
+	/* "-" first: non-options come back in order as 1, whatever
+	 * POSIXLY_CORRECT says, so a pid may stand anywhere */
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "-p:d:lajcs:fqhV", lopts, NULL)) != -1) {
+		switch (ch) {
+		case 1:
+			if (o->pid)
+				usage_error("more than one pid ('%s')", optarg);
+			o->pid = parse_pid(optarg);
+			break;
+		case 'p': o->path = optarg; break;
+		case 'd': o->dir = optarg; break;
+		case 'l': o->list = true; break;
+		case 'a': o->all = true; break;
+		case 'j':
+			if (o->fmt == FMT_CBOR)
+				usage_error("--json and --cbor exclude each other");
+			o->fmt = FMT_JSON;
+			break;
+		case 'c':
+			if (o->fmt == FMT_JSON)
+				usage_error("--json and --cbor exclude each other");
+			o->fmt = FMT_CBOR;
+			break;
+		case 's': o->save = optarg; break;
+		case 'f': o->follow = true; break;
+		case 'q': o->quiet = true; break;
+		case OPT_ANY_OWNER: o->any_owner = true; break;
+		case OPT_NO_URING: o->uring = false; break;
+		case OPT_URING: o->uring = true; break;
+		case 'h':
+			usage(stdout);
+			exit(EXIT_CLEAN);
+		case 'V':
+			printf("%s (libblackbox) %d.%d.%d, box format %d.%d\n", PROG,
+			       BB_VERSION_MAJOR, BB_VERSION_MINOR, BB_VERSION_PATCH,
+			       BB_FORMAT_MAJOR, BB_FORMAT_MINOR);
+			exit(EXIT_CLEAN);
+		default:
+			if (optopt && strchr("pds", optopt))
+				usage_error("option '-%c' needs an argument", optopt);
+			if (optopt >= 256 || optopt == 0)
+				usage_error("unknown or incomplete option '%s'",
+					    argv[optind - 1]);
+			usage_error("unknown option '-%c'", optopt);
+		}
+	}
+	for (; optind < argc; optind++) { /* after "--" */
+		if (o->pid)
+			usage_error("more than one pid ('%s')", argv[optind]);
+		o->pid = parse_pid(argv[optind]);
+	}
+
+	nsrc = !!o->pid + !!o->path + o->list + o->all;
+	if (nsrc == 0)
+		usage_error("nothing to read: give a PID, --path FILE, --list or --all");
+	if (nsrc > 1)
+		usage_error("give only one of PID, --path, --list, --all");
+	if (o->follow && (o->list || o->all))
+		usage_error("--follow reads one box: give a PID or --path");
+	if (o->save && (o->list || o->all || o->follow))
+		usage_error("--save copies one box: give a PID or --path, without --follow");
+	if (o->fmt == FMT_CBOR && !o->save && isatty(STDOUT_FILENO))
+		usage_error("refusing to write CBOR to a terminal (redirect or pipe it)");
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { .fmt = FMT_TEXT, .uring = true };
+	struct bbx_out out;
+	struct bb_reader *r = NULL;
+	struct sigaction sa;
+	const char *env = getenv("BB_EXTRACT_NO_URING");
+	int code, live = 0;
+
+	if (env && *env && strcmp(env, "0"))
+		o.uring = false;
+	parse_args(argc, argv, &o);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	if (!o.list && !o.all) {
+		struct src src = { .kind = o.path ? SRC_PATH : SRC_PID,
+				   .pid = o.pid, .path = o.path, .dir = o.dir };
+
+		if (open_box(&src, &o, o.follow, &r, &live, false) < 0)
+			return EXIT_NOBOX;
+		if (o.save) {
+			code = do_save(&o, r);
+			bb_reader_close(r);
+			return code;
+		}
+	}
+	/* --follow output is small and must appear at once: plain writes */
+	if (bbx_out_open(&out, STDOUT_FILENO, o.uring && !o.follow) < 0) {
+		msg(NULL, "out of memory");
+		bb_reader_close(r);
+		return EXIT_FAILURE_;
+	}
+	if (o.list)
+		code = do_list(&o, &out);
+	else if (o.all)
+		code = do_all(&o, &out);
+	else
+		code = extract(&o, &out, r, live, false);
+	bb_reader_close(r);
+	if (bbx_out_close(&out) < 0) {
+		if (out.err != -EPIPE)
+			msg("standard output", "%s", strerror(-out.err));
+		return EXIT_FAILURE_;
+	}
+	return code;
+}

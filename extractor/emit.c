@@ -1,0 +1,924 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * emit.c - JSON and CBOR output for bb-extract (see emit.h).
+ *
+ * Record values arrive as CBOR bytes that the reader proved intact (the
+ * record's seq checked out), but intact is not the same as well formed: a
+ * crashing owner may have written garbage before committing.  Every value
+ * is therefore checked in one bounded pass (cbr_check: lengths inside the
+ * buffer, nesting depth limited, counts bounded by the bytes left) before
+ * anything of it is written, so a bad value never leaves half a JSON line.
+ */
+#include "emit.h"
+
+#include <blackbox/format.h>
+#include <cbor.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CBR_DEPTH 32 /* deepest nesting accepted in a value */
+
+/* ---- numbers and time ------------------------------------------------- */
+
+static const char digits2[201] =
+	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+	"8081828384858687888990919293949596979899";
+
+size_t bbx_fmt_u64(char *p, uint64_t v)
+{
+	char tmp[20];
+	size_t i = sizeof(tmp), n;
+
+	while (v >= 100) {
+		unsigned d = (unsigned)(v % 100) * 2;
+
+		v /= 100;
+		tmp[--i] = digits2[d + 1];
+		tmp[--i] = digits2[d];
+	}
+	if (v >= 10) {
+		tmp[--i] = digits2[v * 2 + 1];
+		tmp[--i] = digits2[v * 2];
+	} else {
+		tmp[--i] = (char)('0' + v);
+	}
+	n = sizeof(tmp) - i;
+	memcpy(p, tmp + i, n);
+	return n;
+}
+
+size_t bbx_fmt_i64(char *p, int64_t v)
+{
+	if (v >= 0)
+		return bbx_fmt_u64(p, (uint64_t)v);
+	*p = '-';
+	/* -(v + 1) + 1 is |v| without overflowing at INT64_MIN */
+	return 1 + bbx_fmt_u64(p + 1, (uint64_t)(-(v + 1)) + 1);
+}
+
+/* Fixed-width decimal, @w digits. */
+static void fmt_fixed(char *p, uint64_t v, int w)
+{
+	while (w-- > 0) {
+		p[w] = (char)('0' + v % 10);
+		v /= 10;
+	}
+}
+
+/*
+ * Proleptic Gregorian date of day @z (days since 1970-01-01), by counting
+ * 400-year eras of 146097 days from 0000-03-01 (so the leap day ends a
+ * year).
+ */
+static void civil_date(int64_t z, int64_t *y, unsigned *m, unsigned *d)
+{
+	int64_t era, yy;
+	uint64_t doe, yoe, doy, mp;
+
+	z += 719468; /* days from 0000-03-01 to 1970-01-01 */
+	era = (z >= 0 ? z : z - 146096) / 146097;
+	doe = (uint64_t)(z - era * 146097);                            /* [0, 146096] */
+	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;    /* [0, 399] */
+	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);                  /* [0, 365] */
+	mp = (5 * doy + 2) / 153;                                       /* March = 0 */
+	*d = (unsigned)(doy - (153 * mp + 2) / 5 + 1);
+	*m = (unsigned)(mp < 10 ? mp + 3 : mp - 9);
+	yy = (int64_t)yoe + era * 400;
+	*y = yy + (*m <= 2);
+}
+
+size_t bbx_fmt_time(char *p, int64_t wall_ns)
+{
+	/* The date part changes once a second: keep the last one. */
+	static int64_t csec = INT64_MIN;
+	static char cbuf[40];
+	static size_t clen;
+	int64_t sec = wall_ns / 1000000000, ns = wall_ns % 1000000000;
+
+	if (ns < 0) {
+		ns += 1000000000;
+		sec--;
+	}
+	if (sec != csec) {
+		int64_t day = sec / 86400, rem = sec % 86400, y;
+		unsigned m, d;
+
+		if (rem < 0) {
+			rem += 86400;
+			day--;
+		}
+		civil_date(day, &y, &m, &d);
+		if (y >= 0 && y <= 9999) {
+			fmt_fixed(cbuf, (uint64_t)y, 4);
+			clen = 4;
+		} else {
+			clen = (size_t)snprintf(cbuf, 24, "%lld", (long long)y);
+		}
+		cbuf[clen] = '-';
+		fmt_fixed(cbuf + clen + 1, m, 2);
+		cbuf[clen + 3] = '-';
+		fmt_fixed(cbuf + clen + 4, d, 2);
+		cbuf[clen + 6] = 'T';
+		fmt_fixed(cbuf + clen + 7, (uint64_t)(rem / 3600), 2);
+		cbuf[clen + 9] = ':';
+		fmt_fixed(cbuf + clen + 10, (uint64_t)(rem / 60 % 60), 2);
+		cbuf[clen + 12] = ':';
+		fmt_fixed(cbuf + clen + 13, (uint64_t)(rem % 60), 2);
+		clen += 15;
+		csec = sec;
+	}
+	memcpy(p, cbuf, clen);
+	p[clen] = '.';
+	fmt_fixed(p + clen + 1, (uint64_t)ns, 9);
+	p[clen + 10] = 'Z';
+	return clen + 11;
+}
+
+/* ---- UTF-8 ------------------------------------------------------------ */
+
+/* Length of the valid UTF-8 sequence at @s (n > 0 bytes left), 0 if invalid. */
+static size_t u8len(const uint8_t *s, size_t n)
+{
+	uint8_t c = s[0];
+
+	if (c < 0x80)
+		return 1;
+	if (c < 0xc2 || c > 0xf4)
+		return 0; /* continuation byte, overlong lead, or beyond U+10FFFF */
+	if (c < 0xe0)
+		return n >= 2 && (s[1] & 0xc0) == 0x80 ? 2 : 0;
+	if (c < 0xf0) {
+		if (n < 3 || (s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80)
+			return 0;
+		if ((c == 0xe0 && s[1] < 0xa0) ||  /* overlong */
+		    (c == 0xed && s[1] >= 0xa0))   /* UTF-16 surrogate */
+			return 0;
+		return 3;
+	}
+	if (n < 4 || (s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 ||
+	    (s[3] & 0xc0) != 0x80)
+		return 0;
+	if ((c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90))
+		return 0;
+	return 4;
+}
+
+static bool u8valid(const uint8_t *s, size_t n)
+{
+	size_t i = 0, k;
+
+	while (i < n) {
+		if (s[i] < 0x80) {
+			i++;
+			continue;
+		}
+		k = u8len(s + i, n - i);
+		if (!k)
+			return false;
+		i += k;
+	}
+	return true;
+}
+
+/* Bytes of @s once each invalid byte is replaced by U+FFFD (3 bytes). */
+static size_t u8sanitized_len(const uint8_t *s, size_t n)
+{
+	size_t i = 0, len = 0, k;
+
+	while (i < n) {
+		k = u8len(s + i, n - i);
+		len += k ? k : 3;
+		i += k ? k : 1;
+	}
+	return len;
+}
+
+static void put_sanitized(struct bbx_out *o, const uint8_t *s, size_t n)
+{
+	size_t i = 0, st = 0, k;
+
+	while (i < n) {
+		k = s[i] < 0x80 ? 1 : u8len(s + i, n - i);
+		if (k) {
+			i += k;
+			continue;
+		}
+		bbx_out_put(o, s + st, i - st);
+		bbx_out_put(o, "\xef\xbf\xbd", 3);
+		st = ++i;
+	}
+	bbx_out_put(o, s + st, i - st);
+}
+
+/* ---- JSON pieces ------------------------------------------------------ */
+
+/* The body of a JSON string (no quotes): escapes, U+FFFD for bad bytes. */
+static void json_esc(struct bbx_out *o, const uint8_t *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i = 0, st = 0, k;
+
+	while (i < n) {
+		uint8_t c = s[i];
+		char *e;
+
+		if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0x80 && (k = u8len(s + i, n - i))) {
+			i += k;
+			continue;
+		}
+		bbx_out_put(o, s + st, i - st);
+		e = bbx_out_reserve(o, 6);
+		e[0] = '\\';
+		switch (c) {
+		case '"':  e[1] = '"';  bbx_out_commit(o, 2); break;
+		case '\\': e[1] = '\\'; bbx_out_commit(o, 2); break;
+		case '\n': e[1] = 'n';  bbx_out_commit(o, 2); break;
+		case '\t': e[1] = 't';  bbx_out_commit(o, 2); break;
+		case '\r': e[1] = 'r';  bbx_out_commit(o, 2); break;
+		case '\b': e[1] = 'b';  bbx_out_commit(o, 2); break;
+		case '\f': e[1] = 'f';  bbx_out_commit(o, 2); break;
+		default:
+			if (c < 0x20) {
+				memcpy(e + 1, "u00", 3);
+				e[4] = hex[c >> 4];
+				e[5] = hex[c & 15];
+			} else {
+				memcpy(e + 1, "ufffd", 5);
+			}
+			bbx_out_commit(o, 6);
+		}
+		st = ++i;
+	}
+	bbx_out_put(o, s + st, i - st);
+}
+
+/* Bytes as lowercase hex, without quotes. */
+static void json_hex_body(struct bbx_out *o, const uint8_t *p, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	while (n) {
+		size_t k = n < 4096 ? n : 4096, i;
+		char *d = bbx_out_reserve(o, 2 * k);
+
+		for (i = 0; i < k; i++) {
+			d[2 * i] = hex[p[i] >> 4];
+			d[2 * i + 1] = hex[p[i] & 15];
+		}
+		bbx_out_commit(o, 2 * k);
+		p += k;
+		n -= k;
+	}
+}
+
+static void json_hex(struct bbx_out *o, const uint8_t *p, size_t n)
+{
+	bbx_out_char(o, '"');
+	json_hex_body(o, p, n);
+	bbx_out_char(o, '"');
+}
+
+static void json_u64(struct bbx_out *o, uint64_t v)
+{
+	bbx_out_commit(o, bbx_fmt_u64(bbx_out_reserve(o, 20), v));
+}
+
+static void json_double(struct bbx_out *o, double v)
+{
+	char buf[40];
+	int n = 0, prec;
+
+	if (isnan(v)) {
+		bbx_out_str(o, "\"NaN\"");
+		return;
+	}
+	if (isinf(v)) {
+		bbx_out_str(o, v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+		return;
+	}
+	/* the shortest of %.15g .. %.17g that reads back as the same double */
+	for (prec = 15; prec <= 17; prec++) {
+		n = snprintf(buf, sizeof(buf), "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	bbx_out_put(o, buf, (size_t)n);
+}
+
+/* ---- CBOR reader over untrusted bytes --------------------------------- */
+
+struct cbr {
+	const uint8_t *p, *end;
+};
+
+struct cbh {
+	const uint8_t *start; /* first byte of the head */
+	uint8_t  major, ai;
+	uint64_t val;         /* argument; 0 for indefinite (ai 31) */
+};
+
+static bool cbr_head(struct cbr *c, struct cbh *h)
+{
+	uint8_t b;
+
+	if (c->p >= c->end)
+		return false;
+	h->start = c->p;
+	b = *c->p++;
+	h->major = b >> 5;
+	h->ai = b & 31;
+	h->val = h->ai;
+	if (h->ai >= 24 && h->ai <= 27) {
+		size_t k = (size_t)1 << (h->ai - 24), i;
+
+		if ((size_t)(c->end - c->p) < k)
+			return false;
+		for (h->val = 0, i = 0; i < k; i++)
+			h->val = h->val << 8 | *c->p++;
+	} else if (h->ai == 31) {
+		/* indefinite length (2..5) or break (7); nothing else */
+		if (h->major < 2 || h->major == 6)
+			return false;
+		h->val = 0;
+	} else if (h->ai > 27) {
+		return false; /* reserved */
+	}
+	return true;
+}
+
+static bool cbr_at_break(const struct cbr *c)
+{
+	return c->p < c->end && *c->p == 0xff;
+}
+
+/*
+ * Check one item and move past it.  Sets *bad_utf8 when a text string is
+ * not valid UTF-8 (still well formed).  Bounded: every step consumes at
+ * least one byte, nesting is limited to CBR_DEPTH.
+ */
+static bool cbr_check(struct cbr *c, unsigned depth, bool *bad_utf8)
+{
+	struct cbh h, k;
+	uint64_t i, n;
+
+	if (depth > CBR_DEPTH || !cbr_head(c, &h))
+		return false;
+	switch (h.major) {
+	case 0:
+	case 1:
+		return true;
+	case 2:
+	case 3:
+		if (h.ai != 31) {
+			if (h.val > (uint64_t)(c->end - c->p))
+				return false;
+			if (h.major == 3 && !u8valid(c->p, (size_t)h.val))
+				*bad_utf8 = true;
+			c->p += h.val;
+			return true;
+		}
+		/* indefinite: definite chunks of the same major type, then break */
+		while (!cbr_at_break(c)) {
+			if (!cbr_head(c, &k) || k.major != h.major || k.ai == 31 ||
+			    k.val > (uint64_t)(c->end - c->p))
+				return false;
+			if (k.major == 3 && !u8valid(c->p, (size_t)k.val))
+				*bad_utf8 = true;
+			c->p += k.val;
+		}
+		c->p++;
+		return true;
+	case 4:
+	case 5:
+		if (h.ai == 31) {
+			while (!cbr_at_break(c)) {
+				if (!cbr_check(c, depth + 1, bad_utf8))
+					return false;
+				if (h.major == 5 && !cbr_check(c, depth + 1, bad_utf8))
+					return false;
+			}
+			c->p++;
+			return true;
+		}
+		n = h.val;
+		/* each item takes a byte at least: refuse impossible counts */
+		if (n > (uint64_t)(c->end - c->p) / (h.major == 5 ? 2 : 1))
+			return false;
+		if (h.major == 5)
+			n *= 2;
+		for (i = 0; i < n; i++)
+			if (!cbr_check(c, depth + 1, bad_utf8))
+				return false;
+		return true;
+	case 6:
+		return cbr_check(c, depth + 1, bad_utf8);
+	default: /* 7 */
+		if (h.ai == 31)
+			return false; /* break outside an indefinite item */
+		if (h.ai == 24 && h.val < 32)
+			return false; /* not well formed (RFC 8949 §3.3) */
+		return true;
+	}
+}
+
+/* Move past one item already known to be well formed. */
+static void cbr_skip(struct cbr *c)
+{
+	bool dummy = false;
+
+	(void)cbr_check(c, 0, &dummy);
+}
+
+/*
+ * The items of the array at @c (well formed), up to @max: start of each
+ * in it[i], end in it[i + 1].  Returns the count, or -1 if not an array
+ * or longer than @max.
+ */
+static int cbr_array(struct cbr *c, const uint8_t **it, int max)
+{
+	struct cbh h;
+	int n = 0;
+
+	if (!cbr_head(c, &h) || h.major != 4)
+		return -1;
+	for (;;) {
+		if (h.ai == 31 ? cbr_at_break(c) : (uint64_t)n == h.val)
+			break;
+		if (n == max)
+			return -1;
+		it[n++] = c->p;
+		cbr_skip(c);
+	}
+	it[n] = c->p;
+	return n;
+}
+
+static unsigned cbr_major(const uint8_t *p)
+{
+	return *p >> 5;
+}
+
+/* ---- JSON from CBOR --------------------------------------------------- */
+
+static double half_to_double(unsigned h)
+{
+	unsigned e = (h >> 10) & 31, m = h & 1023;
+	double v;
+
+	if (e == 0)
+		v = ldexp(m, -24);
+	else if (e != 31)
+		v = ldexp(m + 1024, (int)e - 25);
+	else
+		v = m ? NAN : INFINITY;
+	return (h & 0x8000) ? -v : v;
+}
+
+static void json_item(struct bbx_out *o, struct cbr *c);
+
+/* A text item (definite or chunked) as the body of a JSON string. */
+static void json_text_body(struct bbx_out *o, struct cbr *c, const struct cbh *h)
+{
+	struct cbh k;
+
+	if (h->ai != 31) {
+		json_esc(o, c->p, (size_t)h->val);
+		c->p += h->val;
+		return;
+	}
+	while (!cbr_at_break(c) && cbr_head(c, &k)) {
+		json_esc(o, c->p, (size_t)k.val);
+		c->p += k.val;
+	}
+	c->p++;
+}
+
+/* A map key as a JSON string: text as is, integers in decimal, else "?". */
+static void json_key(struct bbx_out *o, struct cbr *c)
+{
+	const uint8_t *save = c->p;
+	struct cbh h;
+
+	if (!cbr_head(c, &h))
+		return;
+	bbx_out_char(o, '"');
+	if (h.major == 3) {
+		json_text_body(o, c, &h);
+	} else if (h.major == 0) {
+		json_u64(o, h.val);
+	} else if (h.major == 1 && h.val < UINT64_MAX) {
+		bbx_out_char(o, '-');
+		json_u64(o, h.val + 1);
+	} else {
+		bbx_out_char(o, '?');
+		c->p = save;
+		cbr_skip(c);
+	}
+	bbx_out_str(o, "\":");
+}
+
+static void json_item(struct bbx_out *o, struct cbr *c)
+{
+	struct cbh h, k;
+	uint64_t i;
+	bool first = true;
+
+	if (!cbr_head(c, &h))
+		return;
+	switch (h.major) {
+	case 0:
+		json_u64(o, h.val);
+		return;
+	case 1:
+		if (h.val == UINT64_MAX) {
+			bbx_out_str(o, "-18446744073709551616");
+		} else {
+			bbx_out_char(o, '-');
+			json_u64(o, h.val + 1);
+		}
+		return;
+	case 2:
+		if (h.ai != 31) {
+			json_hex(o, c->p, (size_t)h.val);
+			c->p += h.val;
+			return;
+		}
+		/* chunks: one hex string of all of them */
+		bbx_out_char(o, '"');
+		while (!cbr_at_break(c) && cbr_head(c, &k)) {
+			json_hex_body(o, c->p, (size_t)k.val);
+			c->p += k.val;
+		}
+		c->p++;
+		bbx_out_char(o, '"');
+		return;
+	case 3:
+		bbx_out_char(o, '"');
+		json_text_body(o, c, &h);
+		bbx_out_char(o, '"');
+		return;
+	case 4:
+	case 5:
+		bbx_out_char(o, h.major == 4 ? '[' : '{');
+		for (i = 0; h.ai == 31 ? !cbr_at_break(c) : i < h.val; i++) {
+			if (!first)
+				bbx_out_char(o, ',');
+			first = false;
+			if (h.major == 5)
+				json_key(o, c);
+			json_item(o, c);
+		}
+		if (h.ai == 31)
+			c->p++;
+		bbx_out_char(o, h.major == 4 ? ']' : '}');
+		return;
+	case 6:
+		json_item(o, c); /* the tag's meaning is not kept in JSON */
+		return;
+	default:
+		switch (h.ai) {
+		case 20: bbx_out_str(o, "false"); return;
+		case 21: bbx_out_str(o, "true"); return;
+		case 25: json_double(o, half_to_double((unsigned)h.val)); return;
+		case 26: {
+			uint32_t u = (uint32_t)h.val;
+			float f;
+
+			memcpy(&f, &u, sizeof(f));
+			json_double(o, f);
+			return;
+		}
+		case 27: {
+			uint64_t u = h.val;
+			double d;
+
+			memcpy(&d, &u, sizeof(d));
+			json_double(o, d);
+			return;
+		}
+		default: /* null, undefined, other simple values */
+			bbx_out_str(o, "null");
+			return;
+		}
+	}
+}
+
+/* ---- CBOR out --------------------------------------------------------- */
+
+typedef size_t (*cbor_head_fn)(size_t, unsigned char *, size_t);
+
+static void cbor_text(struct bbx_out *o, const uint8_t *s, size_t n)
+{
+	bool ok = u8valid(s, n);
+	size_t len = ok ? n : u8sanitized_len(s, n);
+
+	bbx_out_commit(o, cbor_encode_string_start(len,
+		(unsigned char *)bbx_out_reserve(o, 9), 9));
+	if (ok)
+		bbx_out_put(o, s, n);
+	else
+		put_sanitized(o, s, n);
+}
+
+/* Copy one well-formed item, re-encoding text that is not valid UTF-8. */
+static void cbor_copy_sanitized(struct bbx_out *o, struct cbr *c)
+{
+	struct cbh h, k;
+	uint64_t i, n;
+
+	if (!cbr_head(c, &h))
+		return;
+	if (h.major == 3) {
+		if (h.ai != 31) {
+			cbor_text(o, c->p, (size_t)h.val);
+			c->p += h.val;
+			return;
+		}
+		bbx_out_char(o, 0x7f);
+		while (!cbr_at_break(c) && cbr_head(c, &k)) {
+			cbor_text(o, c->p, (size_t)k.val);
+			c->p += k.val;
+		}
+		c->p++;
+		bbx_out_char(o, (char)0xff);
+		return;
+	}
+	if (h.major != 4 && h.major != 5 && h.major != 6) {
+		/* scalars, byte strings: as they are */
+		c->p = h.start;
+		cbr_skip(c);
+		bbx_out_put(o, h.start, (size_t)(c->p - h.start));
+		return;
+	}
+	bbx_out_put(o, h.start, (size_t)(c->p - h.start));
+	if (h.major == 6) {
+		cbor_copy_sanitized(o, c);
+		return;
+	}
+	n = h.major == 5 ? 2 * h.val : h.val;
+	for (i = 0; h.ai == 31 ? !cbr_at_break(c) : i < n; i++)
+		cbor_copy_sanitized(o, c);
+	if (h.ai == 31) {
+		c->p++;
+		bbx_out_char(o, (char)0xff);
+	}
+}
+
+/* ---- the emitter ------------------------------------------------------ */
+
+void bbx_em_init(struct bbx_em *em, struct bbx_out *o, bool cbor)
+{
+	memset(em, 0, sizeof(*em));
+	em->o = o;
+	em->cbor = cbor;
+}
+
+/* Before a value: the JSON comma between array elements. */
+static void pre_value(struct bbx_em *em)
+{
+	if (em->after_key) {
+		em->after_key = false;
+		return;
+	}
+	if (!em->cbor && em->depth && em->more[em->depth])
+		bbx_out_char(em->o, ',');
+	em->more[em->depth] = true;
+}
+
+static void open_level(struct bbx_em *em, char json, uint8_t cbor)
+{
+	pre_value(em);
+	bbx_out_char(em->o, em->cbor ? (char)cbor : json);
+	if (em->depth < BBX_EM_DEPTH - 1)
+		em->depth++;
+	em->more[em->depth] = false;
+	em->closer[em->depth] = json == '{' ? '}' : ']';
+}
+
+void bbx_em_map(struct bbx_em *em)
+{
+	open_level(em, '{', 0xbf);
+}
+
+void bbx_em_array(struct bbx_em *em)
+{
+	open_level(em, '[', 0x9f);
+}
+
+void bbx_em_end(struct bbx_em *em)
+{
+	bbx_out_char(em->o, em->cbor ? (char)0xff : em->closer[em->depth]);
+	if (em->depth)
+		em->depth--;
+}
+
+void bbx_em_eol(struct bbx_em *em)
+{
+	if (!em->cbor)
+		bbx_out_char(em->o, '\n');
+	em->depth = 0;
+	em->more[0] = false;
+	em->after_key = false;
+}
+
+void bbx_em_key(struct bbx_em *em, const char *k)
+{
+	size_t n = strlen(k);
+
+	if (em->cbor) {
+		bbx_out_commit(em->o, cbor_encode_string_start(n,
+			(unsigned char *)bbx_out_reserve(em->o, 9), 9));
+		bbx_out_put(em->o, k, n);
+	} else {
+		char *p = bbx_out_reserve(em->o, n + 4);
+		size_t i = 0;
+
+		if (em->more[em->depth])
+			p[i++] = ',';
+		p[i++] = '"';
+		memcpy(p + i, k, n);
+		i += n;
+		p[i++] = '"';
+		p[i++] = ':';
+		bbx_out_commit(em->o, i);
+	}
+	em->more[em->depth] = true;
+	em->after_key = true;
+}
+
+void bbx_em_u64(struct bbx_em *em, uint64_t v)
+{
+	pre_value(em);
+	if (em->cbor)
+		bbx_out_commit(em->o, cbor_encode_uint(v,
+			(unsigned char *)bbx_out_reserve(em->o, 9), 9));
+	else
+		json_u64(em->o, v);
+}
+
+void bbx_em_i64(struct bbx_em *em, int64_t v)
+{
+	pre_value(em);
+	if (!em->cbor)
+		bbx_out_commit(em->o, bbx_fmt_i64(bbx_out_reserve(em->o, 20), v));
+	else if (v >= 0)
+		bbx_out_commit(em->o, cbor_encode_uint((uint64_t)v,
+			(unsigned char *)bbx_out_reserve(em->o, 9), 9));
+	else
+		bbx_out_commit(em->o, cbor_encode_negint((uint64_t)(-(v + 1)),
+			(unsigned char *)bbx_out_reserve(em->o, 9), 9));
+}
+
+void bbx_em_bool(struct bbx_em *em, bool v)
+{
+	pre_value(em);
+	if (em->cbor)
+		bbx_out_char(em->o, (char)(v ? 0xf5 : 0xf4));
+	else
+		bbx_out_str(em->o, v ? "true" : "false");
+}
+
+void bbx_em_str(struct bbx_em *em, const char *s, size_t n)
+{
+	pre_value(em);
+	if (em->cbor) {
+		cbor_text(em->o, (const uint8_t *)s, n);
+	} else {
+		bbx_out_char(em->o, '"');
+		json_esc(em->o, (const uint8_t *)s, n);
+		bbx_out_char(em->o, '"');
+	}
+}
+
+void bbx_em_cstr(struct bbx_em *em, const char *s)
+{
+	bbx_em_str(em, s, strlen(s));
+}
+
+void bbx_em_bytes(struct bbx_em *em, const uint8_t *p, size_t n)
+{
+	pre_value(em);
+	if (em->cbor) {
+		bbx_out_commit(em->o, cbor_encode_bytestring_start(n,
+			(unsigned char *)bbx_out_reserve(em->o, 9), 9));
+		bbx_out_put(em->o, p, n);
+	} else {
+		json_hex(em->o, p, n);
+	}
+}
+
+/* One well-formed CBOR item [p, end) as a value. */
+static void em_item(struct bbx_em *em, const uint8_t *p, const uint8_t *end,
+		    bool bad_utf8)
+{
+	struct cbr c = { p, end };
+
+	pre_value(em);
+	if (!em->cbor)
+		json_item(em->o, &c);
+	else if (!bad_utf8)
+		bbx_out_put(em->o, p, (size_t)(end - p));
+	else
+		cbor_copy_sanitized(em->o, &c);
+}
+
+/* NULL if @value (well formed) has the shape @tag promises, else why not. */
+static const char *shape_error(unsigned tag, const uint8_t *v, const uint8_t *end,
+			       const uint8_t **it, int *nit)
+{
+	struct cbr c = { v, end };
+	unsigned major = cbr_major(v), ai = v[0] & 31;
+
+	switch (tag) {
+	case BB_TAG_STR:
+		return major == 3 ? NULL : "str record without a text value";
+	case BB_TAG_I64:
+		return major <= 1 ? NULL : "i64 record without an integer value";
+	case BB_TAG_U64:
+		return major == 0 ? NULL : "u64 record without an unsigned value";
+	case BB_TAG_F64:
+		return major == 7 && ai >= 25 && ai <= 27 ? NULL
+			: "f64 record without a float value";
+	case BB_TAG_BOOL:
+		return major == 7 && (ai == 20 || ai == 21) ? NULL
+			: "bool record without a boolean value";
+	case BB_TAG_BYTES:
+		return major == 2 ? NULL : "bytes record without a byte string";
+	case BB_TAG_KV:
+		*nit = cbr_array(&c, it, 4);
+		return *nit == 2 && cbr_major(it[0]) == 3 ? NULL
+			: "kv record that is not [text, value]";
+	case BB_TAG_EVENT:
+		*nit = cbr_array(&c, it, 4);
+		return *nit == 2 && cbr_major(it[0]) == 3 && cbr_major(it[1]) == 5
+			? NULL : "event record that is not [text, map]";
+	case BB_TAG_OWNER:
+		*nit = cbr_array(&c, it, 4);
+		return *nit == 4 ? NULL : "owner record that is not an array of 4";
+	default:
+		return NULL; /* crash, state, unknown: any value */
+	}
+}
+
+bool bbx_em_record_value(struct bbx_em *em, unsigned tag,
+			 const uint8_t *value, size_t len)
+{
+	static const char *const owner_keys[4] = {
+		"tid", "thread", "prev_tid", "prev_thread",
+	};
+	struct cbr c = { value, value + len };
+	const uint8_t *it[5];
+	const char *why;
+	bool bad_utf8 = false;
+	int nit = 0, i;
+
+	if (!len)
+		why = "empty value";
+	else if (!cbr_check(&c, 0, &bad_utf8))
+		why = "malformed CBOR value";
+	else if (c.p != value + len)
+		why = "trailing bytes after the value";
+	else
+		why = shape_error(tag, value, c.p, it, &nit);
+	if (why) {
+		bbx_em_key(em, "error");
+		bbx_em_cstr(em, why);
+		bbx_em_key(em, "raw");
+		bbx_em_bytes(em, value, len);
+		return false;
+	}
+	switch (tag) {
+	case BB_TAG_KV:
+		bbx_em_key(em, "key");
+		em_item(em, it[0], it[1], bad_utf8);
+		bbx_em_key(em, "value");
+		em_item(em, it[1], it[2], bad_utf8);
+		break;
+	case BB_TAG_EVENT:
+		bbx_em_key(em, "name");
+		em_item(em, it[0], it[1], bad_utf8);
+		bbx_em_key(em, "fields");
+		em_item(em, it[1], it[2], bad_utf8);
+		break;
+	case BB_TAG_OWNER:
+		bbx_em_key(em, "value");
+		bbx_em_map(em);
+		for (i = 0; i < 4; i++) {
+			bbx_em_key(em, owner_keys[i]);
+			em_item(em, it[i], it[i + 1], bad_utf8);
+		}
+		bbx_em_end(em);
+		break;
+	default:
+		bbx_em_key(em, "value");
+		em_item(em, value, c.p, bad_utf8);
+	}
+	return true;
+}

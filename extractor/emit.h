@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * emit.h - bb-extract's structured output: one emitter writes either JSON
+ * or CBOR (RFC 8949) from the same calls, so records, summaries and the
+ * --list table have exactly the same fields in both formats.
+ *
+ * JSON: objects and arrays with proper string escaping; text that is not
+ * valid UTF-8 has each bad byte replaced by U+FFFD.  Byte strings become
+ * lowercase hex strings.  Non-finite floats become the strings "NaN",
+ * "Infinity", "-Infinity".
+ *
+ * CBOR: maps and arrays of indefinite length (the emitter does not know
+ * counts in advance), text and byte strings definite, integers and floats
+ * in their shortest form; record values are copied as the writer encoded
+ * them unless a text string in them is not valid UTF-8 (then it is
+ * re-encoded with U+FFFD).  A record is one top-level item, so a stream of
+ * them is an RFC 8742 CBOR sequence.
+ */
+#ifndef BBX_EMIT_H
+#define BBX_EMIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "out.h"
+
+#define BBX_EM_DEPTH 16
+
+struct bbx_em {
+	struct bbx_out *o;
+	bool     cbor;
+	bool     after_key;
+	unsigned depth;
+	bool     more[BBX_EM_DEPTH]; /* an element was written at this level */
+	char     closer[BBX_EM_DEPTH]; /* JSON: '}' or ']' of this level */
+};
+
+void bbx_em_init(struct bbx_em *em, struct bbx_out *o, bool cbor);
+
+void bbx_em_map(struct bbx_em *em);    /* { */
+void bbx_em_array(struct bbx_em *em);  /* [ */
+void bbx_em_end(struct bbx_em *em);    /* } or ] */
+/* End of a top-level item: a newline in JSON (JSON Lines), nothing in CBOR. */
+void bbx_em_eol(struct bbx_em *em);
+
+/* A map key: a constant ASCII name. */
+void bbx_em_key(struct bbx_em *em, const char *k);
+
+void bbx_em_u64(struct bbx_em *em, uint64_t v);
+void bbx_em_i64(struct bbx_em *em, int64_t v);
+void bbx_em_bool(struct bbx_em *em, bool v);
+void bbx_em_str(struct bbx_em *em, const char *s, size_t n);
+void bbx_em_cstr(struct bbx_em *em, const char *s);
+void bbx_em_bytes(struct bbx_em *em, const uint8_t *p, size_t n);
+
+/*
+ * The value part of a record: check that @value (@len bytes of CBOR) is
+ * well formed and has the shape @tag says, and emit its fields ("key" and
+ * "value" for kv, "name" and "fields" for events, "value" otherwise).  A
+ * value that fails the check is emitted as "error" (what is wrong) and
+ * "raw" (its bytes) and false is returned.
+ */
+bool bbx_em_record_value(struct bbx_em *em, unsigned tag,
+			 const uint8_t *value, size_t len);
+
+/*
+ * Formatting helpers that write into a caller's buffer and return the
+ * number of bytes written (no NUL).
+ */
+size_t bbx_fmt_u64(char *p, uint64_t v);                 /* <= 20 bytes */
+size_t bbx_fmt_i64(char *p, int64_t v);                  /* <= 20 bytes */
+/* "2026-11-21T13:45:01.123456789Z" (30 bytes, more for years > 9999). */
+#define BBX_TIME_MAX 48
+size_t bbx_fmt_time(char *p, int64_t wall_ns);
+
+#endif /* BBX_EMIT_H */
