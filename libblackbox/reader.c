@@ -1,0 +1,1228 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reader.c - open, validate and walk a box from outside its owner
+ * (include/blackbox/reader.h, DESIGN §4 and §6).
+ *
+ * Trust model: every byte of the box is untrusted.  The header is copied
+ * once and validated field by field; the geometry the walk relies on (ring
+ * count, sizes, table and data offsets) is taken from that validated copy
+ * and cached, never re-read from a live mapping that could change under
+ * us.  Only head, tail, seq words, descriptor names/tids and the record
+ * bytes are read live, and every use of them is masked into the ring or
+ * bounds-checked.  Every loop is bounded by the ring size or the file size.
+ *
+ * Live vs snapshot: the default is a read-only MAP_SHARED mapping of the
+ * whole file (a live view that we never write).  Note that a file owned by
+ * someone else could be truncated under such a mapping (SIGBUS): tools that
+ * read boxes of other users should pass BB_OPEN_SNAPSHOT, which pread()s
+ * the file into private memory.
+ *
+ * Counting conventions (documented in the report of a walk, see
+ * bb_ring_stats): "overwritten" counts events, not records: one per resync
+ * after the writer lapped us inside a walk, and one per gap between two
+ * BB_WALK_FOLLOW walks (the records lost in a gap cannot be counted without
+ * reading them).  "corrupt" counts one per resync after a record that
+ * failed validation (plus one for an impossible head/tail pair), and
+ * "skipped_bytes" the bytes passed over to find the next valid record.
+ */
+#include <byteswap.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <blackbox/reader.h>
+
+#include "barrier.h"
+#include "internal.h"
+#include "ring.h"
+#include "text.h"
+
+struct rring {
+	struct bb__ring_view v;
+	struct bb_ring_stats st;
+	uint64_t next;       /* where a BB_WALK_FOLLOW walk resumes */
+	uint64_t end;        /* where the current walk's collection ended */
+	uint64_t torn_head;  /* head at which a torn record was counted */
+	bool has_next, torn_counted;
+};
+
+/* A record collected during a walk; its value lives in the value arena. */
+struct ent {
+	uint64_t pos, ts, next;
+	size_t voff, vlen;
+	uint32_t ring;
+	int32_t tid;
+	uint8_t tag, flags;
+	char name[16];
+};
+
+struct bb_reader {
+	struct bb_box_info info;
+	uint8_t *base;         /* the box: mapping, snapshot or copy */
+	size_t len;
+	bool mapped;           /* base is a live mapping (munmap), else malloc'd */
+	uint64_t table_off;
+	uint64_t limit;        /* min(box_size, file size): every offset lies below */
+	uint32_t desc_size, page_size;
+	struct rring *rings;
+	uint8_t *rec;          /* one record, max_record bytes */
+	struct ent *ents;      /* records collected by the current walk */
+	size_t nents, cents;
+	uint8_t *vals;         /* their values */
+	size_t nvals, cvals;
+};
+
+__attribute__((format(printf, 4, 5)))
+static int say(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+static const struct bb_ring_desc *desc_at(const struct bb_reader *r, const uint8_t *base,
+					  uint32_t i)
+{
+	return (const struct bb_ring_desc *)(const void *)
+		(base + r->table_off + (uint64_t)i * r->desc_size);
+}
+
+/* ---- header validation -------------------------------------------------- */
+
+static bool pow2(uint64_t x)
+{
+	return x && !(x & (x - 1));
+}
+
+/* Copy a fixed-size string field, forcing NUL termination. */
+static void copy_str(char *dst, const char *src, size_t n)
+{
+	memcpy(dst, src, n);
+	dst[n - 1] = '\0';
+}
+
+/*
+ * check_header - validate every field of a header copy against the
+ * @size bytes available; on success fill the static part of @info and the
+ * table geometry of @r.
+ */
+static int check_header(struct bb_reader *r, const struct bb_header *h, uint64_t size,
+			const char *label, char *err, size_t errlen)
+{
+	struct bb_box_info *in = &r->info;
+	uint64_t max_rec, table_len, lim;
+
+	if (h->magic == 0)
+		return say(err, errlen, -ENODATA,
+			   "%s: no magic yet (a box still being created, or not a box)", label);
+	if (h->magic == bswap_64(BB_MAGIC))
+		return say(err, errlen, -EPFNOSUPPORT,
+			   "%s: byte-swapped magic: box written with the other byte order", label);
+	if (h->magic != BB_MAGIC)
+		return say(err, errlen, -EBADMSG, "%s: bad magic 0x%016" PRIx64 " (not a box)",
+			   label, h->magic);
+	if (h->version_major > BB_FORMAT_MAJOR)
+		return say(err, errlen, -EPROTONOSUPPORT,
+			   "%s: format %u.%u is newer than this reader (%u.x)", label,
+			   h->version_major, h->version_minor, BB_FORMAT_MAJOR);
+	if (h->version_major < 1)
+		return say(err, errlen, -EBADMSG, "%s: format %u.%u was never released",
+			   label, h->version_major, h->version_minor);
+	if (h->byte_order != BB_BYTE_ORDER_MARK)
+		return say(err, errlen,
+			   h->byte_order == bswap_32(BB_BYTE_ORDER_MARK) ? -EPFNOSUPPORT : -EBADMSG,
+			   "%s: byte order mark 0x%08" PRIx32 " (want 0x%08" PRIx32 ")", label,
+			   h->byte_order, BB_BYTE_ORDER_MARK);
+	if (h->word_size != sizeof(void *))
+		return say(err, errlen, -EPFNOSUPPORT,
+			   "%s: written by a %u-byte-word process, this reader has %zu", label,
+			   h->word_size, sizeof(void *));
+	if (h->header_size != BB_HEADER_SIZE)
+		return say(err, errlen, -EBADMSG, "%s: header_size %" PRIu32 " (want %u)",
+			   label, h->header_size, BB_HEADER_SIZE);
+	if (h->ring_desc_size != BB_RING_DESC_SIZE)
+		return say(err, errlen, -EBADMSG, "%s: ring_desc_size %" PRIu32 " (want %u)",
+			   label, h->ring_desc_size, BB_RING_DESC_SIZE);
+	if (h->ring_count < 1 || h->ring_count > BB_RING_MAX_COUNT)
+		return say(err, errlen, -EBADMSG, "%s: ring_count %" PRIu32 " is outside 1..%u",
+			   label, h->ring_count, BB_RING_MAX_COUNT);
+	if (!pow2(h->page_size) || h->page_size < 4096)
+		return say(err, errlen, -EBADMSG,
+			   "%s: page_size %" PRIu32 " is not a power of two >= 4096", label,
+			   h->page_size);
+	if (!pow2(h->ring_size) || h->ring_size < BB_RING_MIN_SIZE ||
+	    h->ring_size > BB_RING_MAX_SIZE || h->ring_size % h->page_size)
+		return say(err, errlen, -EBADMSG,
+			   "%s: ring_size %" PRIu64 " is not a power of two in [%u, %" PRIu64
+			   "] and a multiple of the page size", label, h->ring_size,
+			   BB_RING_MIN_SIZE, BB_RING_MAX_SIZE);
+	max_rec = h->ring_size < BB_RECORD_MAX ? h->ring_size : BB_RECORD_MAX;
+	/* room for an envelope, a tid extension and a value (FORMAT §9.4) */
+	if (h->max_record <= BB_RECORD_HDR_SIZE + 8 || h->max_record > max_rec)
+		return say(err, errlen, -EBADMSG, "%s: max_record %" PRIu32 " is outside (%u, %"
+			   PRIu64 "]", label, h->max_record, BB_RECORD_HDR_SIZE + 8, max_rec);
+	if (h->pid <= 0)
+		return say(err, errlen, -EBADMSG, "%s: owner pid %" PRId32 " is impossible",
+			   label, h->pid);
+	/* offsets are checked against the smaller of box_size and the file */
+	lim = h->box_size < size ? h->box_size : size;
+	table_len = (uint64_t)h->ring_count * h->ring_desc_size; /* < 2^18: no overflow */
+	if (h->ring_table_offset < h->header_size || h->ring_table_offset % 64 ||
+	    h->ring_table_offset > lim || table_len > lim - h->ring_table_offset)
+		return say(err, errlen, -EBADMSG,
+			   "%s: ring table [%" PRIu64 ", +%" PRIu64 ") lies outside the %" PRIu64
+			   "-byte %s or overlaps the header", label, h->ring_table_offset,
+			   table_len, lim, lim < size ? "box (box_size)" : "file");
+
+	r->table_off = h->ring_table_offset;
+	r->limit = lim;
+	r->page_size = h->page_size;
+	r->desc_size = h->ring_desc_size;
+	in->version_major = h->version_major;
+	in->version_minor = h->version_minor;
+	in->box_size = h->box_size;
+	in->ring_count = h->ring_count;
+	in->ring_size = h->ring_size;
+	in->max_record = h->max_record;
+	in->pid = h->pid;
+	in->uid = h->uid;
+	in->starttime = h->starttime;
+	in->sequence = h->sequence;
+	copy_str(in->boot_id, h->boot_id, sizeof(in->boot_id));
+	copy_str(in->comm, h->comm, sizeof(in->comm));
+	copy_str(in->cmdline, h->cmdline, sizeof(in->cmdline));
+	in->clock = h->clock;
+	in->anchor_realtime_ns = h->anchor_realtime_ns;
+	in->anchor_clock_ns = h->anchor_clock_ns;
+	in->created_ns = h->created_ns;
+	return 0;
+}
+
+/* Runtime header fields: loaded atomically (the owner updates them). */
+static void refresh_info(struct bb_reader *r)
+{
+	struct bb_header *h = (struct bb_header *)(void *)r->base;
+	struct bb_box_info *in = &r->info;
+
+	/* Relaxed: independent counters and a state word, read for display;
+	 * nothing else is read through them. */
+	in->state = (int)BB_LOAD_RELAXED(&h->state);
+	in->state_signal = BB_LOAD_RELAXED(&h->state_signal);
+	in->state_ns = BB_LOAD_RELAXED(&h->state_ns);
+	in->dropped_busy = BB_LOAD_RELAXED(&h->dropped_busy);
+	in->dropped_nested = BB_LOAD_RELAXED(&h->dropped_nested);
+	in->truncated = BB_LOAD_RELAXED(&h->truncated);
+	in->dropped_toobig = BB_LOAD_RELAXED(&h->dropped_toobig);
+}
+
+static void refresh_ring(struct rring *rr)
+{
+	struct bb_ring_desc *d = (struct bb_ring_desc *)(uintptr_t)rr->v.desc;
+
+	/* Relaxed: descriptive fields; a torn name is cut at 15 bytes below. */
+	rr->st.tid = BB_LOAD_RELAXED(&d->tid);
+	rr->st.kind = BB_LOAD_RELAXED(&d->kind);
+	rr->st.state = BB_LOAD_RELAXED(&d->state);
+	copy_str(rr->st.thread_name, d->thread_name, sizeof(rr->st.thread_name));
+}
+
+/*
+ * setup - validate the ring table of the box at r->base (r->len bytes),
+ * cache each ring's view and finish the reader.  The header was checked.
+ */
+static int setup(struct bb_reader *r, const char *label, char *err, size_t errlen)
+{
+	struct bb_box_info *in = &r->info;
+	uint64_t table_end = r->table_off + (uint64_t)in->ring_count * r->desc_size;
+	const char *what = r->limit < r->len ? "box (box_size)" : "file";
+
+	for (uint32_t i = 0; i < in->ring_count; i++) {
+		const struct bb_ring_desc *d = desc_at(r, r->base, i);
+		uint64_t off, head;
+
+		memcpy(&off, &d->data_offset, sizeof(off)); /* validated once, cached */
+		if (off < table_end || off > r->limit || in->ring_size > r->limit - off)
+			return say(err, errlen, -EBADMSG,
+				   "%s: ring %" PRIu32 " data [%" PRIu64 ", %" PRIu64
+				   ") lies outside the %" PRIu64 "-byte %s or overlaps the ring table",
+				   label, i, off, off + in->ring_size, r->limit, what);
+		if (off % r->page_size)
+			return say(err, errlen, -EBADMSG,
+				   "%s: ring %" PRIu32 " data offset %" PRIu64
+				   " is not a multiple of the page size %" PRIu32, label, i, off,
+				   r->page_size);
+		/* rings are ring_size apart at least: one overlap test per pair */
+		for (uint32_t j = 0; j < i; j++) {
+			uint64_t o = (uint64_t)(r->rings[j].v.data - r->base);
+
+			if (bb__pos_diff(off, o) < (int64_t)in->ring_size &&
+			    bb__pos_diff(o, off) < (int64_t)in->ring_size)
+				return say(err, errlen, -EBADMSG,
+					   "%s: ring %" PRIu32 " data at %" PRIu64
+					   " overlaps ring %" PRIu32 " at %" PRIu64, label, i, off, j, o);
+		}
+		r->rings[i].v = (struct bb__ring_view){
+			.desc = d, .data = r->base + off,
+			.size = in->ring_size, .max_record = in->max_record,
+		};
+		refresh_ring(&r->rings[i]);
+		/* Relaxed: only counts rings that were ever written. */
+		head = BB_LOAD_RELAXED((uint64_t *)(uintptr_t)&d->head);
+		if (r->rings[i].st.state != BB_RING_FREE || head)
+			in->rings_used++;
+	}
+	refresh_info(r);
+	return 0;
+}
+
+static struct bb_reader *reader_new(const struct bb_header *h)
+{
+	struct bb_reader *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->rings = calloc(h->ring_count, sizeof(*r->rings));
+	r->rec = malloc(h->max_record);
+	if (!r->rings || !r->rec) {
+		free(r->rings);
+		free(r->rec);
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+BB_EXPORT void bb_reader_close(struct bb_reader *r)
+{
+	if (!r)
+		return;
+	if (r->mapped)
+		munmap(r->base, r->len);
+	else
+		free(r->base);
+	free(r->rings);
+	free(r->rec);
+	free(r->ents);
+	free(r->vals);
+	free(r);
+}
+
+/* Raise a copied ring's tail to @now (a tail read after the copy), so the
+ * copy excludes what the writer overwrote while we copied. */
+static void patch_tail(struct bb_ring_desc *copy, uint64_t now)
+{
+	if (bb__pos_diff(now, copy->tail) <= 0)
+		return;
+	/* lapped past everything we copied: the copied ring is empty */
+	copy->tail = bb__pos_diff(now, copy->head) > 0 ? copy->head : now;
+}
+
+static int pread_all(int fd, void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(fd, (uint8_t *)buf + done, len - done, (off_t)(off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ENODATA;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/* Read the whole file into private memory, then raise each copied tail
+ * past whatever the live writer overwrote during the copy. */
+static int snapshot(struct bb_reader *r, int fd, size_t len)
+{
+	int rc;
+
+	r->base = malloc(len);
+	if (!r->base)
+		return -ENOMEM;
+	r->len = len;
+	rc = pread_all(fd, r->base, len, 0);
+	if (rc)
+		return rc;
+	/* The tails re-read below come from a later read(2) than the ring
+	 * bytes: the kernel copies from the shared pages in program order
+	 * of our calls, and a system call is a full barrier on every Linux
+	 * architecture, so a tail published before an overwrite we copied is
+	 * seen here (the role of the acquire fence in bb__ring_read()). */
+	for (uint32_t i = 0; i < r->info.ring_count; i++) {
+		uint64_t now, off = r->table_off + (uint64_t)i * r->desc_size;
+
+		if (pread_all(fd, &now, sizeof(now), off + 8) == 0)
+			patch_tail((struct bb_ring_desc *)(void *)(r->base + off), now);
+	}
+	return 0;
+}
+
+/* Open an fd we own (it is closed here). */
+static int open_owned_fd(int fd, const char *label, unsigned flags,
+			 struct bb_reader **out, char *err, size_t errlen)
+{
+	struct bb_header h;
+	struct bb_reader *r = NULL;
+	uint32_t count, max_record;
+	struct stat st;
+	int rc;
+
+	*out = NULL;
+	if (fstat(fd, &st)) {
+		rc = say(err, errlen, -errno, "%s: fstat: %s", label, strerror(errno));
+		goto fail;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		rc = say(err, errlen, -EISDIR, "%s: is a directory, not a box", label);
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = say(err, errlen, -EINVAL,
+			 "%s: not a regular file (FIFOs, sockets and devices are never read)", label);
+		goto fail;
+	}
+	if (st.st_size < (off_t)BB_HEADER_SIZE) {
+		rc = say(err, errlen, -ENODATA,
+			 st.st_size ? "%s: %lld bytes, shorter than a %u-byte header"
+				    : "%s: empty file (a box still being created?)%.0lld%.0u",
+			 label, (long long)st.st_size, BB_HEADER_SIZE);
+		goto fail;
+	}
+	if ((uint64_t)st.st_size > SIZE_MAX) {
+		rc = say(err, errlen, -EFBIG, "%s: too large to map", label);
+		goto fail;
+	}
+	rc = pread_all(fd, &h, sizeof(h), 0);
+	if (rc) {
+		rc = say(err, errlen, rc, "%s: cannot read the header: %s", label, strerror(-rc));
+		goto fail;
+	}
+	r = reader_new(&h);
+	if (!r) {
+		rc = say(err, errlen, -ENOMEM, "%s: out of memory", label);
+		goto fail;
+	}
+	rc = check_header(r, &h, (uint64_t)st.st_size, label, err, errlen);
+	if (rc)
+		goto fail;
+	if (st.st_uid != h.uid && !(flags & BB_OPEN_ANY_OWNER)) {
+		rc = say(err, errlen, -EPERM,
+			 "%s: file owner uid %u differs from the box's uid %" PRIu32
+			 " (planted file? BB_OPEN_ANY_OWNER accepts it)", label,
+			 (unsigned)st.st_uid, h.uid);
+		goto fail;
+	}
+	if (flags & BB_OPEN_SNAPSHOT) {
+		rc = snapshot(r, fd, (size_t)st.st_size);
+		if (rc) {
+			rc = say(err, errlen, rc, "%s: snapshot: %s", label, strerror(-rc));
+			goto fail;
+		}
+		/* the header may have been rewritten since: check the copy's */
+		memcpy(&h, r->base, sizeof(h));
+		count = r->info.ring_count;
+		max_record = r->info.max_record;
+		rc = check_header(r, &h, r->len, label, err, errlen);
+		if (rc)
+			goto fail;
+		if (count != r->info.ring_count || max_record != r->info.max_record) {
+			rc = say(err, errlen, -EBADMSG, "%s: header changed while being read", label);
+			goto fail;
+		}
+	} else {
+		void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+
+		if (m == MAP_FAILED) {
+			rc = say(err, errlen, -errno, "%s: mmap: %s", label, strerror(errno));
+			goto fail;
+		}
+		r->base = m;
+		r->len = (size_t)st.st_size;
+		r->mapped = true;
+	}
+	rc = setup(r, label, err, errlen);
+	if (rc)
+		goto fail;
+	bb__strlcpy(r->info.path, label, sizeof(r->info.path));
+	r->info.file_size = (uint64_t)st.st_size;
+	r->info.file_mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u +
+				(uint64_t)st.st_mtim.tv_nsec;
+	r->info.file_ino = st.st_ino;
+	r->info.file_dev = st.st_dev;
+	r->info.file_uid = st.st_uid;
+	close(fd);
+	*out = r;
+	return 0;
+fail:
+	bb_reader_close(r);
+	close(fd);
+	return rc;
+}
+
+static int open_at(int dirfd, const char *name, const char *label, unsigned flags,
+		   struct bb_reader **out, char *err, size_t errlen)
+{
+	int fd;
+
+	*out = NULL;
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		int e = errno;
+
+		if (e == ELOOP)
+			return say(err, errlen, -ELOOP, "%s: is a symbolic link (never followed)",
+				   label);
+		if (e == ENOENT)
+			return say(err, errlen, -ENOENT, "%s: no such file", label);
+		if (e == EACCES)
+			return say(err, errlen, -EACCES, "%s: permission denied", label);
+		return say(err, errlen, -e, "%s: %s", label, strerror(e));
+	}
+	return open_owned_fd(fd, label, flags, out, err, errlen);
+}
+
+BB_EXPORT int bb_reader_open_path(const char *path, unsigned flags,
+				  struct bb_reader **out, char *err, size_t errlen)
+{
+	if (!path || !out)
+		return say(err, errlen, -EINVAL, "no path");
+	return open_at(AT_FDCWD, path, path, flags, out, err, errlen);
+}
+
+BB_EXPORT int bb_reader_openat(int dirfd, const char *name, unsigned flags,
+			       struct bb_reader **out, char *err, size_t errlen)
+{
+	if (!name || !out)
+		return say(err, errlen, -EINVAL, "no name");
+	return open_at(dirfd, name, name, flags, out, err, errlen);
+}
+
+BB_EXPORT int bb_reader_open_fd(int fd, const char *label, unsigned flags,
+				struct bb_reader **out, char *err, size_t errlen)
+{
+	int dup_fd;
+
+	if (!label)
+		label = "<fd>";
+	if (!out)
+		return say(err, errlen, -EINVAL, "%s: no reader pointer", label);
+	*out = NULL;
+	dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (dup_fd < 0)
+		return say(err, errlen, -errno, "%s: %s", label, strerror(errno));
+	return open_owned_fd(dup_fd, label, flags, out, err, errlen);
+}
+
+BB_EXPORT int bb_reader_open_mem(const void *buf, size_t len, unsigned flags,
+				 struct bb_reader **out, char *err, size_t errlen)
+{
+	static const char label[] = "<memory>";
+	struct bb_header h;
+	struct bb_reader *r;
+	int rc;
+
+	if (!out)
+		return say(err, errlen, -EINVAL, "%s: no reader pointer", label);
+	*out = NULL;
+	if (!buf || len < BB_HEADER_SIZE)
+		return say(err, errlen, -ENODATA, "%s: %zu bytes, shorter than a %u-byte header",
+			   label, buf ? len : 0, BB_HEADER_SIZE);
+	memcpy(&h, buf, sizeof(h));
+	r = reader_new(&h);
+	if (!r)
+		return say(err, errlen, -ENOMEM, "%s: out of memory", label);
+	rc = check_header(r, &h, len, label, err, errlen);
+	if (!rc && !(r->base = malloc(len)))
+		rc = say(err, errlen, -ENOMEM, "%s: out of memory", label);
+	if (!rc) {
+		memcpy(r->base, buf, len);
+		r->len = len;
+		rc = setup(r, label, err, errlen);
+	}
+	if (rc) {
+		bb_reader_close(r);
+		return rc;
+	}
+	bb__strlcpy(r->info.path, label, sizeof(r->info.path));
+	r->info.file_size = len;
+	*out = r;
+	return 0;
+}
+
+/* "<prefix><pid>." then "<starttime>.<n>": digits, dot, digits. */
+static bool box_name_of(const char *name, const char *prefix)
+{
+	size_t plen = strlen(prefix);
+	int dots = 0;
+	bool digit = false;
+
+	if (strncmp(name, prefix, plen))
+		return false;
+	for (const char *p = name + plen; *p; p++) {
+		if (*p == '.') {
+			if (!digit)
+				return false;
+			dots++;
+			digit = false;
+		} else if (*p >= '0' && *p <= '9') {
+			digit = true;
+		} else {
+			return false;
+		}
+	}
+	return dots == 1 && digit;
+}
+
+/* The name is a hint, the header is authoritative: they must agree. */
+static bool name_matches(const char *name, const struct bb_box_info *in)
+{
+	char want[128];
+
+	snprintf(want, sizeof(want), "%s%" PRId32 ".%" PRIu64 ".%" PRIu32, BB_NAME_PREFIX,
+		 in->pid, in->starttime, in->sequence);
+	return !strcmp(name, want);
+}
+
+BB_EXPORT int bb_reader_open_pid(pid_t pid, const char *dir, unsigned flags,
+				 struct bb_reader **out, char *err, size_t errlen)
+{
+	char prefix[64], best[256], why[256] = "", label[4096 + 256 + 2];
+	uint64_t best_created = 0;
+	uint32_t best_seq = 0;
+	bool found = false, best_alive = false;
+	unsigned rejected = 0;
+	struct dirent *e;
+	DIR *d;
+	int rc;
+
+	if (!dir)
+		dir = BB_DEFAULT_DIR;
+	if (!out)
+		return say(err, errlen, -EINVAL, "%s: no reader pointer", dir);
+	*out = NULL;
+	snprintf(prefix, sizeof(prefix), "%s%d.", BB_NAME_PREFIX, (int)pid);
+	d = opendir(dir);
+	if (!d)
+		return say(err, errlen, -errno, "%s: cannot open directory: %s", dir,
+			   strerror(errno));
+	while ((e = readdir(d))) {
+		struct bb_reader *c;
+		bool alive, better;
+
+		if (!box_name_of(e->d_name, prefix) || strlen(e->d_name) >= sizeof(best))
+			continue;
+		/* probe without copying: only the winner is opened as asked */
+		if (bb_reader_openat(dirfd(d), e->d_name, flags & ~BB_OPEN_SNAPSHOT, &c,
+				     why, sizeof(why))) {
+			rejected++;
+			continue;
+		}
+		if (!name_matches(e->d_name, &c->info)) {
+			snprintf(why, sizeof(why), "%s: header says pid %" PRId32 ", start time %"
+				 PRIu64 ", sequence %" PRIu32 ": name not trusted", e->d_name,
+				 c->info.pid, c->info.starttime, c->info.sequence);
+			rejected++;
+			bb_reader_close(c);
+			continue;
+		}
+		alive = bb_reader_liveness(c) == BB_OWNER_ALIVE;
+		better = !found || (alive && !best_alive) ||
+			 (alive == best_alive &&
+			  (c->info.created_ns > best_created ||
+			   (c->info.created_ns == best_created && c->info.sequence > best_seq)));
+		if (better) {
+			found = true;
+			best_alive = alive;
+			best_created = c->info.created_ns;
+			best_seq = c->info.sequence;
+			bb__strlcpy(best, e->d_name, sizeof(best));
+		}
+		bb_reader_close(c);
+	}
+	if (!found) {
+		closedir(d);
+		if (rejected)
+			return say(err, errlen, -ESRCH,
+				   "no box of pid %d in %s (%u rejected, last: %s)", (int)pid, dir,
+				   rejected, why);
+		return say(err, errlen, -ESRCH, "no box of pid %d in %s", (int)pid, dir);
+	}
+	snprintf(label, sizeof(label), "%s/%s", dir, best);
+	rc = open_at(dirfd(d), best, label, flags, out, err, errlen);
+	closedir(d);
+	return rc;
+}
+
+BB_EXPORT const struct bb_box_info *bb_reader_info(const struct bb_reader *r)
+{
+	return &r->info;
+}
+
+BB_EXPORT const void *bb_reader_data(const struct bb_reader *r, size_t *len)
+{
+	if (len)
+		*len = r->len;
+	return r->base;
+}
+
+/* ---- liveness ------------------------------------------------------------ */
+
+/* Read a small /proc file, NUL-terminated.  Returns bytes or -errno. */
+static ssize_t read_small(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t done = 0;
+
+	if (fd < 0)
+		return -errno;
+	while (done < len - 1) {
+		ssize_t n = read(fd, buf + done, len - 1 - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			n = -errno;
+			close(fd);
+			return n;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	close(fd);
+	buf[done] = '\0';
+	return (ssize_t)done;
+}
+
+/* Field 22 of /proc/<pid>/stat.  0, -ESRCH or -EINVAL. */
+static int proc_starttime(pid_t pid, uint64_t *st)
+{
+	char path[64], buf[1024];
+	const char *p;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	n = read_small(path, buf, sizeof(buf));
+	if (n < 0)
+		return n == -ENOENT ? -ESRCH : (int)n;
+	/* comm may hold ')' and spaces: fields resume after the LAST ')' */
+	p = strrchr(buf, ')');
+	if (!p)
+		return -EINVAL;
+	p++;
+	for (int field = 3; field <= 22; field++) {
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			return -EINVAL;
+		if (field == 22) {
+			char *end;
+
+			errno = 0;
+			*st = strtoull(p, &end, 10);
+			return end == p || errno ? -EINVAL : 0;
+		}
+		while (*p && *p != ' ')
+			p++;
+	}
+	return -EINVAL;
+}
+
+/* Does /proc/<pid>/maps name the file dev:ino?  1, 0 or -errno. */
+static int maps_has(pid_t pid, uint64_t dev, uint64_t ino)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	int found = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (!found && getline(&line, &cap, f) > 0) {
+		unsigned maj, min;
+		unsigned long long i;
+
+		/* start-end perms offset MAJ:MIN inode path (hex dev, decimal inode) */
+		if (sscanf(line, "%*s %*s %*s %x:%x %llu", &maj, &min, &i) == 3)
+			found = maj == major(dev) && min == minor(dev) && i == ino;
+	}
+	if (!found && ferror(f))
+		found = -EIO;
+	free(line);
+	fclose(f);
+	return found;
+}
+
+/* Alive by pid + start time and, when unreadable maps do not prevent it,
+ * by the mapping of the file. */
+BB_EXPORT bool bb_pid_maps_file(pid_t pid, uint64_t starttime, uint64_t dev, uint64_t ino)
+{
+	uint64_t st;
+	int m;
+
+	if (pid <= 0 || proc_starttime(pid, &st) || st != starttime)
+		return false;
+	m = maps_has(pid, dev, ino);
+	if (m < 0) /* another user's process: pid + start time must do */
+		return m == -EACCES || m == -EPERM;
+	return m == 1;
+}
+
+static int liveness_of(const struct bb_box_info *info, int state)
+{
+	char boot[64];
+	bool alive = false, boot_ok = true;
+	uint64_t st;
+
+	if (read_small("/proc/sys/kernel/random/boot_id", boot, sizeof(boot)) > 0) {
+		boot[strcspn(boot, "\n")] = '\0';
+		boot_ok = !strncmp(boot, info->boot_id, sizeof(info->boot_id));
+	}
+	if (boot_ok && info->pid > 0) {
+		if (info->file_dev || info->file_ino)
+			alive = bb_pid_maps_file(info->pid, info->starttime, info->file_dev,
+						 info->file_ino);
+		else
+			alive = !proc_starttime(info->pid, &st) && st == info->starttime;
+	}
+	if (alive)
+		return BB_OWNER_ALIVE;
+	switch (state) {
+	case BB_STATE_EXITED:  return BB_OWNER_EXITED;
+	case BB_STATE_CRASHED: return BB_OWNER_CRASHED;
+	case BB_STATE_CLOSED:  return BB_OWNER_CLOSED;
+	default:               return BB_OWNER_ORPHANED;
+	}
+}
+
+BB_EXPORT int bb_owner_liveness(const struct bb_box_info *info)
+{
+	if (!info)
+		return -EINVAL;
+	return liveness_of(info, info->state);
+}
+
+BB_EXPORT int bb_reader_liveness(const struct bb_reader *r)
+{
+	const struct bb_header *h;
+
+	if (!r)
+		return -EINVAL;
+	h = (const struct bb_header *)(const void *)r->base;
+	/* Relaxed: a state word read for a decision, nothing read through it. */
+	return liveness_of(&r->info, (int)BB_LOAD_RELAXED((uint32_t *)(uintptr_t)&h->state));
+}
+
+/* ---- walking --------------------------------------------------------------- */
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	size_t n = *cap ? *cap : 64;
+	void *q;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need) {
+		if (n > SIZE_MAX / 2 / elem)
+			return -ENOMEM;
+		n *= 2;
+	}
+	q = realloc(*p, n * elem);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+/* Keep the record just copied into r->rec (len bytes, proven intact). */
+static int keep(struct bb_reader *r, uint32_t ring, uint64_t pos, uint32_t len)
+{
+	const struct bb_record_hdr *h = (const struct bb_record_hdr *)(const void *)r->rec;
+	int32_t tid = 0;
+	const uint8_t *v;
+	struct ent *e;
+	size_t vlen;
+
+	v = bb__record_value(r->rec, len, &tid, &vlen);
+	if (!v) { /* BB_RF_TID without room for the extension */
+		r->rings[ring].st.corrupt++;
+		return 0;
+	}
+	if (grow((void **)&r->ents, &r->cents, r->nents + 1, sizeof(*r->ents)) ||
+	    grow((void **)&r->vals, &r->cvals, r->nvals + vlen, 1))
+		return -ENOMEM;
+	e = &r->ents[r->nents++];
+	*e = (struct ent){
+		.pos = pos, .ts = h->ts, .next = pos + BB_RECORD_STRIDE(len),
+		.voff = r->nvals, .vlen = vlen, .ring = ring, .tid = tid,
+		.tag = h->tag, .flags = h->flags,
+	};
+	if (vlen)
+		memcpy(r->vals + r->nvals, v, vlen);
+	r->nvals += vlen;
+	return 0;
+}
+
+/* After a record failed validation at @pos: find the next position whose
+ * seq says "committed here" and whose record validates.  Bounded by head. */
+static uint64_t resync(struct bb_reader *r, struct rring *rr, uint64_t pos, uint64_t head)
+{
+	for (uint64_t p = pos + 8; bb__pos_diff(head, p) > 0; p += 8) {
+		uint32_t len;
+
+		if (bb__ring_seq(&rr->v, p) != BB_SEQ_DONE(p))
+			continue;
+		if (bb__ring_read(&rr->v, p, head, r->rec, &len) == BB__RD_CORRUPT)
+			continue;
+		rr->st.skipped_bytes += p - pos;
+		return p; /* the caller reads it again and keeps or resyncs */
+	}
+	rr->st.skipped_bytes += head - pos;
+	return head;
+}
+
+/* Collect ring @i's intact records into the arena; *endp = where a FOLLOW
+ * walk resumes. */
+static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
+		   uint64_t *endp)
+{
+	struct rring *rr = &r->rings[i];
+	struct bb_ring_desc *d = (struct bb_ring_desc *)(uintptr_t)rr->v.desc;
+	uint64_t head, tail, pos;
+	int rc;
+
+	refresh_ring(rr);
+	if (rr->st.kind != BB_RING_PRIVATE && rr->st.kind != BB_RING_SHARED)
+		return 0; /* a kind of a later minor version: skipped (FORMAT §10) */
+	for (int tries = 0;; tries++) {
+		/* Acquire: pairs with the writer's release store of head (§7
+		 * step 4), which follows its release store of each record's
+		 * committed seq: every record in [tail, head) is committed and
+		 * its bytes are visible to the copies below. */
+		head = BB_LOAD_ACQUIRE(&d->head);
+		/* Relaxed: ordered after the head load by its acquire, so this
+		 * is a tail at least as new as the one published before that
+		 * head; a newer one is caught per record by bb__ring_read(). */
+		tail = BB_LOAD_RELAXED(&d->tail);
+		/* tail past head: a live writer lapped the ring between the
+		 * two loads.  Reload a bounded number of times. */
+		if (bb__pos_diff(head, tail) >= 0 || tries == 3)
+			break;
+	}
+	*endp = head;
+
+	if ((head | tail) % 8) {
+		/* records are 8-aligned: nothing in this ring can be located */
+		rr->st.corrupt++;
+		return 0;
+	}
+	if (bb__pos_diff(head, tail) < 0) {
+		/* still lapping us (live) or a scribbled descriptor (dead) */
+		if (alive)
+			rr->st.overwritten++;
+		else
+			rr->st.corrupt++;
+		return 0;
+	}
+	if (head - tail > rr->v.size) {
+		/* a writer never keeps more than a ring's worth: distrust the
+		 * tail, resync from one ring back */
+		rr->st.corrupt++;
+		tail = head - rr->v.size;
+	}
+	pos = tail;
+	if ((flags & BB_WALK_FOLLOW) && rr->has_next) {
+		if (bb__pos_diff(rr->next, tail) >= 0 && bb__pos_diff(head, rr->next) >= 0)
+			pos = rr->next;
+		else if (bb__pos_diff(rr->next, tail) < 0)
+			rr->st.overwritten++; /* a gap since the last walk */
+	}
+
+	while (bb__pos_diff(head, pos) > 0) {
+		uint32_t len;
+		uint64_t t;
+
+		switch (bb__ring_read(&rr->v, pos, head, r->rec, &len)) {
+		case BB__RD_OK:
+			rc = keep(r, i, pos, len);
+			if (rc)
+				return rc;
+			pos += BB_RECORD_STRIDE(len);
+			break;
+		case BB__RD_OVERWRITTEN:
+			rr->st.overwritten++;
+			/* Relaxed: bb__ring_read() issued the acquire fence that
+			 * made the newer tail visible; resync at it. */
+			t = BB_LOAD_RELAXED(&d->tail);
+			pos = bb__pos_diff(t, pos) > 0 && !(t % 8) ? t : pos + 8;
+			break;
+		default:
+			rr->st.corrupt++;
+			pos = resync(r, rr, pos, head);
+			break;
+		}
+	}
+	/* A dead owner's record busy at head is the write its death cut short;
+	 * a live owner's is a write in progress.  Counted once per head. */
+	if (pos == head && !alive && bb__ring_seq(&rr->v, head) == BB_SEQ_BUSY(head) &&
+	    !(rr->torn_counted && rr->torn_head == head)) {
+		rr->st.torn++;
+		rr->torn_counted = true;
+		rr->torn_head = head;
+	}
+	*endp = pos;
+	return 0;
+}
+
+static void set_name(struct ent *e, const char *name)
+{
+	bb__strlcpy(e->name, name, sizeof(e->name));
+}
+
+/*
+ * Attribute ring @i's records [first, r->nents) to threads.  Shared ring:
+ * the BB_RF_TID extension.  Private ring: records after an owner record
+ * belong to its new thread, records before the first visible one to its
+ * previous thread; with no owner record in view, to the descriptor's.
+ */
+static void attribute(struct bb_reader *r, uint32_t i, size_t first)
+{
+	struct rring *rr = &r->rings[i];
+	int32_t cur_tid = rr->st.tid, t, pt;
+	char cur[16], name[16], prev[16];
+
+	if (rr->st.kind == BB_RING_SHARED) {
+		for (size_t k = first; k < r->nents; k++)
+			set_name(&r->ents[k], "");
+		return;
+	}
+	bb__strlcpy(cur, rr->st.thread_name, sizeof(cur));
+	for (size_t k = first; k < r->nents; k++) {
+		struct ent *e = &r->ents[k];
+
+		if (e->tag == BB_TAG_OWNER &&
+		    !bb__owner_decode(r->vals + e->voff, e->vlen, &t, name, sizeof(name),
+				      &pt, prev, sizeof(prev))) {
+			cur_tid = pt;
+			bb__strlcpy(cur, prev, sizeof(cur));
+			break;
+		}
+	}
+	for (size_t k = first; k < r->nents; k++) {
+		struct ent *e = &r->ents[k];
+
+		if (e->tag == BB_TAG_OWNER &&
+		    !bb__owner_decode(r->vals + e->voff, e->vlen, &t, name, sizeof(name),
+				      &pt, prev, sizeof(prev))) {
+			cur_tid = t;
+			bb__strlcpy(cur, name, sizeof(cur));
+		}
+		if (!(e->flags & BB_RF_TID))
+			e->tid = cur_tid;
+		set_name(e, cur);
+	}
+}
+
+static int by_time(const void *a, const void *b)
+{
+	const struct ent *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	if (x->ring != y->ring)
+		return x->ring < y->ring ? -1 : 1;
+	return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+static int deliver(struct bb_reader *r, bb_record_fn fn, void *arg)
+{
+	static const uint8_t none[1];
+
+	for (size_t k = 0; k < r->nents; k++) {
+		const struct ent *e = &r->ents[k];
+		struct rring *rr = &r->rings[e->ring];
+		struct bb_record rec = {
+			.ring = e->ring, .tid = e->tid, .thread_name = e->name,
+			.pos = e->pos, .ts = e->ts,
+			/* wall = anchor_realtime + (ts - anchor_clock), modulo 2^64 */
+			.wall_ns = (int64_t)((uint64_t)r->info.anchor_realtime_ns +
+					     (e->ts - (uint64_t)r->info.anchor_clock_ns)),
+			.tag = e->tag, .flags = e->flags,
+			.value = e->vlen ? r->vals + e->voff : none, .value_len = e->vlen,
+		};
+		int rc;
+
+		rr->st.read++;
+		rr->next = e->next;
+		rr->has_next = true;
+		rc = fn(&rec, arg);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+BB_EXPORT int bb_reader_walk(struct bb_reader *r, unsigned flags, bb_record_fn fn, void *arg)
+{
+	bool merge = flags & BB_WALK_MERGE, alive;
+	int rc;
+
+	if (!r || !fn)
+		return -EINVAL;
+	refresh_info(r);
+	alive = bb_reader_liveness(r) == BB_OWNER_ALIVE;
+	r->nents = r->nvals = 0;
+	for (uint32_t i = 0; i < r->info.ring_count; i++) {
+		size_t first = r->nents;
+
+		rc = collect(r, i, flags, alive, &r->rings[i].end);
+		if (rc)
+			return rc;
+		attribute(r, i, first);
+		if (merge)
+			continue;
+		rc = deliver(r, fn, arg);
+		r->nents = r->nvals = 0;
+		r->rings[i].has_next = true;
+		if (rc)
+			return rc;
+		/* everything up to end was delivered or passed over */
+		r->rings[i].next = r->rings[i].end;
+	}
+	if (!merge)
+		return 0;
+	/* stable in effect: ties broken by ring, then position */
+	if (r->nents > 1)
+		qsort(r->ents, r->nents, sizeof(*r->ents), by_time);
+	rc = deliver(r, fn, arg);
+	r->nents = r->nvals = 0;
+	if (rc)
+		return rc;
+	for (uint32_t i = 0; i < r->info.ring_count; i++) {
+		r->rings[i].next = r->rings[i].end;
+		r->rings[i].has_next = true;
+	}
+	return 0;
+}
+
+BB_EXPORT const struct bb_ring_stats *bb_reader_ring_stats(const struct bb_reader *r,
+							   uint32_t ring)
+{
+	if (!r || ring >= r->info.ring_count)
+		return NULL;
+	return &r->rings[ring].st;
+}
+
+BB_EXPORT void bb_reader_total_stats(const struct bb_reader *r, struct bb_ring_stats *sum)
+{
+	memset(sum, 0, sizeof(*sum));
+	for (uint32_t i = 0; r && i < r->info.ring_count; i++) {
+		const struct bb_ring_stats *s = &r->rings[i].st;
+
+		sum->read += s->read;
+		sum->torn += s->torn;
+		sum->overwritten += s->overwritten;
+		sum->corrupt += s->corrupt;
+		sum->skipped_bytes += s->skipped_bytes;
+	}
+}
+
+/* ---- save and scan ----------------------------------------------------------- */
+
+static int write_all(int fd, const uint8_t *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+BB_EXPORT int bb_reader_save(struct bb_reader *r, int fd)
+{
+	uint8_t *copy;
+	int rc;
+
+	if (!r)
+		return -EINVAL;
+	if (!r->mapped) /* a snapshot or a memory copy never changes */
+		return write_all(fd, r->base, r->len);
+	copy = malloc(r->len);
+	if (!copy)
+		return -ENOMEM;
+	/* The intended seqlock race: the writer may be overwriting bytes we
+	 * copy; the tail re-read below tells which. */
+	memcpy(copy, r->base, r->len);
+	/* Pairs with the writer's release fence between publishing a new tail
+	 * and overwriting ring bytes (as in bb__ring_read()): if the copy holds
+	 * any byte of an overwrite, the tail that announced it is visible to
+	 * the loads below, and the copy's tail is raised past it. */
+	BB_FENCE_ACQUIRE();
+	for (uint32_t i = 0; i < r->info.ring_count; i++) {
+		const struct bb_ring_desc *live = desc_at(r, r->base, i);
+		/* Relaxed: ordered by the fence above. */
+		uint64_t now = BB_LOAD_RELAXED((uint64_t *)(uintptr_t)&live->tail);
+
+		patch_tail((struct bb_ring_desc *)(uintptr_t)desc_at(r, copy, i), now);
+	}
+	rc = write_all(fd, copy, r->len);
+	free(copy);
+	return rc;
+}
+
+BB_EXPORT int bb_scan_dir(const char *dir, bb_scan_fn fn, void *arg)
+{
+	size_t plen = strlen(BB_NAME_PREFIX);
+	struct dirent *e;
+	DIR *d;
+	int rc = 0;
+
+	if (!fn)
+		return -EINVAL;
+	d = opendir(dir ? dir : BB_DEFAULT_DIR);
+	if (!d)
+		return -errno;
+	for (;;) {
+		errno = 0;
+		e = readdir(d);
+		if (!e) {
+			rc = errno ? -errno : 0;
+			break;
+		}
+		if (strncmp(e->d_name, BB_NAME_PREFIX, plen))
+			continue;
+		rc = fn(dirfd(d), e->d_name, arg);
+		if (rc)
+			break;
+	}
+	closedir(d);
+	return rc;
+}
