@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reaper/archive.c - bb-reap's archive directory: names of the copies, and
+ * pruning them to --keep N newest and/or --max-archive-bytes.
+ *
+ * Only files that are ours are ever pruned: a name that matches exactly the
+ * pattern we create (reap_archive_name), a regular file (never a symlink,
+ * checked without following it), owned by our effective uid.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "reap.h"
+
+int reap_archive_open(struct reap_ctx *c)
+{
+	struct stat st;
+	int fd;
+
+	fd = open(c->o.archive, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && !c->o.dry_run) {
+		/* Only the last component: a cron job's first run. */
+		if (mkdir(c->o.archive, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		fd = open(c->o.archive, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) == 0 && (st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX))
+		reap_log("warning: archive directory %s is world-writable without the sticky bit",
+			 c->o.archive);
+	c->archfd = fd;
+	return 0;
+}
+
+/*
+ * "blackbox-<comm>-<pid>-<YYYYmmddTHHMMSSZ>.box", or with ".<n>" before
+ * ".box" when n > 0 (a name already taken).  comm is reduced to
+ * [A-Za-z0-9_+.-] (anything else becomes '_'): it is the owner's choice of
+ * bytes and must never carry a '/' or a control character into a path.
+ */
+int reap_archive_name(const char *comm, int32_t pid, int64_t when_ns,
+		      unsigned n, char *buf, size_t len)
+{
+	char safe[32], stamp[32], suffix[16] = "";
+	time_t t = (time_t)(when_ns / 1000000000);
+	struct tm tm;
+	size_t i;
+	int w;
+
+	for (i = 0; comm && comm[i] && i < 15; i++) {
+		char ch = comm[i];
+		int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+			 (ch >= '0' && ch <= '9') || ch == '_' || ch == '+' ||
+			 ch == '.' || ch == '-';
+		safe[i] = ok ? ch : '_';
+	}
+	safe[i] = '\0';
+	if (!i)
+		strcpy(safe, "unknown");
+	if (!gmtime_r(&t, &tm) || !strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm))
+		strcpy(stamp, "19700101T000000Z");
+	if (n)
+		snprintf(suffix, sizeof(suffix), ".%u", n);
+	w = snprintf(buf, len, "blackbox-%s-%ld-%s%s.box", safe, (long)pid, stamp, suffix);
+	if (w < 0 || (size_t)w >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static bool all_digits(const char *s, size_t n)
+{
+	if (!n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+	return true;
+}
+
+/* Does @name match what reap_archive_name() makes?  Parsed from the right. */
+bool reap_archive_name_ours(const char *name)
+{
+	static const char pre[] = "blackbox-", suf[] = ".box";
+	size_t len = strlen(name), end, dash;
+
+	if (len < sizeof(pre) - 1 + sizeof(suf) - 1 || strncmp(name, pre, sizeof(pre) - 1) ||
+	    strcmp(name + len - (sizeof(suf) - 1), suf))
+		return false;
+	end = len - (sizeof(suf) - 1);          /* name[0..end) without ".box" */
+	/* optional ".<n>" */
+	if (end && name[end - 1] >= '0' && name[end - 1] <= '9') {
+		size_t d = end;
+
+		while (d > 0 && name[d - 1] >= '0' && name[d - 1] <= '9')
+			d--;
+		if (d > 0 && name[d - 1] == '.')
+			end = d - 1;
+	}
+	/* "-YYYYmmddTHHMMSSZ": 17 bytes */
+	if (end < 17 + sizeof(pre) - 1)
+		return false;
+	{
+		const char *s = name + end - 17;
+
+		if (s[0] != '-' || !all_digits(s + 1, 8) || s[9] != 'T' ||
+		    !all_digits(s + 10, 6) || s[16] != 'Z')
+			return false;
+	}
+	end -= 17;
+	/* "-<pid>" */
+	dash = end;
+	while (dash > 0 && name[dash - 1] >= '0' && name[dash - 1] <= '9')
+		dash--;
+	if (dash == end || dash == 0 || name[dash - 1] != '-')
+		return false;
+	/* a non-empty comm between the prefix and "-<pid>" */
+	return dash - 1 > sizeof(pre) - 1;
+}
+
+/*
+ * Unlink @name in @dirfd only if it is still the inode we examined.
+ * Returns 0, -ENOENT (already gone), -ESTALE (another file took the name:
+ * left alone) or the errno of unlinkat.  The window that remains between
+ * the fstatat() and the unlinkat() is argued in bb-reap.c (reap_one).
+ */
+int reap_unlink_same(int dirfd, const char *name, dev_t dev, ino_t ino)
+{
+	struct stat st;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (st.st_dev != dev || st.st_ino != ino || !S_ISREG(st.st_mode))
+		return -ESTALE;
+	if (unlinkat(dirfd, name, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+struct arch_entry {
+	char    *name;
+	int64_t  mtime_ns;
+	uint64_t size;
+	dev_t    dev;
+	ino_t    ino;
+};
+
+/* Oldest first; equal times by name (the name carries the creation time). */
+static int arch_cmp(const void *a, const void *b)
+{
+	const struct arch_entry *x = a, *y = b;
+
+	if (x->mtime_ns != y->mtime_ns)
+		return x->mtime_ns < y->mtime_ns ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+int reap_prune(struct reap_ctx *c)
+{
+	struct arch_entry *v = NULL;
+	size_t n = 0, cap = 0, i;
+	uint64_t total = 0;
+	struct dirent *e;
+	int fd, ret = 0;
+	DIR *d;
+
+	if (c->archfd < 0 || (c->o.keep < 0 && !c->o.max_bytes))
+		return 0;
+	fd = openat(c->archfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		ret = -errno;
+		if (fd >= 0)
+			close(fd);
+		reap_log("error: cannot list archive directory %s: %s", c->o.archive,
+			 strerror(-ret));
+		c->errors++;
+		return ret;
+	}
+	while ((e = readdir(d))) {
+		struct stat st;
+
+		if (!reap_archive_name_ours(e->d_name))
+			continue;
+		if (fstatat(c->archfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+			continue;
+		if (n == cap) {
+			size_t ncap = cap ? 2 * cap : 64;
+			struct arch_entry *nv = realloc(v, ncap * sizeof(*v));
+
+			if (!nv) {
+				ret = -ENOMEM;
+				break;
+			}
+			v = nv;
+			cap = ncap;
+		}
+		v[n].name = strdup(e->d_name);
+		if (!v[n].name) {
+			ret = -ENOMEM;
+			break;
+		}
+		v[n].mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+		v[n].size = (uint64_t)st.st_size;
+		v[n].dev = st.st_dev;
+		v[n].ino = st.st_ino;
+		total += v[n].size;
+		n++;
+	}
+	closedir(d);
+	if (ret) {
+		reap_log("error: listing archive directory %s: %s", c->o.archive, strerror(-ret));
+		c->errors++;
+		goto out;
+	}
+	qsort(v, n, sizeof(*v), arch_cmp);
+
+	for (i = 0; i < n; i++) {
+		size_t left = n - i;
+		struct reap_event ev = {
+			.dir = c->o.archive, .name = v[i].name, .size = v[i].size, .age_s = -1,
+		};
+		int r;
+
+		if (!((c->o.keep >= 0 && left > (size_t)c->o.keep) ||
+		      (c->o.max_bytes && total > c->o.max_bytes)))
+			break;
+		ev.reason = (c->o.keep >= 0 && left > (size_t)c->o.keep) ?
+			    "more than --keep archives" : "over --max-archive-bytes";
+		total -= v[i].size;
+		if (c->o.dry_run) {
+			ev.decision = "would-prune";
+			reap_emit(c, &ev, true);
+			continue;
+		}
+		r = reap_unlink_same(c->archfd, v[i].name, v[i].dev, v[i].ino);
+		if (r == 0 || r == -ENOENT) {
+			ev.decision = "pruned";
+			c->pruned++;
+			reap_emit(c, &ev, true);
+		} else {
+			ev.decision = "error";
+			ev.detail = strerror(-r);
+			reap_emit(c, &ev, true);
+			c->errors++;
+			ret = r;
+		}
+	}
+out:
+	for (i = 0; i < n; i++)
+		free(v[i].name);
+	free(v);
+	return ret;
+}

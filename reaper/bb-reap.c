@@ -1,0 +1,644 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bb-reap - remove boxes whose owner is gone, optionally archiving them.
+ *
+ * Runs as root from a systemd timer or cron, in a world-writable directory
+ * (/dev/shm) where any user can plant any file under any name.  Every entry
+ * is therefore judged from what it is, never from what its name says:
+ *
+ *   fstatat(NOFOLLOW)  regular file?  ours to judge (root, or our own uid)?
+ *   openat(O_NOFOLLOW | O_NONBLOCK)  then fstat() on the descriptor: this is
+ *                      the inode every later decision is about
+ *   bb_reader_open_fd  a valid header, else left alone (a file shorter than
+ *                      a header may be a box being created right now)
+ *   bb_reader_liveness pid exists, start time matches, maps the box: alive,
+ *                      left alone
+ *   age                time since the box's last sign of life >= --min-age
+ *   archive            bb_reader_save() into --archive, O_EXCL, fsync'ed;
+ *                      a failed archive keeps the box
+ *   unlink             only if the name still refers to the same inode
+ *
+ * The box is never parsed here: the reader API (blackbox/reader.h) does all
+ * the validation, bounds checks and liveness tests.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <blackbox.h>
+#include <blackbox/reader.h>
+
+#include "reap.h"
+
+#define EXIT_TROUBLE 1  /* something could not be handled */
+#define EXIT_USAGE   2
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: bb-reap [OPTION]...\n"
+"Remove blackbox boxes whose owner process is gone.\n"
+"\n"
+"  -d, --dir DIR              box directory (default %s)\n"
+"  -m, --min-age SECONDS      leave boxes whose owner showed a sign of life\n"
+"                             less than SECONDS ago (default %u; suffixes\n"
+"                             s, m, h, d; 0 reaps at once)\n"
+"  -a, --archive DIR          copy each box into DIR before removing it\n"
+"  -k, --keep N               keep the N newest archives, remove older ones\n"
+"  -b, --max-archive-bytes B  remove the oldest archives while they hold\n"
+"                             more than B bytes (suffixes k, M, G, T)\n"
+"  -n, --dry-run              report what would be done, touch nothing\n"
+"  -v, --verbose              also log the boxes and files left alone\n"
+"  -j, --json                 one JSON object per decision on stdout\n"
+"  -h, --help                 this text\n"
+"  -V, --version              version\n"
+"\n"
+"Exit status: 0 success (also when nothing was reaped), 1 something could\n"
+"not be handled (see the log), 2 usage error.  See bb-reap(8).\n",
+		BB_DEFAULT_DIR, REAP_DEFAULT_MIN_AGE);
+}
+
+/* Strict unsigned parse: digits, then an optional suffix from @units. */
+static int parse_num(const char *s, const char *suffixes, const uint64_t *mult,
+		     uint64_t *out)
+{
+	uint64_t v = 0, m = 1;
+	const char *p = s;
+
+	if (*p < '0' || *p > '9')
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+			return -ERANGE;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	if (*p) {
+		const char *u = strchr(suffixes, *p);
+
+		if (!u || p[1])
+			return -EINVAL;
+		m = mult[u - suffixes];
+	}
+	if (m > 1 && v > UINT64_MAX / m)
+		return -ERANGE;
+	*out = v * m;
+	return 0;
+}
+
+static int parse_opts(int argc, char **argv, struct reap_opts *o)
+{
+	static const struct option lo[] = {
+		{ "dir", required_argument, NULL, 'd' },
+		{ "min-age", required_argument, NULL, 'm' },
+		{ "archive", required_argument, NULL, 'a' },
+		{ "keep", required_argument, NULL, 'k' },
+		{ "max-archive-bytes", required_argument, NULL, 'b' },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const uint64_t tmult[] = { 1, 60, 3600, 86400 };
+	static const uint64_t bmult[] = {
+		UINT64_C(1) << 10, UINT64_C(1) << 10, UINT64_C(1) << 20, UINT64_C(1) << 20,
+		UINT64_C(1) << 30, UINT64_C(1) << 30, UINT64_C(1) << 40, UINT64_C(1) << 40,
+	};
+	uint64_t v;
+	int ch;
+
+	*o = (struct reap_opts){ .dir = BB_DEFAULT_DIR, .min_age_s = REAP_DEFAULT_MIN_AGE,
+				 .keep = -1 };
+	while ((ch = getopt_long(argc, argv, "d:m:a:k:b:nvjhV", lo, NULL)) != -1) {
+		switch (ch) {
+		case 'd':
+			o->dir = optarg;
+			break;
+		case 'm':
+			/* bounded so that min_age_s * 1e9 fits in an int64_t */
+			if (parse_num(optarg, "smhd", tmult, &v) || v > INT64_MAX / 1000000000) {
+				fprintf(stderr, "bb-reap: --min-age: invalid duration '%s'\n", optarg);
+				return -1;
+			}
+			o->min_age_s = v;
+			break;
+		case 'a':
+			o->archive = optarg;
+			break;
+		case 'k':
+			if (parse_num(optarg, "", NULL, &v) || v < 1 || v > LONG_MAX) {
+				fprintf(stderr, "bb-reap: --keep: expected a count >= 1, not '%s'\n",
+					optarg);
+				return -1;
+			}
+			o->keep = (long)v;
+			break;
+		case 'b':
+			if (parse_num(optarg, "kKmMgGtT", bmult, &v) || v == 0) {
+				fprintf(stderr, "bb-reap: --max-archive-bytes: invalid size '%s'\n",
+					optarg);
+				return -1;
+			}
+			o->max_bytes = v;
+			break;
+		case 'n':
+			o->dry_run = true;
+			break;
+		case 'v':
+			o->verbose = true;
+			break;
+		case 'j':
+			o->json = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("bb-reap (libblackbox) %d.%d.%d\n", BB_VERSION_MAJOR,
+			       BB_VERSION_MINOR, BB_VERSION_PATCH);
+			exit(0);
+		default:
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "bb-reap: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	if (!*o->dir || (o->archive && !*o->archive)) {
+		fprintf(stderr, "bb-reap: empty directory name\n");
+		return -1;
+	}
+	if ((o->keep >= 0 || o->max_bytes) && !o->archive) {
+		fprintf(stderr, "bb-reap: --keep and --max-archive-bytes need --archive\n");
+		return -1;
+	}
+	return 0;
+}
+
+static const char *state_name(int state)
+{
+	switch (state) {
+	case BB_STATE_INIT:    return "init";
+	case BB_STATE_RUNNING: return "running";
+	case BB_STATE_EXITED:  return "exited";
+	case BB_STATE_CRASHED: return "crashed";
+	case BB_STATE_CLOSED:  return "closed";
+	default:               return "unknown";
+	}
+}
+
+static int64_t ts_ns(const struct timespec *t)
+{
+	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+/*
+ * A time stamp from the box (untrusted) or its file counts only if it is
+ * positive and not in the future: a corrupt or planted far-future stamp
+ * must not keep a box forever.
+ */
+static int64_t plausible(int64_t t, int64_t now)
+{
+	return (t > 0 && t <= now + REAP_CLOCK_SLACK_NS) ? t : 0;
+}
+
+static int64_t max64(int64_t a, int64_t b)
+{
+	return a > b ? a : b;
+}
+
+struct newest {
+	int64_t now, ns;
+};
+
+static int newest_cb(const struct bb_record *rec, void *arg)
+{
+	struct newest *n = arg;
+
+	n->ns = max64(n->ns, plausible(rec->wall_ns, n->now));
+	return 0;
+}
+
+/*
+ * What one examination of one entry found.  It lives in the caller's frame,
+ * outside examine_guarded(), so its contents are well defined after a
+ * siglongjmp() (C11 7.13.2.1p3 concerns the objects local to the function
+ * that called setjmp).
+ */
+struct box {
+	struct reap_ctx  *c;
+	int               dirfd;
+	const char       *name;
+	int               fd;
+	struct stat       st;
+	struct bb_reader *r;
+	int               liveness;
+	int               afd;          /* archive being written, -1 */
+	char              aname[256];   /* its name in the archive directory */
+	char              apath[PATH_MAX];
+	char              err[768];
+	struct reap_event ev;
+};
+
+enum verdict { V_KEEP, V_SKIP, V_ERROR, V_REAP };
+
+/* Write the archive copy.  Returns 0 or -errno (ev.detail says more). */
+static int archive_box(struct box *b, const struct bb_box_info *info, int64_t when_ns)
+{
+	struct reap_ctx *c = b->c;
+	int r = -EEXIST;
+
+	for (unsigned n = 0; n < 1000 && r == -EEXIST; n++) {
+		r = reap_archive_name(info->comm, info->pid, when_ns, n, b->aname,
+				      sizeof(b->aname));
+		if (r)
+			break;
+		if (c->o.dry_run)
+			break; /* the name it would get, if no other run races us */
+		b->afd = openat(c->archfd, b->aname,
+				O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		r = b->afd < 0 ? -errno : 0;
+	}
+	if (r) {
+		snprintf(b->err, sizeof(b->err), "cannot create archive %s: %s", b->aname,
+			 strerror(-r));
+		return r;
+	}
+	snprintf(b->apath, sizeof(b->apath), "%s/%s", c->o.archive, b->aname);
+	if (c->o.dry_run)
+		return 0;
+
+	r = bb_reader_save(b->r, b->afd);
+	if (r < 0)
+		snprintf(b->err, sizeof(b->err), "bb_reader_save: %s", strerror(-r));
+	else if (fsync(b->afd) < 0)
+		r = -errno, snprintf(b->err, sizeof(b->err), "fsync: %s", strerror(errno));
+	if (close(b->afd) < 0 && !r)
+		r = -errno, snprintf(b->err, sizeof(b->err), "close: %s", strerror(errno));
+	b->afd = -1;
+	if (r) {
+		unlinkat(c->archfd, b->aname, 0);
+		return r;
+	}
+	/* the new name must be durable before the box (in RAM) goes away */
+	fsync(c->archfd);
+	return 0;
+}
+
+/*
+ * Everything that reads the box's mapping.  A box is a file its owner (or
+ * root) may truncate while we read it: the reader's mapping would then
+ * fault with SIGBUS.  The handler below jumps back here and the entry is
+ * reported as an error instead of killing the whole run.
+ */
+static sigjmp_buf bus_env;
+static volatile sig_atomic_t bus_armed;
+
+static void on_sigbus(int sig)
+{
+	if (bus_armed) {
+		bus_armed = 0;
+		siglongjmp(bus_env, 1);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static enum verdict examine(struct box *b)
+{
+	struct reap_ctx *c = b->c;
+	const struct bb_box_info *info;
+	struct reap_event *ev = &b->ev;
+	int64_t now = c->now_ns, last;
+	int r;
+
+	/*
+	 * BB_OPEN_ANY_OWNER: the reader by default refuses a file whose owner
+	 * differs from the uid in its header, to keep bb-extract from showing
+	 * a planted file as somebody else's box.  Here it does not matter who
+	 * the header claims to be: root may remove any file of /dev/shm, a
+	 * user only files it owns (checked on the descriptor by the caller),
+	 * and removing a planted file is harmless.  It also covers boxes of
+	 * set-uid programs and boxes that were chown'ed.
+	 */
+	r = bb_reader_open_fd(b->fd, ev->name, BB_OPEN_ANY_OWNER, &b->r, b->err,
+			      sizeof(b->err));
+	if (r < 0) {
+		ev->detail = b->err[0] ? b->err : strerror(-r);
+		switch (r) {
+		case -ENODATA:
+			/* bb_init() writes the header before its magic: a
+			 * short file may be a box being born.  Leave it. */
+			ev->reason = "shorter than a header, maybe being created";
+			return V_SKIP;
+		case -EBADMSG: case -EPROTONOSUPPORT: case -EPFNOSUPPORT:
+		case -EPERM: case -EINVAL: case -EISDIR: case -ELOOP:
+			ev->reason = "not a valid box";
+			return V_SKIP;
+		default:
+			ev->reason = "cannot open";
+			return V_ERROR;
+		}
+	}
+	info = bb_reader_info(b->r);
+	ev->have_box = true;
+	ev->pid = info->pid;
+	ev->starttime = info->starttime;
+	ev->uid = info->uid;
+	ev->comm = info->comm;
+	ev->state = state_name(info->state);
+
+	b->liveness = bb_reader_liveness(b->r);
+	if (b->liveness < 0) {
+		ev->reason = "liveness unknown";
+		ev->detail = strerror(-b->liveness);
+		return V_ERROR;
+	}
+	/*
+	 * Belt and braces for the one rule that must never break: whatever
+	 * the header's state word says (the owner's own bytes), a process
+	 * with the header's pid and start time that maps this very inode is
+	 * alive.
+	 */
+	if (b->liveness != BB_OWNER_ALIVE &&
+	    bb_pid_maps_file(info->pid, info->starttime, (uint64_t)b->st.st_dev,
+			     (uint64_t)b->st.st_ino))
+		b->liveness = BB_OWNER_ALIVE;
+	ev->liveness = bb_liveness_name(b->liveness);
+	if (b->liveness == BB_OWNER_ALIVE) {
+		ev->reason = "owner alive";
+		return V_KEEP;
+	}
+
+	/*
+	 * Age: time since the last sign of life of the owner, the latest of
+	 * the file's mtime (creation; stores through a tmpfs mapping do not
+	 * update it), the header's created and state-change times (exit and
+	 * crash stamp it), and, for a box orphaned without a word (SIGKILL,
+	 * OOM killer, _exit, exec), the newest record's wall-clock time.  A
+	 * service that ran for days and was killed a minute ago is a minute
+	 * old: the grace period is for the human who investigates.  The walk
+	 * is only paid for a box that is old enough by the cheap stamps.
+	 */
+	last = max64(plausible(ts_ns(&b->st.st_mtim), now),
+		     max64(plausible((int64_t)info->created_ns, now),
+			   plausible((int64_t)info->state_ns, now)));
+	if (c->o.min_age_s) {
+		int64_t min_ns = (int64_t)c->o.min_age_s * 1000000000;
+
+		if (now - last >= min_ns && b->liveness == BB_OWNER_ORPHANED) {
+			struct newest nw = { .now = now, .ns = 0 };
+
+			bb_reader_walk(b->r, 0, newest_cb, &nw);
+			last = max64(last, nw.ns);
+		}
+		if (now - last < min_ns) {
+			ev->age_s = (now - last) / 1000000000;
+			ev->reason = "younger than --min-age";
+			return V_KEEP;
+		}
+	}
+	ev->age_s = last ? (now - last) / 1000000000 : -1;
+	ev->reason = ev->liveness;
+
+	if (c->archfd >= 0 || (c->o.archive && c->o.dry_run)) {
+		int64_t when = plausible((int64_t)info->created_ns, now);
+
+		if (!when)
+			when = ts_ns(&b->st.st_mtim);
+		r = archive_box(b, info, when);
+		if (r < 0) {
+			ev->reason = "archive failed, box kept";
+			ev->detail = b->err;
+			return V_ERROR;
+		}
+		ev->archive = b->apath;
+	}
+	return V_REAP;
+}
+
+static enum verdict examine_guarded(struct box *b)
+{
+	enum verdict v;
+
+	if (sigsetjmp(bus_env, 1)) {
+		/*
+		 * The box shrank under the reader.  The reader's state is
+		 * abandoned, not freed: it may be half updated (a few bytes
+		 * leak in a one-shot run).
+		 */
+		b->r = NULL;
+		if (b->afd >= 0) {
+			close(b->afd);
+			b->afd = -1;
+			unlinkat(b->c->archfd, b->aname, 0);
+			b->ev.archive = NULL;
+		}
+		b->ev.reason = "the file changed size while it was read (SIGBUS)";
+		return V_ERROR;
+	}
+	bus_armed = 1;
+	v = examine(b);
+	bus_armed = 0;
+	return v;
+}
+
+static int reap_one(int dirfd, const char *name, void *arg)
+{
+	struct reap_ctx *c = arg;
+	struct box b = {
+		.c = c, .dirfd = dirfd, .name = name, .fd = -1, .afd = -1,
+		.ev = { .dir = c->o.dir, .name = name, .age_s = -1 },
+	};
+	enum verdict v;
+	struct stat st;
+	int r;
+
+	c->entries++;
+	/* cheap first look, without following or opening anything */
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		b.ev.reason = errno == ENOENT ? "vanished" : "cannot stat";
+		b.ev.detail = strerror(errno);
+		v = errno == ENOENT ? V_SKIP : V_ERROR;
+		goto done;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		b.ev.reason = S_ISLNK(st.st_mode) ? "symlink, not followed" :
+			      S_ISDIR(st.st_mode) ? "directory" : "not a regular file";
+		v = V_SKIP;
+		goto done;
+	}
+	if (!c->root && st.st_uid != c->uid) {
+		b.ev.reason = "another user's file";
+		v = V_SKIP;
+		goto done;
+	}
+
+	/*
+	 * O_NOFOLLOW: a symlink swapped in since the fstatat fails (ELOOP).
+	 * O_NONBLOCK: a FIFO swapped in cannot block the run.  From here on
+	 * every decision is about this descriptor's inode.
+	 */
+	b.fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (b.fd < 0) {
+		int e = errno;
+
+		b.ev.detail = strerror(e);
+		b.ev.reason = e == ENOENT ? "vanished" : e == ELOOP ? "symlink, not followed" :
+			      "cannot open";
+		v = (e == ENOENT || e == ELOOP || e == ENXIO) ? V_SKIP : V_ERROR;
+		goto done;
+	}
+	if (fstat(b.fd, &b.st) < 0) {
+		b.ev.reason = "cannot stat";
+		b.ev.detail = strerror(errno);
+		v = V_ERROR;
+		goto done;
+	}
+	if (!S_ISREG(b.st.st_mode)) {
+		b.ev.reason = "not a regular file";
+		v = V_SKIP;
+		goto done;
+	}
+	if (!c->root && b.st.st_uid != c->uid) {
+		b.ev.reason = "another user's file";
+		v = V_SKIP;
+		goto done;
+	}
+	b.ev.size = (uint64_t)b.st.st_size;
+
+	v = examine_guarded(&b);
+	if (b.r) {
+		bb_reader_close(b.r);
+		b.r = NULL;
+	}
+	if (v != V_REAP)
+		goto done;
+	if (c->o.dry_run) {
+		b.ev.decision = "would-reap";
+		c->reaped++;
+		reap_emit(c, &b.ev, true);
+		goto out;
+	}
+
+	/*
+	 * Unlink only the inode we examined.  reap_unlink_same() re-reads the
+	 * name with fstatat(AT_SYMLINK_NOFOLLOW) and compares dev/ino with
+	 * our descriptor's.  A window remains between that fstatat() and the
+	 * unlinkat(): a name cannot be removed atomically "if it is still
+	 * inode X" on Linux.  What can a racer do in it?  unlinkat() never
+	 * follows a symlink and removes a directory entry, never an inode
+	 * another name still holds.  In a sticky directory (/dev/shm is 1777)
+	 * only the owner of an entry (or of the directory, or CAP_FOWNER) may
+	 * remove or rename it, and rename() over an existing name needs that
+	 * right on the name being replaced too; so swapping what this name
+	 * refers to requires owning the entry that was there, i.e. the box's
+	 * owner, who may unlink it anyway.  With protected_hardlinks, a user
+	 * cannot make a name for another user's 0600 box either.  In a
+	 * world-writable directory without the sticky bit anyone may remove
+	 * any entry already.  Either way the race gains the racer nothing
+	 * they could not do themselves.
+	 */
+	r = reap_unlink_same(dirfd, name, b.st.st_dev, b.st.st_ino);
+	if (r == 0) {
+		b.ev.decision = "reaped";
+		c->reaped++;
+		reap_emit(c, &b.ev, true);
+		goto out;
+	}
+	if (r == -ENOENT || r == -ESTALE) {
+		b.ev.reason = r == -ENOENT ? "vanished before unlink" :
+			      "name replaced by another file before unlink, left alone";
+		b.ev.decision = "skipped";
+		c->skipped++;
+		reap_emit(c, &b.ev, true);
+		goto out;
+	}
+	b.ev.reason = "cannot unlink";
+	b.ev.detail = strerror(-r);
+	v = V_ERROR;
+done:
+	switch (v) {
+	case V_KEEP:
+		b.ev.decision = "kept";
+		c->kept++;
+		reap_emit(c, &b.ev, false);
+		break;
+	case V_SKIP:
+		b.ev.decision = "skipped";
+		c->skipped++;
+		reap_emit(c, &b.ev, false);
+		break;
+	case V_ERROR:
+	default:
+		b.ev.decision = "error";
+		c->errors++;
+		reap_emit(c, &b.ev, true);
+		break;
+	case V_REAP:
+		break;
+	}
+out:
+	if (b.fd >= 0)
+		close(b.fd);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct reap_ctx c = { .archfd = -1 };
+	struct sigaction sa = { .sa_handler = on_sigbus };
+	struct timespec now;
+	int r;
+
+	if (parse_opts(argc, argv, &c.o) < 0) {
+		fprintf(stderr, "Try 'bb-reap --help'.\n");
+		return EXIT_USAGE;
+	}
+	c.uid = getuid();
+	c.root = geteuid() == 0;
+	clock_gettime(CLOCK_REALTIME, &now);
+	c.now_ns = ts_ns(&now);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
+
+	if (c.o.archive) {
+		r = reap_archive_open(&c);
+		if (r < 0 && !(c.o.dry_run && r == -ENOENT)) {
+			/* without an archive nothing may be removed */
+			reap_log("error: archive directory %s: %s", c.o.archive, strerror(-r));
+			return EXIT_TROUBLE;
+		}
+	}
+
+	r = bb_scan_dir(c.o.dir, reap_one, &c);
+	if (r < 0) {
+		reap_log("error: cannot scan %s: %s", c.o.dir, strerror(-r));
+		c.errors++;
+	}
+	reap_prune(&c);
+
+	if (c.o.verbose)
+		reap_log("%u entries: %u %s, %u kept, %u skipped, %u errors, %u archives %s",
+			 c.entries, c.reaped, c.o.dry_run ? "would be reaped" : "reaped",
+			 c.kept, c.skipped, c.errors, c.pruned,
+			 c.o.dry_run ? "would be pruned" : "pruned");
+	if (c.archfd >= 0)
+		close(c.archfd);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		reap_log("error: writing standard output: %s", strerror(errno));
+		return EXIT_TROUBLE;
+	}
+	return c.errors ? EXIT_TROUBLE : 0;
+}

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reaper/output.c - bb-reap's log lines (stderr, one per action, so that
+ * journald keeps a record) and JSON objects (stdout, one per decision).
+ *
+ * Entry names and header strings are untrusted bytes: any user can plant a
+ * file in /dev/shm.  They are escaped on the way out so that a name cannot
+ * forge a log line (newline, terminal escapes) or break the JSON.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "reap.h"
+
+void reap_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("bb-reap: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* Printable ASCII as is, everything else (and backslash) as \xNN. */
+void reap_put_escaped(FILE *f, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p >= 0x20 && *p < 0x7f && *p != '\\')
+			fputc(*p, f);
+		else
+			fprintf(f, "\\x%02x", *p);
+	}
+}
+
+/*
+ * A JSON string.  Bytes >= 0x80 are written as \u00XX (read as Latin-1):
+ * lossy for UTF-8 names, but the output is always valid JSON whatever
+ * bytes a planted name holds.
+ */
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p >= 0x20 && *p < 0x7f)
+			fputc(*p, f);
+		else
+			fprintf(f, "\\u%04x", *p);
+	}
+	fputc('"', f);
+}
+
+static void json_key_str(FILE *f, const char *key, const char *val)
+{
+	if (!val)
+		return;
+	fprintf(f, ",\"%s\":", key);
+	json_str(f, val);
+}
+
+static void emit_json(const struct reap_event *ev)
+{
+	FILE *f = stdout;
+
+	fputs("{\"decision\":", f);
+	json_str(f, ev->decision);
+	json_key_str(f, "dir", ev->dir);
+	json_key_str(f, "name", ev->name);
+	json_key_str(f, "reason", ev->reason);
+	json_key_str(f, "detail", ev->detail);
+	if (ev->have_box) {
+		fprintf(f, ",\"pid\":%ld,\"starttime\":%llu,\"uid\":%lu",
+			(long)ev->pid, (unsigned long long)ev->starttime,
+			(unsigned long)ev->uid);
+		json_key_str(f, "comm", ev->comm);
+		json_key_str(f, "liveness", ev->liveness);
+		json_key_str(f, "state", ev->state);
+	}
+	if (ev->size)
+		fprintf(f, ",\"size\":%llu", (unsigned long long)ev->size);
+	if (ev->age_s >= 0)
+		fprintf(f, ",\"age_s\":%lld", (long long)ev->age_s);
+	json_key_str(f, "archive", ev->archive);
+	fputs("}\n", f);
+}
+
+/*
+ * "bb-reap: reaped /dev/shm/blackbox.1.2.0 (pid 1 comm foo, orphaned,
+ *  4194304 bytes, archived to /var/lib/blackbox/...)[: detail]"
+ */
+static void emit_log(const struct reap_event *ev)
+{
+	FILE *f = stderr;
+	const char *sep = "";
+
+	fprintf(f, "bb-reap: %s ", ev->decision);
+	if (ev->dir && ev->name) {
+		reap_put_escaped(f, ev->dir);
+		fputc('/', f);
+	}
+	reap_put_escaped(f, ev->name ? ev->name : "");
+	fputs(" (", f);
+	if (ev->have_box) {
+		fprintf(f, "pid %ld comm ", (long)ev->pid);
+		reap_put_escaped(f, ev->comm && *ev->comm ? ev->comm : "?");
+		sep = ", ";
+	}
+	if (ev->reason) {
+		fputs(sep, f);
+		reap_put_escaped(f, ev->reason);
+		sep = ", ";
+	}
+	if (ev->size) {
+		fprintf(f, "%s%llu bytes", sep, (unsigned long long)ev->size);
+		sep = ", ";
+	}
+	if (ev->archive) {
+		fprintf(f, "%sarchived to ", sep);
+		reap_put_escaped(f, ev->archive);
+	}
+	fputc(')', f);
+	if (ev->detail) {
+		fputs(": ", f);
+		reap_put_escaped(f, ev->detail);
+	}
+	fputc('\n', f);
+}
+
+void reap_emit(const struct reap_ctx *c, const struct reap_event *ev, bool always_log)
+{
+	if (always_log || c->o.verbose)
+		emit_log(ev);
+	if (c->o.json)
+		emit_json(ev);
+}
