@@ -1,0 +1,900 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: bb-reap end to end, with real processes and real files.
+ *
+ * Each test builds its fixtures in a private directory (base/shm, mode 1777
+ * like /dev/shm), runs the installed-to-be binary ($BB_REAP) on it with
+ * --dir, and checks which entries are gone.  Boxes come from real writer
+ * processes ($BBR_WRITER, tests/reap/bbr_writer.c) that are left running,
+ * killed with SIGKILL, or exec()ed; the pid-reused, corrupt and truncated
+ * boxes are copies of a real box patched through blackbox/format.h.
+ */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <ftw.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <blackbox/format.h>
+#include <blackbox/reader.h>
+
+#include "../common.h"
+
+/* Paths here are short temporary names; a cut one would fail an assertion. */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
+#define NOBODY 65534
+
+/* ---- environment ------------------------------------------------------ */
+
+static const char *env_or_fail(const char *name)
+{
+	const char *v = getenv(name);
+
+	cr_assert(v && *v, "%s must name a program (set by meson)", name);
+	return v;
+}
+
+struct fx {
+	char base[PATH_MAX], shm[PATH_MAX], arch[PATH_MAX], out[PATH_MAX];
+	pid_t live[16];
+	int   live_in[16];
+	int   nlive;
+};
+
+static void fx_init(struct fx *f)
+{
+	char *b = bbt_mkdtemp();
+
+	memset(f, 0, sizeof(*f));
+	snprintf(f->base, sizeof(f->base), "%s", b);
+	free(b);
+	chmod(f->base, 0755);
+	snprintf(f->shm, sizeof(f->shm), "%s/shm", f->base);
+	snprintf(f->arch, sizeof(f->arch), "%s/arch", f->base);
+	snprintf(f->out, sizeof(f->out), "%s/out", f->base);
+	cr_assert_eq(mkdir(f->shm, 0755), 0);
+	cr_assert_eq(chmod(f->shm, 01777), 0); /* like /dev/shm */
+	cr_assert_eq(mkdir(f->out, 0755), 0);
+}
+
+static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st; (void)ftw;
+	return flag == FTW_DP ? rmdir(p) : unlink(p), 0;
+}
+
+static void fx_fini(struct fx *f)
+{
+	for (int i = 0; i < f->nlive; i++) {
+		kill(f->live[i], SIGKILL);
+		close(f->live_in[i]);
+		waitpid(f->live[i], NULL, 0);
+	}
+	nftw(f->base, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---- writer processes --------------------------------------------------- */
+
+/*
+ * Start bbr_writer @mode with its box in f->shm (as @uid when >= 0), wait
+ * for its readiness line, return its pid.  *in gets its stdin (close it to
+ * let the writer go on).
+ */
+static pid_t spawn_writer(struct fx *f, const char *mode, long uid, int *in)
+{
+	int pin[2], pout[2];
+	char line[64] = "";
+	FILE *rd;
+	pid_t pid;
+
+	cr_assert_eq(pipe(pin), 0);
+	cr_assert_eq(pipe(pout), 0);
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		dup2(pin[0], 0);
+		dup2(pout[1], 1);
+		close(pin[0]); close(pin[1]); close(pout[0]); close(pout[1]);
+		setenv("BLACKBOX_DIR", f->shm, 1);
+		setenv("BLACKBOX_SIZE", "128k", 1);
+		if (uid >= 0 && (setgroups(0, NULL) || setgid((gid_t)uid) || setuid((uid_t)uid)))
+			_exit(126);
+		execl(env_or_fail("BBR_WRITER"), "bbr_writer", mode, (char *)NULL);
+		_exit(127);
+	}
+	close(pin[0]);
+	close(pout[1]);
+	rd = fdopen(pout[0], "r");
+	cr_assert(rd);
+	cr_assert(fgets(line, sizeof(line), rd), "writer %s did not get ready", mode);
+	fclose(rd);
+	cr_assert_eq(atol(line), (long)pid, "writer printed '%s', pid is %ld", line, (long)pid);
+	*in = pin[1];
+	return pid;
+}
+
+/* A writer that keeps running until the fixture is torn down. */
+static pid_t spawn_live(struct fx *f, const char *mode)
+{
+	int in;
+	pid_t pid = spawn_writer(f, mode, -1, &in);
+
+	cr_assert_lt(f->nlive, 16);
+	f->live[f->nlive] = pid;
+	f->live_in[f->nlive++] = in;
+	return pid;
+}
+
+/* A writer killed with SIGKILL: its box is left behind. */
+static pid_t spawn_killed(struct fx *f, long uid)
+{
+	int in, st;
+	pid_t pid = spawn_writer(f, "wait", uid, &in);
+
+	cr_assert_eq(kill(pid, SIGKILL), 0);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	close(in);
+	return pid;
+}
+
+/* A writer that exits cleanly: its atexit handler removes the box. */
+static pid_t spawn_clean_exit(struct fx *f)
+{
+	int in, st;
+	pid_t pid = spawn_writer(f, "exit", -1, &in);
+
+	close(in);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	return pid;
+}
+
+/* ---- files -------------------------------------------------------------- */
+
+/* Name of the (first) box of @pid in @dir, or "" if none; static buffer. */
+static const char *box_of(const char *dir, pid_t pid)
+{
+	static char name[256];
+	char pre[64];
+	struct dirent *e;
+	DIR *d = opendir(dir);
+
+	name[0] = '\0';
+	snprintf(pre, sizeof(pre), BB_NAME_PREFIX "%ld.", (long)pid);
+	cr_assert(d);
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, pre, strlen(pre))) {
+			snprintf(name, sizeof(name), "%s", e->d_name);
+			break;
+		}
+	closedir(d);
+	return name;
+}
+
+static bool exists(const char *dir, const char *name)
+{
+	char p[PATH_MAX];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	return lstat(p, &st) == 0;
+}
+
+static void *slurp(const char *path, size_t *len)
+{
+	FILE *fp = fopen(path, "rb");
+	char *buf = NULL;
+	size_t cap = 0, n = 0, r;
+
+	if (!fp)
+		return NULL;
+	do {
+		if (n == cap) {
+			cap = cap ? 2 * cap : 65536;
+			buf = realloc(buf, cap + 1);
+			cr_assert(buf);
+		}
+		r = fread(buf + n, 1, cap - n, fp);
+		n += r;
+	} while (r > 0);
+	fclose(fp);
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}
+
+static void spew(const char *path, const void *buf, size_t len, mode_t mode)
+{
+	FILE *fp = fopen(path, "wb");
+
+	cr_assert(fp, "%s: %s", path, strerror(errno));
+	cr_assert_eq(fwrite(buf, 1, len, fp), len);
+	cr_assert_eq(fclose(fp), 0);
+	chmod(path, mode);
+}
+
+static void *read_box(const struct fx *f, const char *name, size_t *len)
+{
+	char p[PATH_MAX];
+	void *b;
+
+	snprintf(p, sizeof(p), "%s/%s", f->shm, name);
+	b = slurp(p, len);
+	cr_assert(b && *len >= BB_HEADER_SIZE, "cannot read box %s", p);
+	return b;
+}
+
+static void put(const struct fx *f, const char *name, const void *buf, size_t len)
+{
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/%s", f->shm, name);
+	spew(p, buf, len, 0600);
+}
+
+/* Start time (clock ticks since boot) of this process, /proc/self/stat field 22. */
+static uint64_t my_starttime(void)
+{
+	size_t len;
+	char *s = slurp("/proc/self/stat", &len), *p;
+	unsigned long long v = 0;
+
+	cr_assert(s);
+	p = strrchr(s, ')');
+	cr_assert(p);
+	/* after ") ": field 3 (state) is the first; field 22 is the 20th */
+	p += 2;
+	for (int i = 3; i < 22; i++) {
+		p = strchr(p, ' ');
+		cr_assert(p);
+		p++;
+	}
+	v = strtoull(p, NULL, 10);
+	free(s);
+	return v;
+}
+
+/* ---- running bb-reap ---------------------------------------------------- */
+
+struct run {
+	int   status;     /* exit status, or 128 + signal */
+	char *out, *err;  /* captured stdout / stderr */
+};
+
+static void run_free(struct run *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+/* Run bb-reap (as @uid when >= 0) with NULL-terminated arguments. */
+static struct run run_reap_as(struct fx *f, long uid, ...)
+{
+	char outp[PATH_MAX], errp[PATH_MAX];
+	const char *argv[32];
+	struct run r = { 0 };
+	size_t n = 0, len;
+	va_list ap;
+	pid_t pid;
+	int st;
+
+	argv[n++] = "bb-reap";
+	va_start(ap, uid);
+	for (const char *a; (a = va_arg(ap, const char *)) && n < 31;)
+		argv[n++] = a;
+	va_end(ap);
+	argv[n] = NULL;
+	snprintf(outp, sizeof(outp), "%s/stdout", f->out);
+	snprintf(errp, sizeof(errp), "%s/stderr", f->out);
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		if (!freopen(outp, "w", stdout) || !freopen(errp, "w", stderr))
+			_exit(125);
+		if (uid >= 0 && (setgroups(0, NULL) || setgid((gid_t)uid) || setuid((uid_t)uid)))
+			_exit(126);
+		execv(env_or_fail("BB_REAP"), (char *const *)argv);
+		_exit(127);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	r.out = slurp(outp, &len);
+	r.err = slurp(errp, &len);
+	cr_assert(r.out && r.err);
+	return r;
+}
+
+#define run_reap(f, ...) run_reap_as((f), -1, __VA_ARGS__, (char *)NULL)
+
+static unsigned count_str(const char *hay, const char *needle)
+{
+	unsigned n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/* Offset of the first ring's data: after the ring table, page aligned. */
+static size_t data_start(const struct bb_header *h)
+{
+	uint64_t end = h->ring_table_offset + (uint64_t)h->ring_count * h->ring_desc_size;
+	uint64_t page = h->page_size ? h->page_size : 4096;
+
+	return (size_t)((end + page - 1) / page * page);
+}
+
+/* ---- the fixture zoo ------------------------------------------------------ */
+
+struct zoo {
+	char live[256], killed1[256], killed2[256], execed[256], reused[256];
+	char corrupt[256], trunc[256], shortf[256], badhdr[256], link[256];
+	char dir[256], fifo[256], nobody[256], chowned[256];
+	char target[PATH_MAX];
+	bool trunc_is_box;  /* the reader accepts the truncated box (header intact) */
+	bool have_nobody;
+};
+
+static void build_zoo(struct fx *f, struct zoo *z)
+{
+	struct bb_header *h;
+	size_t len;
+	uint8_t *box;
+	pid_t p;
+
+	memset(z, 0, sizeof(*z));
+	snprintf(z->live, sizeof(z->live), "%s", box_of(f->shm, spawn_live(f, "wait")));
+	snprintf(z->killed1, sizeof(z->killed1), "%s", box_of(f->shm, spawn_killed(f, -1)));
+	snprintf(z->killed2, sizeof(z->killed2), "%s", box_of(f->shm, spawn_killed(f, -1)));
+	snprintf(z->execed, sizeof(z->execed), "%s", box_of(f->shm, spawn_live(f, "exec")));
+	p = spawn_clean_exit(f);
+	cr_assert_str_empty(box_of(f->shm, p), "a clean exit must leave nothing");
+	cr_assert_str_not_empty(z->live);
+	cr_assert_str_not_empty(z->killed1);
+	cr_assert_str_not_empty(z->killed2);
+	cr_assert_str_not_empty(z->execed);
+
+	/* pid reuse: our own (live) pid, another start time */
+	box = read_box(f, z->killed1, &len);
+	h = (struct bb_header *)box;
+	h->pid = (int32_t)getpid();
+	h->starttime = my_starttime() + 12345;
+	snprintf(z->reused, sizeof(z->reused), BB_NAME_PREFIX "%ld.%llu.0", (long)getpid(),
+		 (unsigned long long)h->starttime);
+	put(f, z->reused, box, len);
+	free(box);
+
+	/* a dead owner's box with scribbled rings (header intact) */
+	box = read_box(f, z->killed1, &len);
+	h = (struct bb_header *)box;
+	cr_assert_lt(data_start(h), len);
+	memset(box + h->ring_table_offset, 0xa5, 16);     /* ring 0 head and tail */
+	memset(box + data_start(h), 0xa5, len - data_start(h));
+	snprintf(z->corrupt, sizeof(z->corrupt), BB_NAME_PREFIX "%ld.%llu.7", (long)h->pid,
+		 (unsigned long long)h->starttime);
+	put(f, z->corrupt, box, len);
+
+	/* truncated: header and half the rest */
+	snprintf(z->trunc, sizeof(z->trunc), BB_NAME_PREFIX "%ld.%llu.8", (long)h->pid,
+		 (unsigned long long)h->starttime);
+	free(box);
+	box = read_box(f, z->killed1, &len);
+	put(f, z->trunc, box, len / 2);
+	{
+		char p2[PATH_MAX];
+		struct bb_reader *r = NULL;
+
+		snprintf(p2, sizeof(p2), "%s/%s", f->shm, z->trunc);
+		z->trunc_is_box = bb_reader_open_path(p2, BB_OPEN_ANY_OWNER, &r, NULL, 0) == 0;
+		if (r)
+			bb_reader_close(r);
+	}
+
+	/* shorter than a header: maybe a box being born, left alone */
+	snprintf(z->shortf, sizeof(z->shortf), BB_NAME_PREFIX "%ld.%llu.9", (long)h->pid,
+		 (unsigned long long)h->starttime);
+	put(f, z->shortf, box, 2000);
+
+	/* the prefix, and garbage */
+	snprintf(z->badhdr, sizeof(z->badhdr), BB_NAME_PREFIX "999999.1.0");
+	{
+		uint8_t junk[8192];
+
+		memset(junk, 'x', sizeof(junk));
+		put(f, z->badhdr, junk, sizeof(junk));
+	}
+
+	/* a symlink to a dead box outside the directory: neither may go */
+	snprintf(z->target, sizeof(z->target), "%s/target.box", f->base);
+	spew(z->target, box, len, 0600);
+	snprintf(z->link, sizeof(z->link), BB_NAME_PREFIX "1.1.0");
+	{
+		char p2[PATH_MAX];
+
+		snprintf(p2, sizeof(p2), "%s/%s", f->shm, z->link);
+		cr_assert_eq(symlink(z->target, p2), 0);
+		snprintf(z->dir, sizeof(z->dir), BB_NAME_PREFIX "2.2.0");
+		snprintf(p2, sizeof(p2), "%s/%s", f->shm, z->dir);
+		cr_assert_eq(mkdir(p2, 0700), 0);
+		snprintf(z->fifo, sizeof(z->fifo), BB_NAME_PREFIX "3.3.0");
+		snprintf(p2, sizeof(p2), "%s/%s", f->shm, z->fifo);
+		cr_assert_eq(mkfifo(p2, 0600), 0);
+	}
+
+	/* another user's boxes: one of a process of that user, one chown'ed */
+	if (geteuid() == 0) {
+		char p2[PATH_MAX];
+
+		z->have_nobody = true;
+		snprintf(z->nobody, sizeof(z->nobody), "%s",
+			 box_of(f->shm, spawn_killed(f, NOBODY)));
+		cr_assert_str_not_empty(z->nobody);
+		snprintf(z->chowned, sizeof(z->chowned), BB_NAME_PREFIX "%ld.%llu.5", (long)h->pid,
+			 (unsigned long long)h->starttime);
+		put(f, z->chowned, box, len);
+		snprintf(p2, sizeof(p2), "%s/%s", f->shm, z->chowned);
+		cr_assert_eq(chown(p2, NOBODY, NOBODY), 0);
+	}
+	free(box);
+}
+
+/* Everything that must survive any run as root. */
+static void assert_untouchables(const struct fx *f, const struct zoo *z)
+{
+	cr_expect(exists(f->shm, z->live), "live box removed");
+	cr_expect(exists(f->shm, z->shortf), "short file removed");
+	cr_expect(exists(f->shm, z->badhdr), "file with a bad header removed");
+	cr_expect(exists(f->shm, z->link), "symlink removed");
+	cr_expect(access(z->target, F_OK) == 0, "symlink target removed");
+	cr_expect(exists(f->shm, z->dir), "directory removed");
+	cr_expect(exists(f->shm, z->fifo), "fifo removed");
+	if (!z->trunc_is_box)
+		cr_expect(exists(f->shm, z->trunc), "truncated non-box removed");
+}
+
+static void assert_stale_gone(const struct fx *f, const struct zoo *z)
+{
+	cr_expect(!exists(f->shm, z->killed1), "SIGKILLed box kept");
+	cr_expect(!exists(f->shm, z->killed2), "SIGKILLed box kept");
+	cr_expect(!exists(f->shm, z->execed), "box of an exec()ed process kept");
+	cr_expect(!exists(f->shm, z->reused), "pid-reused box kept");
+	cr_expect(!exists(f->shm, z->corrupt), "damaged box of a dead owner kept");
+	if (z->trunc_is_box)
+		cr_expect(!exists(f->shm, z->trunc), "truncated box of a dead owner kept");
+	if (z->have_nobody) {
+		cr_expect(!exists(f->shm, z->nobody), "dead box of another uid kept (root)");
+		cr_expect(!exists(f->shm, z->chowned), "chown'ed dead box kept (root)");
+	}
+}
+
+static unsigned stale_count(const struct zoo *z)
+{
+	return 5u + z->trunc_is_box + 2u * z->have_nobody;
+}
+
+/* A listing that changes if anything in the directory is touched. */
+static char *listing(const char *dir)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	struct dirent **v;
+	int n = scandir(dir, &v, NULL, alphasort);
+
+	cr_assert(m && n >= 0);
+	for (int i = 0; i < n; i++) {
+		struct stat st;
+
+		char p[PATH_MAX];
+
+		snprintf(p, sizeof(p), "%s/%s", dir, v[i]->d_name);
+		if (lstat(p, &st) == 0)
+			fprintf(m, "%s %lu %o %lld %ld.%09ld\n", v[i]->d_name,
+				(unsigned long)st.st_ino, st.st_mode, (long long)st.st_size,
+				(long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+		free(v[i]);
+	}
+	free(v);
+	fclose(m);
+	return buf;
+}
+
+/* ---- tests ---------------------------------------------------------------- */
+
+TestSuite(reap, .timeout = 120);
+
+Test(reap, exactly_the_stale_boxes)
+{
+	struct fx f;
+	struct zoo z;
+	struct run r;
+
+	fx_init(&f);
+	build_zoo(&f, &z);
+	r = run_reap(&f, "--dir", f.shm, "--min-age", "0", "--verbose");
+	cr_expect_eq(r.status, 0, "exit %d, stderr:\n%s", r.status, r.err);
+	cr_expect_eq(count_str(r.err, "bb-reap: reaped "), stale_count(&z), "stderr:\n%s", r.err);
+	assert_stale_gone(&f, &z);
+	assert_untouchables(&f, &z);
+	/* one line per action names the box, its owner and why */
+	{
+		char want[512];
+
+		snprintf(want, sizeof(want), "bb-reap: reaped %s/%s (pid ", f.shm, z.killed1);
+		cr_expect(strstr(r.err, want), "no log line for %s in:\n%s", z.killed1, r.err);
+		cr_expect(strstr(r.err, "comm bbr_writer, orphaned, "), "stderr:\n%s", r.err);
+	}
+	run_free(&r);
+
+	/* nothing left to do */
+	r = run_reap(&f, "--dir", f.shm, "--min-age", "0");
+	cr_expect_eq(r.status, 0, "second run exit %d:\n%s", r.status, r.err);
+	cr_expect_str_empty(r.err, "second run logged:\n%s", r.err);
+	assert_untouchables(&f, &z);
+	run_free(&r);
+	fx_fini(&f);
+}
+
+Test(reap, dry_run_touches_nothing)
+{
+	struct fx f;
+	struct zoo z;
+	struct run r;
+	char *before, *after;
+
+	fx_init(&f);
+	build_zoo(&f, &z);
+	before = listing(f.shm);
+	r = run_reap(&f, "--dir", f.shm, "--min-age", "0", "--dry-run", "--archive", f.arch,
+		     "--keep", "1");
+	cr_expect_eq(r.status, 0, "exit %d:\n%s", r.status, r.err);
+	cr_expect_eq(count_str(r.err, "bb-reap: would-reap "), stale_count(&z), "stderr:\n%s", r.err);
+	after = listing(f.shm);
+	cr_expect_str_eq(after, before, "--dry-run changed the directory");
+	cr_expect(access(f.arch, F_OK) != 0, "--dry-run created the archive directory");
+	free(before);
+	free(after);
+	run_free(&r);
+	fx_fini(&f);
+}
+
+/* Open an archive with the reader and check it is @pid's box. */
+static void check_archive(const char *path, long pid)
+{
+	struct bb_reader *rd = NULL;
+	char err[256] = "";
+	int rc = bb_reader_open_path(path, 0, &rd, err, sizeof(err));
+
+	cr_assert_eq(rc, 0, "archive %s does not open: %s", path, err);
+	if (pid)
+		cr_expect_eq(bb_reader_info(rd)->pid, pid);
+	cr_expect_str_eq(bb_reader_info(rd)->comm, "bbr_writer");
+	bb_reader_close(rd);
+}
+
+static unsigned count_archives(const char *dir)
+{
+	struct dirent *e;
+	unsigned n = 0;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, "blackbox-bbr_writer-", 20))
+			n++;
+	closedir(d);
+	return n;
+}
+
+Test(reap, archives_read_back)
+{
+	struct fx f;
+	struct run r;
+	char corrupt[256], p[PATH_MAX];
+	pid_t k1, k2;
+	size_t len;
+	uint8_t *box;
+	struct dirent *e;
+	DIR *d;
+	unsigned n = 0;
+
+	fx_init(&f);
+	k1 = spawn_killed(&f, -1);
+	k2 = spawn_killed(&f, -1);
+	/* a damaged box is evidence: archived too */
+	box = read_box(&f, box_of(f.shm, k2), &len);
+	cr_assert_lt(data_start((struct bb_header *)box), len);
+	memset(box + data_start((struct bb_header *)box), 0x5a,
+	       len - data_start((struct bb_header *)box));
+	snprintf(corrupt, sizeof(corrupt), "%s.damaged", box_of(f.shm, k2));
+	put(&f, corrupt, box, len);
+	free(box);
+
+	r = run_reap(&f, "--dir", f.shm, "--min-age", "0", "--archive", f.arch);
+	cr_expect_eq(r.status, 0, "exit %d:\n%s", r.status, r.err);
+	cr_expect_eq(count_str(r.err, ", archived to "), 3, "stderr:\n%s", r.err);
+	cr_expect_eq(bbt_count_prefix(f.shm, BB_NAME_PREFIX), 0);
+	cr_expect_eq(count_archives(f.arch), 3);
+
+	d = opendir(f.arch);
+	cr_assert(d);
+	while ((e = readdir(d))) {
+		struct stat st;
+		long pid;
+		const char *pp;
+
+		if (e->d_name[0] == '.')
+			continue;
+		n++;
+		/* blackbox-<comm>-<pid>-<YYYYmmddTHHMMSSZ>[.<n>].box */
+		cr_expect(!strncmp(e->d_name, "blackbox-bbr_writer-", 20), "name %s", e->d_name);
+		pid = strtol(e->d_name + 20, NULL, 10);
+		cr_expect(pid == k1 || pid == k2, "name %s", e->d_name);
+		pp = strchr(e->d_name + 20, '-');
+		cr_expect(pp && strlen(pp) >= 21 && pp[9] == 'T' && pp[16] == 'Z', "name %s", e->d_name);
+		snprintf(p, sizeof(p), "%s/%s", f.arch, e->d_name);
+		cr_assert_eq(lstat(p, &st), 0);
+		cr_expect(S_ISREG(st.st_mode) && (st.st_mode & 077) == 0, "archive mode %o", st.st_mode);
+		check_archive(p, pid);
+		if (getenv("BB_EXTRACT") && *getenv("BB_EXTRACT")) {
+			char cmd[2 * PATH_MAX];
+
+			snprintf(cmd, sizeof(cmd), "'%s' --path '%s' >/dev/null 2>&1",
+				 getenv("BB_EXTRACT"), p);
+			cr_expect_eq(system(cmd), 0, "bb-extract --path %s failed", p);
+		}
+	}
+	closedir(d);
+	cr_expect_eq(n, 3);
+	run_free(&r);
+	fx_fini(&f);
+}
+
+static void touch_old(const char *path, time_t when)
+{
+	struct timespec ts[2] = { { .tv_sec = when }, { .tv_sec = when } };
+
+	cr_assert_eq(utimensat(AT_FDCWD, path, ts, AT_SYMLINK_NOFOLLOW), 0);
+}
+
+Test(reap, keep_and_max_bytes_prune_only_ours)
+{
+	struct fx f;
+	struct run r;
+	char p[PATH_MAX], q[PATH_MAX], target[PATH_MAX];
+	const char *old = "blackbox-old-1-20000101T000000Z.box";
+	const char *oldlink = "blackbox-lnk-2-20000101T000000Z.box";
+	struct stat st;
+	char size[32];
+
+	fx_init(&f);
+	cr_assert_eq(mkdir(f.arch, 0700), 0);
+	/* ours and old: pruned first */
+	snprintf(p, sizeof(p), "%s/%s", f.arch, old);
+	spew(p, "old", 3, 0600);
+	touch_old(p, 946684800);
+	/* not ours: other names, a symlink with our pattern */
+	snprintf(p, sizeof(p), "%s/notes.txt", f.arch);
+	spew(p, "keep me", 7, 0644);
+	touch_old(p, 946684800);
+	snprintf(p, sizeof(p), "%s/blackbox-foo.box", f.arch);
+	spew(p, "keep me", 7, 0644);
+	touch_old(p, 946684800);
+	snprintf(target, sizeof(target), "%s/precious", f.base);
+	spew(target, "precious", 8, 0644);
+	snprintf(p, sizeof(p), "%s/%s", f.arch, oldlink);
+	cr_assert_eq(symlink(target, p), 0);
+
+	for (int i = 0; i < 3; i++) {
+		spawn_killed(&f, -1);
+		r = run_reap(&f, "--dir", f.shm, "--min-age", "0", "--archive", f.arch, "--keep", "2");
+		cr_expect_eq(r.status, 0, "exit %d:\n%s", r.status, r.err);
+		if (i == 1)
+			cr_expect(strstr(r.err, "bb-reap: pruned "), "the old archive was not pruned:\n%s", r.err);
+		run_free(&r);
+	}
+	cr_expect_eq(count_archives(f.arch), 2, "--keep 2 left %u", count_archives(f.arch));
+	cr_expect(!exists(f.arch, old));
+	cr_expect(exists(f.arch, "notes.txt"));
+	cr_expect(exists(f.arch, "blackbox-foo.box"));
+	cr_expect(exists(f.arch, oldlink));
+	cr_expect(access(target, F_OK) == 0);
+
+	/* byte bound: room for one archive only */
+	{
+		struct dirent *e;
+		DIR *d = opendir(f.arch);
+
+		cr_assert(d);
+		while ((e = readdir(d)))
+			if (!strncmp(e->d_name, "blackbox-bbr_writer-", 20))
+				break;
+		cr_assert(e);
+		snprintf(q, sizeof(q), "%s/%s", f.arch, e->d_name);
+		closedir(d);
+	}
+	cr_assert_eq(stat(q, &st), 0);
+	snprintf(size, sizeof(size), "%lld", (long long)st.st_size);
+	r = run_reap(&f, "--dir", f.shm, "--min-age", "0", "--archive", f.arch,
+		     "--max-archive-bytes", size, "--dry-run");
+	cr_expect_eq(count_archives(f.arch), 2, "--dry-run pruned");
+	cr_expect_eq(count_str(r.err, "would-prune"), 1, "stderr:\n%s", r.err);
+	run_free(&r);
+	r = run_reap(&f, "--dir", f.shm, "--min-age", "0", "--archive", f.arch,
+		     "--max-archive-bytes", size);
+	cr_expect_eq(r.status, 0, "exit %d:\n%s", r.status, r.err);
+	cr_expect_eq(count_archives(f.arch), 1);
+	cr_expect(exists(f.arch, "notes.txt"));
+	cr_expect(exists(f.arch, oldlink));
+	run_free(&r);
+	fx_fini(&f);
+}
+
+Test(reap, min_age_counts_from_the_last_sign_of_life)
+{
+	struct fx f;
+	struct run r;
+	char name[256], old[256], p[PATH_MAX];
+	struct bb_header *h;
+	uint8_t *box;
+	size_t len;
+	pid_t k;
+	int64_t two_hours_ago = ((int64_t)time(NULL) - 7200) * 1000000000;
+
+	fx_init(&f);
+	k = spawn_killed(&f, -1);
+	snprintf(name, sizeof(name), "%s", box_of(f.shm, k));
+
+	r = run_reap(&f, "--dir", f.shm, "--json");
+	cr_expect_eq(r.status, 0);
+	cr_expect(exists(f.shm, name), "default --min-age reaped a fresh box");
+	cr_expect(strstr(r.out, "\"decision\":\"kept\""), "stdout:\n%s", r.out);
+	cr_expect(strstr(r.out, "younger than --min-age"), "stdout:\n%s", r.out);
+	run_free(&r);
+
+	/*
+	 * A service created two hours ago (header and file times), killed
+	 * just now: its records are recent, so it is still young.
+	 */
+	box = read_box(&f, name, &len);
+	h = (struct bb_header *)box;
+	h->created_ns = (uint64_t)two_hours_ago;
+	h->state_ns = (uint64_t)two_hours_ago;
+	snprintf(old, sizeof(old), "%s.1", name);
+	put(&f, old, box, len);
+	snprintf(p, sizeof(p), "%s/%s", f.shm, old);
+	touch_old(p, time(NULL) - 7200);
+	free(box);
+	r = run_reap(&f, "--dir", f.shm, "--min-age", "1h");
+	cr_expect(exists(f.shm, old), "recent records did not count as a sign of life:\n%s", r.err);
+	run_free(&r);
+
+	r = run_reap(&f, "--dir", f.shm, "--min-age", "0");
+	cr_expect_eq(r.status, 0);
+	cr_expect(!exists(f.shm, name));
+	cr_expect(!exists(f.shm, old));
+	run_free(&r);
+	fx_fini(&f);
+}
+
+Test(reap, non_root_reaps_only_its_own)
+{
+	struct fx f;
+	struct run r;
+	char mine[256], theirs[256];
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to run processes as uid %d", NOBODY);
+	fx_init(&f);
+	chmod(f.out, 01777);
+	snprintf(theirs, sizeof(theirs), "%s", box_of(f.shm, spawn_killed(&f, -1)));
+	snprintf(mine, sizeof(mine), "%s", box_of(f.shm, spawn_killed(&f, NOBODY)));
+	spawn_live(&f, "wait");
+
+	r = run_reap_as(&f, NOBODY, "--dir", f.shm, "--min-age", "0", "--verbose", (char *)NULL);
+	cr_expect_eq(r.status, 0, "exit %d:\n%s", r.status, r.err);
+	cr_expect(!exists(f.shm, mine), "non-root did not reap its own dead box:\n%s", r.err);
+	cr_expect(exists(f.shm, theirs), "non-root reaped root's box:\n%s", r.err);
+	cr_expect(strstr(r.err, "another user's file"), "stderr:\n%s", r.err);
+	run_free(&r);
+
+	r = run_reap(&f, "--dir", f.shm, "--min-age", "0");
+	cr_expect(!exists(f.shm, theirs), "root did not reap:\n%s", r.err);
+	cr_expect_eq(bbt_count_prefix(f.shm, BB_NAME_PREFIX), 1, "the live box must stay");
+	run_free(&r);
+	fx_fini(&f);
+}
+
+Test(reap, json_one_object_per_decision)
+{
+	struct fx f;
+	struct zoo z;
+	struct run r;
+	unsigned lines = 0, entries;
+	const char *py = getenv("PYTHON3");
+
+	fx_init(&f);
+	build_zoo(&f, &z);
+	entries = (unsigned)bbt_count_prefix(f.shm, BB_NAME_PREFIX);
+	r = run_reap(&f, "--dir", f.shm, "--min-age", "0", "--json");
+	cr_expect_eq(r.status, 0, "exit %d:\n%s", r.status, r.err);
+	for (char *l = r.out; *l;) {
+		char *nl = strchr(l, '\n');
+
+		cr_assert(nl, "unterminated line");
+		cr_expect(l[0] == '{' && nl[-1] == '}', "not an object: %.*s", (int)(nl - l), l);
+		cr_expect(!strncmp(l, "{\"decision\":", 12));
+		lines++;
+		l = nl + 1;
+	}
+	cr_expect_eq(lines, entries, "%u objects for %u entries:\n%s", lines, entries, r.out);
+	cr_expect_eq(count_str(r.out, "\"decision\":\"reaped\""), stale_count(&z));
+	if (py && *py) {
+		char cmd[2 * PATH_MAX];
+
+		snprintf(cmd, sizeof(cmd),
+			 "'%s' -c 'import json,sys\nfor l in sys.stdin: json.loads(l)' < '%s/stdout'",
+			 py, f.out);
+		cr_expect_eq(system(cmd), 0, "python3 could not parse the JSON:\n%s", r.out);
+	}
+	run_free(&r);
+	fx_fini(&f);
+}
+
+Test(reap, usage_and_exit_codes)
+{
+	struct fx f;
+	struct run r;
+	char missing[PATH_MAX];
+
+	fx_init(&f);
+	r = run_reap(&f, "--help");
+	cr_expect_eq(r.status, 0);
+	cr_expect(strstr(r.out, "Usage: bb-reap"));
+	run_free(&r);
+	r = run_reap(&f, "--version");
+	cr_expect_eq(r.status, 0);
+	cr_expect(strstr(r.out, "bb-reap"));
+	run_free(&r);
+
+	static const char *bad[][3] = {
+		{ "--bogus", NULL, NULL },
+		{ "--min-age", "-1", NULL },
+		{ "--min-age", "12x", NULL },
+		{ "--keep", "0", NULL },
+		{ "--keep", "3", NULL },                  /* without --archive */
+		{ "--max-archive-bytes", "10", NULL },    /* without --archive */
+		{ "--dir", "", NULL },
+		{ "stray", NULL, NULL },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		r = run_reap(&f, bad[i][0], bad[i][1]);
+		cr_expect_eq(r.status, 2, "'%s %s' exited %d", bad[i][0],
+			     bad[i][1] ? bad[i][1] : "", r.status);
+		run_free(&r);
+	}
+	snprintf(missing, sizeof(missing), "%s/no-such-dir", f.base);
+	r = run_reap(&f, "--dir", missing);
+	cr_expect_eq(r.status, 1, "missing --dir exited %d", r.status);
+	cr_expect(strstr(r.err, "cannot scan"), "stderr:\n%s", r.err);
+	run_free(&r);
+	/* an empty directory is success */
+	r = run_reap(&f, "--dir", f.shm);
+	cr_expect_eq(r.status, 0);
+	run_free(&r);
+	fx_fini(&f);
+}
