@@ -81,11 +81,13 @@ static inline int bb__ring_lapped(const struct bb__ring_view *v, uint64_t pos)
  *
  * Protocol (DESIGN §4): check seq == DONE(pos) and a sane len, copy, acquire
  * fence, re-read tail and seq.  The fence pairs with the writer's release
- * fence between publishing a new tail (and the busy seq of the record it is
- * about to write) and its first store into the ring bytes: if our copy saw
- * any byte of such an overwrite, the fence-fence synchronisation makes the
- * new tail visible to the re-read below, and we discard the copy (Boehm,
- * MSPC 2012, §3; the kernel's read_seqcount_retry()).
+ * fences: the one after it publishes a new tail (bb__make_room), which
+ * precedes every store into the bytes that tail released, the busy seq
+ * included; and the one after the busy seq, which precedes the record's
+ * bytes.  If our copy saw any byte of such an overwrite, fence-fence
+ * synchronisation makes the new tail (or busy seq) visible to the re-read
+ * below, and we discard the copy (Boehm, MSPC 2012, §3; the kernel's
+ * read_seqcount_retry()).
  */
 static inline enum bb__rd bb__ring_read(const struct bb__ring_view *v, uint64_t pos,
 					 uint64_t head, uint8_t *buf, uint32_t *lenp)

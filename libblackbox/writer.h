@@ -160,10 +160,11 @@ static inline uint8_t *bb__reserve(struct bb__w *w, uint8_t flags, uint32_t vlen
 	w->flags |= flags;
 	w->rec = r->data + (pos & r->mask);
 	BB_STORE_RELAXED((uint32_t *)(void *)w->rec, BB_SEQ_BUSY(pos));
-	/* Orders the busy mark (and any tail published by bb__make_room)
-	 * before the record bytes stored next.  Pairs with the acquire fence
-	 * in bb__ring_read() (ring.h): a reader whose copy saw our bytes sees
-	 * the busy seq / new tail on its re-read and drops the copy. */
+	/* Orders the busy mark before the record bytes stored next (a new
+	 * tail was already ordered before the busy mark by the fence in
+	 * bb__make_room).  Pairs with the acquire fence in bb__ring_read()
+	 * (ring.h): a reader whose copy saw our bytes sees the busy seq on its
+	 * re-read and drops the copy. */
 	BB_FENCE_RELEASE();
 	if (w->shared) {
 		int32_t ext[2] = { bb__tls.tid, 0 };

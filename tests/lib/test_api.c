@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: the writer API's contract: errors before bb_init and after
+ * bb_close, invalid arguments, bb_init twice, naming, file mode, the
+ * environment, ENOSPC on a full tmpfs, truncation of oversize values.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <blackbox.h>
+#include <blackbox/reader.h>
+
+#include "../common.h"
+#include "collect.h"
+
+static char *dir;
+
+static void setup(void)
+{
+	dir = bbt_mkdtemp();
+	unsetenv("BLACKBOX_SIZE");
+	unsetenv("BLACKBOX_DISABLE");
+	setenv("BLACKBOX_DIR", dir, 1);
+}
+
+static void teardown(void)
+{
+	bbt_rmdir(dir);
+	free(dir);
+}
+
+TestSuite(api, .init = setup, .fini = teardown, .timeout = 60);
+
+Test(api, calls_before_init_fail_cleanly)
+{
+	char buf[64];
+
+	cr_assert_eq(bb_write_str("x"), -ENODEV);
+	cr_assert_eq(bb_write_i64(1), -ENODEV);
+	cr_assert_eq(bb_write_kv("k", "v"), -ENODEV);
+	cr_assert_eq(bb_path(buf, sizeof(buf)), -ENODEV);
+	cr_assert_eq(bb_close(), -ENODEV);
+	cr_assert_eq(bb_dump(1), -ENODEV);
+}
+
+Test(api, invalid_arguments)
+{
+	struct bb_field bad_type = { .key = "k", .type = (enum bb_type)99 };
+	struct bb_field null_key = { .key = NULL, .type = BB_TYPE_I64 };
+	struct bb_field null_str = { .key = "k", .type = BB_TYPE_STR, .v.s = NULL };
+	struct bb_field many[BB_EVENT_MAX_FIELDS + 1];
+	char small[4];
+
+	cr_assert_eq(bb_init(0), 0);
+	cr_assert_eq(bb_write_str(NULL), -EINVAL);
+	cr_assert_eq(bb_write_kv(NULL, "v"), -EINVAL);
+	cr_assert_eq(bb_write_kv("k", NULL), -EINVAL);
+	cr_assert_eq(bb_write_kv_i64(NULL, 1), -EINVAL);
+	cr_assert_eq(bb_write_kv_u64(NULL, 1), -EINVAL);
+	cr_assert_eq(bb_write_kv_f64(NULL, 1), -EINVAL);
+	cr_assert_eq(bb_write_kv_bool(NULL, 1), -EINVAL);
+	cr_assert_eq(bb_write_bytes(NULL, 3), -EINVAL);
+	cr_assert_eq(bb_write_bytes(NULL, 0), 0);
+	cr_assert_eq(bb_write_event(NULL, NULL, 0), -EINVAL);
+	cr_assert_eq(bb_write_event("e", &bad_type, 1), -EINVAL);
+	cr_assert_eq(bb_write_event("e", &null_key, 1), -EINVAL);
+	cr_assert_eq(bb_write_event("e", &null_str, 1), -EINVAL);
+	for (size_t i = 0; i < BB_EVENT_MAX_FIELDS + 1; i++)
+		many[i] = BB_I64("k", (int64_t)i);
+	cr_assert_eq(bb_write_event("e", many, BB_EVENT_MAX_FIELDS + 1), -EINVAL);
+	cr_assert_eq(bb_write_event("e", many, BB_EVENT_MAX_FIELDS), 0);
+	cr_assert_eq(bb_path(small, sizeof(small)), -ERANGE);
+	cr_assert_eq(bb_path(NULL, 10), -EINVAL);
+}
+
+Test(api, init_twice_and_close)
+{
+	char path[4096];
+	struct stat st;
+
+	cr_assert_eq(bb_init(0), 0);
+	cr_assert_eq(bb_init(0), -EALREADY);
+	cr_assert_gt(bb_path(path, sizeof(path)), 0);
+	cr_assert_eq(strncmp(path, dir, strlen(dir)), 0, "box %s not in BLACKBOX_DIR %s", path, dir);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(bb_write_str("before close"), 0);
+	cr_assert_eq(bb_close(), 0);
+	cr_assert_eq(stat(path, &st), -1, "bb_close must unlink the box");
+	cr_assert_eq(bb_write_str("after close"), -ENODEV);
+	cr_assert_eq(bb_close(), -ENODEV);
+	/* A new box after close works. */
+	cr_assert_eq(bb_init(0), 0);
+	cr_assert_eq(bb_write_str("again"), 0);
+}
+
+Test(api, mode_is_0600_by_default_and_group_on_request)
+{
+	char path[4096];
+	struct stat st;
+	struct bb_options o = { .mode = 0640 };
+
+	umask(0);
+	cr_assert_eq(bb_init(0), 0);
+	bb_path(path, sizeof(path));
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0600, "mode %o", st.st_mode & 0777);
+	cr_assert(S_ISREG(st.st_mode));
+	bb_close();
+	umask(077);  /* fchmod, not the umask, decides */
+	cr_assert_eq(bb_init_opts(&o), 0);
+	bb_path(path, sizeof(path));
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0640, "mode %o", st.st_mode & 0777);
+}
+
+Test(api, name_says_pid_and_never_collides)
+{
+	char path[4096], planted[4096], expect[128];
+	struct bb_reader *r;
+	int fd;
+
+	/* A file (e.g. left by an earlier image of this process after exec)
+	 * already holds sequence 0: bb_init takes the next name, O_EXCL. */
+	cr_assert_eq(bb_init(0), 0);
+	bb_path(path, sizeof(path));
+	snprintf(expect, sizeof(expect), "/blackbox.%d.", (int)getpid());
+	cr_assert_not_null(strstr(path, expect), "%s lacks %s", path, expect);
+	cr_assert_eq(strcmp(path + strlen(path) - 2, ".0"), 0, "%s", path);
+	snprintf(planted, sizeof(planted), "%s", path);
+	bb_close();
+	fd = open(planted, O_CREAT | O_EXCL | O_WRONLY, 0600);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(bb_init(0), 0);
+	bb_path(path, sizeof(path));
+	cr_assert_eq(strcmp(path + strlen(path) - 2, ".1"), 0, "%s", path);
+	cr_assert_eq(bb_reader_open_path(path, 0, &r, NULL, 0), 0);
+	cr_assert_eq(bb_reader_info(r)->sequence, 1);
+	cr_assert_eq(bb_reader_info(r)->pid, getpid());
+	bb_reader_close(r);
+}
+
+Test(api, header_identity)
+{
+	char path[4096];
+	struct bb_reader *r;
+	const struct bb_box_info *in;
+	char boot[64] = "";
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(boot, sizeof(boot), f));
+	fclose(f);
+	boot[strcspn(boot, "\n")] = '\0';
+	cr_assert_eq(bb_init(0), 0);
+	bb_path(path, sizeof(path));
+	cr_assert_eq(bb_reader_open_path(path, 0, &r, NULL, 0), 0);
+	in = bb_reader_info(r);
+	cr_assert_eq(in->pid, getpid());
+	cr_assert_eq(in->uid, getuid());
+	cr_assert_str_eq(in->boot_id, boot);
+	cr_assert_gt(in->starttime, 0);
+	cr_assert_gt(strlen(in->comm), 0);
+	cr_assert_gt(strlen(in->cmdline), 0);
+	cr_assert_eq(in->state, BB_STATE_RUNNING);
+	cr_assert_eq(in->version_major, BB_FORMAT_MAJOR);
+	cr_assert_eq(in->clock, BB_CLOCK_MONOTONIC);
+	cr_assert_eq(in->ring_count, BB_DEFAULT_RING_COUNT + 1);
+	cr_assert_leq(in->box_size, BB_DEFAULT_SIZE);
+	cr_assert_eq(bb_reader_liveness(r), BB_OWNER_ALIVE);
+	bb_reader_close(r);
+}
+
+Test(api, environment_size_and_disable)
+{
+	char path[4096];
+	struct bb_reader *r;
+
+	setenv("BLACKBOX_SIZE", "bogus", 1);
+	cr_assert_eq(bb_init(0), -EINVAL);
+	setenv("BLACKBOX_SIZE", "1m", 1);
+	cr_assert_eq(bb_init(0), 0);
+	bb_path(path, sizeof(path));
+	cr_assert_eq(bb_reader_open_path(path, 0, &r, NULL, 0), 0);
+	cr_assert_leq(bb_reader_info(r)->box_size, 1u << 20);
+	cr_assert_geq(bb_reader_info(r)->box_size, 1u << 19);
+	bb_reader_close(r);
+	bb_close();
+
+	setenv("BLACKBOX_DISABLE", "1", 1);
+	cr_assert_eq(bb_init(0), 0);
+	cr_assert_eq(bb_write_str("nothing"), 0);
+	cr_assert_eq(bb_write_kv("k", "v"), 0);
+	cr_assert_eq(bbt_count_prefix(dir, BB_NAME_PREFIX), 0, "disabled must create nothing");
+}
+
+Test(api, too_small_or_bad_ring_size)
+{
+	struct bb_options o = { .ring_size = 5000 };
+
+	cr_assert_eq(bb_init(1024), -EINVAL);
+	cr_assert_eq(bb_init_opts(&o), -EINVAL);
+	o.ring_size = 4096;
+	o.ring_count = 2;
+	cr_assert_eq(bb_init_opts(&o), 0);
+}
+
+/* A full tmpfs makes bb_init fail with ENOSPC, never a write SIGBUS later. */
+Test(api, full_tmpfs_gives_enospc)
+{
+	char mnt[4096];
+	struct bb_options o = { .dir = mnt, .size = 8u << 20 };
+
+	snprintf(mnt, sizeof(mnt), "%s/small", dir);
+	cr_assert_eq(mkdir(mnt, 0700), 0);
+	if (mount("tmpfs", mnt, "tmpfs", 0, "size=1m") != 0)
+		cr_skip_test("cannot mount a tmpfs here (%s)", strerror(errno));
+	cr_expect_eq(bb_init_opts(&o), -ENOSPC);
+	cr_expect_eq(bbt_count_prefix(mnt, BB_NAME_PREFIX), 0, "a failed init leaves no file");
+	o.size = 512u << 10;
+	cr_expect_eq(bb_init_opts(&o), 0);
+	for (int i = 0; i < 100000; i++)
+		cr_expect_eq(bb_write_kv_i64("i", i), 0);
+	bb_close();
+	umount(mnt);
+}
+
+/* Oversize values are truncated and flagged, never dropped or overflowed. */
+Test(api, oversize_values_truncated_and_flagged)
+{
+	struct bb_options o = { .ring_size = 65536, .ring_count = 2 };
+	struct tcollect c;
+	char path[4096];
+	static char big[100000];
+	struct bb_reader *r;
+	uint32_t maxrec;
+
+	memset(big, 'x', sizeof(big) - 1);
+	cr_assert_eq(bb_init_opts(&o), 0);
+	bb_path(path, sizeof(path));
+	cr_assert_eq(bb_write_str(big), 0);
+	cr_assert_eq(bb_write_kv("key", big), 0);
+	cr_assert_eq(bb_write_bytes(big, sizeof(big)), 0);
+	{
+		struct bb_field f[] = { BB_STR("a", "short"), BB_STR("b", big), BB_I64("c", 3) };
+
+		cr_assert_eq(bb_write_event("ev", f, 3), 0);
+	}
+	cr_assert_eq(bb_write_str("small"), 0);
+	cr_assert_eq(bb_reader_open_path(path, 0, &r, NULL, 0), 0);
+	maxrec = bb_reader_info(r)->max_record;
+	cr_assert_eq(bb_reader_info(r)->truncated, 4);
+	bb_reader_close(r);
+
+	/* Four records of max_record bytes fill a ring (max_record is a
+	 * quarter of it): the owner record and the oldest big one may be
+	 * gone; what is there is truncated and flagged, newest intact. */
+	tcollect_path(path, &c);
+	cr_assert_geq(c.n, 4, "got %zu records", c.n);
+	for (size_t i = 0; i + 1 < c.n; i++) {
+		if (c.r[i].tag == BB_TAG_OWNER)
+			continue;
+		cr_assert(c.r[i].flags & BB_RF_TRUNCATED, "record %zu not flagged", i);
+		if (c.r[i].tag != BB_TAG_EVENT)
+			cr_assert_gt(c.r[i].n + 64, maxrec / 2, "truncated too much: %zu", c.r[i].n);
+		cr_assert_gt(c.r[i].vlen + 64, maxrec);
+		cr_assert_leq(c.r[i].vlen + 16, maxrec);
+	}
+	cr_assert_str_eq(c.r[c.n - 2].key, "ev");
+	cr_assert_eq(c.r[c.n - 2].nfields, 3);
+	cr_assert_eq(c.r[c.n - 1].flags & BB_RF_TRUNCATED, 0);
+	cr_assert_str_eq(c.r[c.n - 1].text, "small");
+	free(c.r);
+}
+
+/* A truncated string never ends inside a UTF-8 sequence. */
+Test(api, truncation_respects_utf8)
+{
+	struct bb_options o = { .ring_size = 4096, .ring_count = 1 };
+	static char s[8192];
+	struct tcollect c;
+	char path[4096];
+
+	/* An ASCII prefix of 0..2 bytes moves the cut point across the two
+	 * bytes of each é. */
+	for (int shift = 0; shift < 3; shift++) {
+		memset(s, 'x', (size_t)shift);
+		for (size_t i = (size_t)shift; i + 2 < sizeof(s); i += 2)
+			memcpy(s + i, "\xc3\xa9", 2);  /* é */
+		cr_assert_eq(bb_init_opts(&o), 0);
+		bb_path(path, sizeof(path));
+		cr_assert_eq(bb_write_str(s), 0);
+		tcollect_path(path, &c);
+		cr_assert_eq(c.n, 2);
+		for (size_t i = 0; i < c.r[1].n; i++)
+			if ((unsigned char)c.r[1].text[i] == 0xc3)
+				cr_assert_lt(i + 1, c.r[1].n, "cut after a lead byte");
+		free(c.r);
+		bb_close();
+	}
+}

@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: real threads racing.  A live reader never accepts a torn
+ * record while 8 threads overwrite small rings; per-thread order holds;
+ * writers keep going while it reads.  A signal handler that writes in the
+ * middle of a write corrupts nothing and never deadlocks.  More threads
+ * than rings, and recycled rings, keep every record attributed to the
+ * thread that wrote it.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <blackbox.h>
+#include <blackbox/reader.h>
+
+#include "../common.h"
+#include "collect.h"
+
+static char *dir;
+static char path[4096];
+
+static void setup(void)
+{
+	dir = bbt_mkdtemp();
+	unsetenv("BLACKBOX_SIZE");
+	unsetenv("BLACKBOX_DISABLE");
+	setenv("BLACKBOX_DIR", dir, 1);
+}
+
+static void teardown(void)
+{
+	bbt_rmdir(dir);
+	free(dir);
+}
+
+TestSuite(concurrency, .init = setup, .fini = teardown, .timeout = 240);
+
+static int32_t gettid_(void)
+{
+	return (int32_t)syscall(SYS_gettid);
+}
+
+/* Value of record @seq of writer @k: "k:seq:" then a filler that depends on
+ * both, of a length that varies, so a torn copy cannot pass the check. */
+static size_t make_value(char *buf, int k, uint64_t seq)
+{
+	int n = sprintf(buf, "%d:%llu:", k, (unsigned long long)seq);
+	size_t len = (size_t)n + (seq * 7 + (uint64_t)k) % 200;
+
+	for (size_t i = (size_t)n; i < len; i++)
+		buf[i] = (char)('a' + (i + seq + (uint64_t)k) % 26);
+	buf[len] = '\0';
+	return len;
+}
+
+static bool check_value(const char *v, size_t n, int *k, uint64_t *seq)
+{
+	char buf[512];
+	unsigned long long s;
+
+	if (sscanf(v, "%d:%llu:", k, &s) != 2 || *k < 0 || *k >= 64)
+		return false;
+	*seq = s;
+	return make_value(buf, *k, s) == n && memcmp(buf, v, n) == 0;
+}
+
+#define NWRITERS 8
+
+static atomic_bool stop;
+static _Atomic uint64_t progress[NWRITERS];
+static _Atomic int32_t tids[NWRITERS];
+
+static void *writer(void *arg)
+{
+	int k = (int)(intptr_t)arg;
+	char buf[512];
+
+	tids[k] = gettid_();
+	for (uint64_t seq = 0; !atomic_load(&stop); seq++) {
+		make_value(buf, k, seq);
+		cr_assert_eq(bb_write_kv("w", buf), 0);
+		atomic_store(&progress[k], seq + 1);
+	}
+	return NULL;
+}
+
+struct live_check {
+	int64_t last[NWRITERS];
+	uint64_t records;
+};
+
+static int live_cb(const struct bb_record *rec, void *arg)
+{
+	struct live_check *lc = arg;
+	struct tcollect one = { 0 };
+	uint64_t seq;
+	int k;
+
+	if (rec->tag == BB_TAG_OWNER)
+		return 0;
+	tcollect_cb(rec, &one);
+	cr_assert_eq(one.r[0].tag, BB_TAG_KV);
+	cr_assert(check_value(one.r[0].text, one.r[0].n, &k, &seq),
+		  "torn or corrupt record accepted: '%.60s' (%zu bytes)", one.r[0].text, one.r[0].n);
+	cr_assert_eq(rec->tid, atomic_load(&tids[k]), "record of writer %d attributed to %d", k, rec->tid);
+	cr_assert_gt((int64_t)seq, lc->last[k], "writer %d: seq %llu after %lld", k,
+		     (unsigned long long)seq, (long long)lc->last[k]);
+	lc->last[k] = (int64_t)seq;
+	lc->records++;
+	free(one.r);
+	return 0;
+}
+
+Test(concurrency, live_reader_never_accepts_a_torn_record)
+{
+	struct bb_options o = { .ring_size = 8192, .ring_count = NWRITERS };
+	pthread_t th[NWRITERS];
+	struct bb_reader *r;
+	struct bb_ring_stats st;
+	uint64_t total = 0, walks_with_progress = 0;
+	char err[256];
+
+	cr_assert_eq(bb_init_opts(&o), 0);
+	bb_path(path, sizeof(path));
+	for (int k = 0; k < NWRITERS; k++)
+		pthread_create(&th[k], NULL, writer, (void *)(intptr_t)k);
+	while (atomic_load(&progress[NWRITERS - 1]) == 0)
+		sched_yield();
+	cr_assert_eq(bb_reader_open_path(path, 0, &r, err, sizeof(err)), 0, "%s", err);
+	for (int walk = 0; walk < 300; walk++) {
+		struct live_check lc;
+		uint64_t before[NWRITERS];
+		bool moved = false;
+
+		for (int k = 0; k < NWRITERS; k++) {
+			lc.last[k] = -1;
+			before[k] = atomic_load(&progress[k]);
+		}
+		lc.records = 0;
+		cr_assert_eq(bb_reader_walk(r, walk % 2 ? BB_WALK_MERGE : 0, live_cb, &lc), 0);
+		total += lc.records;
+		for (int k = 0; k < NWRITERS; k++)
+			moved |= atomic_load(&progress[k]) > before[k];
+		walks_with_progress += moved;
+	}
+	atomic_store(&stop, true);
+	for (int k = 0; k < NWRITERS; k++)
+		pthread_join(th[k], NULL);
+	bb_reader_total_stats(r, &st);
+	bb_reader_close(r);
+	cr_assert_eq(st.corrupt, 0, "%llu corrupt records in a live box", (unsigned long long)st.corrupt);
+	cr_assert_gt(total, 1000);
+	/* Writers were never blocked by the reader: they advanced during
+	 * (nearly) every walk. */
+	cr_assert_gt(walks_with_progress, 250, "writers progressed during only %llu/300 walks",
+		     (unsigned long long)walks_with_progress);
+	cr_log_info("live: %llu records verified, %llu overwritten under the reader",
+		    (unsigned long long)total, (unsigned long long)st.overwritten);
+}
+
+/* ---- signal handlers writing mid-write ----------------------------------- */
+
+static _Atomic uint64_t sig_calls, sig_ok, sig_busy;
+
+static void on_usr1(int sig)
+{
+	int e = errno;
+	int ret = bb_write_kv_u64("sig", atomic_fetch_add(&sig_calls, 1));
+
+	(void)sig;
+	if (ret == 0)
+		atomic_fetch_add(&sig_ok, 1);
+	else if (ret == -EBUSY)
+		atomic_fetch_add(&sig_busy, 1);
+	errno = e;
+}
+
+struct victim {
+	pthread_t self;
+	atomic_bool ready;
+	bool shared;   /* start by taking a ring, or not */
+};
+
+static void *victim_thread(void *arg)
+{
+	struct victim *v = arg;
+	char buf[512];
+
+	atomic_store(&v->ready, true);
+	for (uint64_t seq = 0; !atomic_load(&stop); seq++) {
+		make_value(buf, 1, seq);
+		cr_assert_eq(bb_write_kv("w", buf), 0);
+	}
+	return NULL;
+}
+
+static void signal_storm(unsigned ring_count)
+{
+	struct bb_options o = { .ring_size = 16384, .ring_count = ring_count };
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	struct victim v = { 0 };
+	struct tcollect c;
+	struct bb_ring_stats st;
+	struct bb_reader *r;
+	uint64_t sigrecs = 0;
+
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	cr_assert_eq(bb_init_opts(&o), 0);
+	bb_path(path, sizeof(path));
+	if (ring_count == 1)
+		cr_assert_eq(bb_write_str("main thread takes the only private ring"), 0);
+	pthread_create(&v.self, NULL, victim_thread, &v);
+	while (!atomic_load(&v.ready))
+		sched_yield();
+	for (int i = 0; i < 20000; i++) {
+		pthread_kill(v.self, SIGUSR1);
+		if (i % 64 == 0)
+			sched_yield();
+	}
+	atomic_store(&stop, true);
+	pthread_join(v.self, NULL);
+	cr_assert_eq(sig_ok + sig_busy, sig_calls);
+
+	st = tcollect_path(path, &c);
+	cr_assert_eq(st.corrupt, 0);
+	for (size_t i = 0; i < c.n; i++) {
+		uint64_t seq;
+		int k;
+
+		if (c.r[i].tag != BB_TAG_KV)
+			continue;
+		if (!strcmp(c.r[i].key, "sig")) {
+			sigrecs++;
+			continue;
+		}
+		cr_assert(check_value(c.r[i].text, c.r[i].n, &k, &seq), "corrupt: %.60s", c.r[i].text);
+	}
+	cr_assert_eq(bb_reader_open_path(path, 0, &r, NULL, 0), 0);
+	cr_assert_eq(bb_reader_info(r)->dropped_nested + bb_reader_info(r)->dropped_busy, sig_busy);
+	bb_reader_close(r);
+	cr_assert_gt(sig_calls, 100, "handler ran %llu times", (unsigned long long)sig_calls);
+	cr_assert_gt(sigrecs, 0);
+	cr_log_info("signals: %llu handled, %llu written, %llu dropped (busy)",
+		    (unsigned long long)sig_calls, (unsigned long long)sig_ok,
+		    (unsigned long long)sig_busy);
+	free(c.r);
+}
+
+/* The victim owns a private ring: a handler that interrupts its write
+ * goes to the shared ring.  Nothing is ever dropped. */
+Test(concurrency, signal_handler_writes_mid_write)
+{
+	signal_storm(4);
+	cr_assert_eq(sig_busy, 0, "nested writes into the shared ring were dropped");
+}
+
+/* The victim has no private ring (one ring, taken by main): a handler that
+ * interrupts its shared-ring write must not deadlock on the lock its own
+ * thread holds: it drops the record and counts it. */
+Test(concurrency, signal_handler_interrupting_shared_ring_write)
+{
+	signal_storm(1);
+}
+
+/* ---- attribution: more threads than rings, recycling --------------------- */
+
+static pthread_barrier_t bar;
+
+static void *tid_writer(void *arg)
+{
+	int32_t tid = gettid_();
+
+	(void)arg;
+	pthread_barrier_wait(&bar);
+	for (int i = 0; i < 100; i++)
+		cr_assert_eq(bb_write_kv_i64("tid", tid), 0);
+	pthread_barrier_wait(&bar);
+	return NULL;
+}
+
+static void check_attribution(size_t expect)
+{
+	struct tcollect c;
+	size_t n = 0;
+
+	tcollect_path(path, &c);
+	for (size_t i = 0; i < c.n; i++) {
+		if (c.r[i].tag != BB_TAG_KV)
+			continue;
+		cr_assert_eq(c.r[i].tid, c.r[i].i, "record of thread %lld attributed to %d (ring %u)",
+			     (long long)c.r[i].i, c.r[i].tid, c.r[i].ring);
+		n++;
+	}
+	cr_assert_eq(n, expect, "%zu records, want %zu", n, expect);
+	free(c.r);
+}
+
+Test(concurrency, more_threads_than_rings)
+{
+	struct bb_options o = { .ring_size = 65536, .ring_count = 2 };
+	pthread_t th[6];
+
+	cr_assert_eq(bb_init_opts(&o), 0);
+	bb_path(path, sizeof(path));
+	pthread_barrier_init(&bar, NULL, 6);
+	for (int i = 0; i < 6; i++)
+		pthread_create(&th[i], NULL, tid_writer, NULL);
+	for (int i = 0; i < 6; i++)
+		pthread_join(th[i], NULL);
+	check_attribution(600);
+}
+
+static int noop_cb(const struct bb_record *rec, void *arg)
+{
+	(void)rec;
+	(void)arg;
+	return 0;
+}
+
+Test(concurrency, retired_rings_recycled_with_attribution)
+{
+	struct bb_options o = { .ring_size = 65536, .ring_count = 2 };
+	struct bb_reader *r;
+	pthread_t th;
+
+	cr_assert_eq(bb_init_opts(&o), 0);
+	bb_path(path, sizeof(path));
+	pthread_barrier_init(&bar, NULL, 1);
+	for (int i = 0; i < 7; i++) {
+		pthread_create(&th, NULL, tid_writer, NULL);
+		pthread_join(th, NULL);
+	}
+	/* 7 threads, one after another, through 2 rings: all records kept
+	 * (the rings are large) and each attributed to its thread. */
+	check_attribution(700);
+	/* Every thread got a (recycled) private ring: the shared ring is empty. */
+	cr_assert_eq(bb_reader_open_path(path, 0, &r, NULL, 0), 0);
+	cr_assert_eq(bb_reader_walk(r, 0, noop_cb, NULL), 0);
+	cr_assert_not_null(bb_reader_ring_stats(r, 2));
+	cr_assert_eq(bb_reader_ring_stats(r, 2)->kind, BB_RING_SHARED);
+	cr_assert_eq(bb_reader_ring_stats(r, 2)->read, 0);
+	cr_assert_null(bb_reader_ring_stats(r, 3));
+	bb_reader_close(r);
+}
