@@ -1,0 +1,39 @@
+#!/bin/sh
+# demo.sh BUILD_DIR - start the instrumented worker service, let it run a
+# moment, kill it with SIGKILL, and extract its box post mortem.
+set -eu
+build=${1:-build}
+worker="$build/examples/bb-demo-worker"
+extract="$build/extractor/bb-extract"
+reap="$build/reaper/bb-reap"
+# Boxes live in /dev/shm, or in $BLACKBOX_DIR when set (the tools then
+# take --dir).
+dir=${BLACKBOX_DIR:-/dev/shm}
+
+out=$(mktemp)
+"$worker" 4 > "$out" &
+pid=$!
+# wait for the worker to report its box
+for _ in $(seq 100); do
+	[ -s "$out" ] && break
+	sleep 0.05
+done
+cat "$out"
+rm -f "$out"
+sleep 0.5
+echo "== kill -9 $pid"
+kill -9 "$pid"
+wait "$pid" 2>/dev/null || true
+
+echo "== bb-extract --list"
+"$extract" --dir "$dir" --list
+echo "== bb-extract $pid (last 25 records)"
+"$extract" --dir "$dir" "$pid" > "$build/demo-extract.txt"
+tail -n 25 "$build/demo-extract.txt"
+echo "== $(wc -l < "$build/demo-extract.txt") records extracted to $build/demo-extract.txt"
+echo "== bb-extract --json $pid (last record)"
+"$extract" --dir "$dir" --json "$pid" | tail -n 2
+# The box stays for post-mortem work until bb-reap (run by its systemd
+# timer) removes it; show what the reaper would do now, touching nothing.
+echo "== bb-reap --dry-run --min-age 0"
+"$reap" --dir "$dir" --min-age 0 --dry-run --verbose

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * worker.c - a small multi-threaded "service" instrumented with libblackbox.
+ *
+ * Each worker thread handles fake requests and records, per request, a
+ * structured event and a few key/values.  Run it, kill it however you like
+ * (kill -9 included), then read what it was doing with bb-extract <pid>.
+ *
+ *   bb-demo-worker [THREADS] [REQUESTS_PER_THREAD]   (0 = run until killed)
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <blackbox.h>
+
+static long per_thread;
+
+static const char *paths[] = { "/", "/login", "/api/orders", "/api/orders/42", "/static/app.js" };
+
+static void *worker(void *arg)
+{
+	long id = (long)(intptr_t)arg;
+	char name[16];
+
+	snprintf(name, sizeof(name), "worker-%ld", id);
+	pthread_setname_np(pthread_self(), name);
+	for (long n = 0; per_thread == 0 || n < per_thread; n++) {
+		uint64_t req = (uint64_t)id << 32 | (uint64_t)n;
+		const char *path = paths[(n + id) % 5];
+		int status = n % 17 == 0 ? 500 : 200;
+		struct bb_field f[] = {
+			BB_U64("id", req),
+			BB_STR("path", path),
+			BB_I64("status", status),
+			BB_F64("ms", 0.25 + (double)(n % 40) / 8),
+		};
+
+		bb_write_kv("stage", "parse");
+		bb_write_kv_u64("request", req);
+		bb_write_kv("stage", "handle");
+		bb_write_event("request", f, 4);
+		if (status != 200)
+			bb_write_kv("error", "upstream timed out");
+		usleep(1000);
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	long threads = argc > 1 ? strtol(argv[1], NULL, 10) : 4;
+	pthread_t th[64];
+	char path[4096];
+	int ret;
+
+	per_thread = argc > 2 ? strtol(argv[2], NULL, 10) : 0;
+	if (threads < 1 || threads > 64) {
+		fprintf(stderr, "usage: %s [THREADS (1-64)] [REQUESTS_PER_THREAD]\n", argv[0]);
+		return 2;
+	}
+	ret = bb_init(0);
+	if (ret < 0) {
+		fprintf(stderr, "bb_init: %s\n", strerror(-ret));
+		return 1;
+	}
+	bb_path(path, sizeof(path));
+	bb_write_kv("event", "service started");
+	bb_write_kv_i64("threads", threads);
+	printf("pid %d box %s\n", (int)getpid(), path);
+	fflush(stdout);
+	for (long i = 0; i < threads; i++)
+		pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i);
+	for (long i = 0; i < threads; i++)
+		pthread_join(th[i], NULL);
+	bb_write_kv("event", "service stopping");
+	return 0;
+}
