@@ -248,7 +248,8 @@ struct box {
 	char              aname[256];   /* its name in the archive directory */
 	char              apath[PATH_MAX];
 	char              err[768];
-	struct reap_event ev;
+	char              comm[sizeof(((struct bb_box_info *)0)->comm)];
+	struct reap_event ev;           /* strings point into this struct */
 };
 
 enum verdict { V_KEEP, V_SKIP, V_ERROR, V_REAP };
@@ -340,7 +341,7 @@ static enum verdict examine(struct box *b)
 		case -ENODATA:
 			/* bb_init() writes the header before its magic: a
 			 * short file may be a box being born.  Leave it. */
-			ev->reason = "shorter than a header, maybe being created";
+			ev->reason = "no complete header (yet): maybe a box being created";
 			return V_SKIP;
 		case -EBADMSG: case -EPROTONOSUPPORT: case -EPFNOSUPPORT:
 		case -EPERM: case -EINVAL: case -EISDIR: case -ELOOP:
@@ -356,7 +357,9 @@ static enum verdict examine(struct box *b)
 	ev->pid = info->pid;
 	ev->starttime = info->starttime;
 	ev->uid = info->uid;
-	ev->comm = info->comm;
+	/* copied: the event outlives the reader (closed before logging) */
+	snprintf(b->comm, sizeof(b->comm), "%s", info->comm);
+	ev->comm = b->comm;
 	ev->state = state_name(info->state);
 
 	b->liveness = bb_reader_liveness(b->r);
