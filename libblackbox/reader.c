@@ -209,6 +209,14 @@ static int check_header(struct bb_reader *r, const struct bb_header *h, uint64_t
 	in->anchor_realtime_ns = h->anchor_realtime_ns;
 	in->anchor_clock_ns = h->anchor_clock_ns;
 	in->created_ns = h->created_ns;
+	/* runtime fields as of this copy; refresh_info() reloads them live */
+	in->state = (int)h->state;
+	in->state_signal = h->state_signal;
+	in->state_ns = h->state_ns;
+	in->dropped_busy = h->dropped_busy;
+	in->dropped_nested = h->dropped_nested;
+	in->truncated = h->truncated;
+	in->dropped_toobig = h->dropped_toobig;
 	return 0;
 }
 
@@ -289,14 +297,16 @@ static int setup(struct bb_reader *r, const char *label, char *err, size_t errle
 	return 0;
 }
 
-static struct bb_reader *reader_new(const struct bb_header *h)
+/* A reader with the geometry and info validated into @tmp. */
+static struct bb_reader *reader_new(const struct bb_reader *tmp)
 {
-	struct bb_reader *r = calloc(1, sizeof(*r));
+	struct bb_reader *r = malloc(sizeof(*r));
 
 	if (!r)
 		return NULL;
-	r->rings = calloc(h->ring_count, sizeof(*r->rings));
-	r->rec = malloc(h->max_record);
+	*r = *tmp;
+	r->rings = calloc(r->info.ring_count, sizeof(*r->rings));
+	r->rec = malloc(r->info.max_record);
 	if (!r->rings || !r->rec) {
 		free(r->rings);
 		free(r->rec);
@@ -376,99 +386,104 @@ static int snapshot(struct bb_reader *r, int fd, size_t len)
 	return 0;
 }
 
+/*
+ * check_fd - everything short of mapping: a regular file, long enough, a
+ * valid header, owned by the header's uid.  Fills @tmp (zeroed by the
+ * caller) with the validated geometry and info, file identity included.
+ */
+static int check_fd(int fd, const char *label, unsigned flags, struct bb_reader *tmp,
+		    char *err, size_t errlen)
+{
+	struct bb_box_info *in = &tmp->info;
+	struct bb_header h;
+	struct stat st;
+	int rc;
+
+	if (fstat(fd, &st))
+		return say(err, errlen, -errno, "%s: fstat: %s", label, strerror(errno));
+	if (S_ISDIR(st.st_mode))
+		return say(err, errlen, -EISDIR, "%s: is a directory, not a box", label);
+	if (!S_ISREG(st.st_mode))
+		return say(err, errlen, -EINVAL,
+			   "%s: not a regular file (FIFOs, sockets and devices are never read)",
+			   label);
+	if (st.st_size == 0)
+		return say(err, errlen, -ENODATA, "%s: empty file (a box still being created?)",
+			   label);
+	if (st.st_size < (off_t)BB_HEADER_SIZE)
+		return say(err, errlen, -ENODATA, "%s: %lld bytes, shorter than a %u-byte header",
+			   label, (long long)st.st_size, BB_HEADER_SIZE);
+	if ((uint64_t)st.st_size > SIZE_MAX)
+		return say(err, errlen, -EFBIG, "%s: too large to map", label);
+	rc = pread_all(fd, &h, sizeof(h), 0);
+	if (rc)
+		return say(err, errlen, rc, "%s: cannot read the header: %s", label, strerror(-rc));
+	rc = check_header(tmp, &h, (uint64_t)st.st_size, label, err, errlen);
+	if (rc)
+		return rc;
+	if (st.st_uid != h.uid && !(flags & BB_OPEN_ANY_OWNER))
+		return say(err, errlen, -EPERM,
+			   "%s: file owner uid %u differs from the box's uid %" PRIu32
+			   " (planted file? BB_OPEN_ANY_OWNER accepts it)", label,
+			   (unsigned)st.st_uid, h.uid);
+	bb__strlcpy(in->path, label, sizeof(in->path));
+	in->file_size = (uint64_t)st.st_size;
+	in->file_mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u +
+			    (uint64_t)st.st_mtim.tv_nsec;
+	in->file_ino = st.st_ino;
+	in->file_dev = st.st_dev;
+	in->file_uid = st.st_uid;
+	return 0;
+}
+
 /* Open an fd we own (it is closed here). */
 static int open_owned_fd(int fd, const char *label, unsigned flags,
 			 struct bb_reader **out, char *err, size_t errlen)
 {
+	struct bb_reader tmp = { 0 }, *r = NULL;
 	struct bb_header h;
-	struct bb_reader *r = NULL;
-	uint32_t count, max_record;
-	struct stat st;
 	int rc;
 
 	*out = NULL;
-	if (fstat(fd, &st)) {
-		rc = say(err, errlen, -errno, "%s: fstat: %s", label, strerror(errno));
+	rc = check_fd(fd, label, flags, &tmp, err, errlen);
+	if (rc)
 		goto fail;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		rc = say(err, errlen, -EISDIR, "%s: is a directory, not a box", label);
-		goto fail;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		rc = say(err, errlen, -EINVAL,
-			 "%s: not a regular file (FIFOs, sockets and devices are never read)", label);
-		goto fail;
-	}
-	if (st.st_size < (off_t)BB_HEADER_SIZE) {
-		rc = say(err, errlen, -ENODATA,
-			 st.st_size ? "%s: %lld bytes, shorter than a %u-byte header"
-				    : "%s: empty file (a box still being created?)%.0lld%.0u",
-			 label, (long long)st.st_size, BB_HEADER_SIZE);
-		goto fail;
-	}
-	if ((uint64_t)st.st_size > SIZE_MAX) {
-		rc = say(err, errlen, -EFBIG, "%s: too large to map", label);
-		goto fail;
-	}
-	rc = pread_all(fd, &h, sizeof(h), 0);
-	if (rc) {
-		rc = say(err, errlen, rc, "%s: cannot read the header: %s", label, strerror(-rc));
-		goto fail;
-	}
-	r = reader_new(&h);
+	r = reader_new(&tmp);
 	if (!r) {
 		rc = say(err, errlen, -ENOMEM, "%s: out of memory", label);
 		goto fail;
 	}
-	rc = check_header(r, &h, (uint64_t)st.st_size, label, err, errlen);
-	if (rc)
-		goto fail;
-	if (st.st_uid != h.uid && !(flags & BB_OPEN_ANY_OWNER)) {
-		rc = say(err, errlen, -EPERM,
-			 "%s: file owner uid %u differs from the box's uid %" PRIu32
-			 " (planted file? BB_OPEN_ANY_OWNER accepts it)", label,
-			 (unsigned)st.st_uid, h.uid);
-		goto fail;
-	}
 	if (flags & BB_OPEN_SNAPSHOT) {
-		rc = snapshot(r, fd, (size_t)st.st_size);
+		rc = snapshot(r, fd, (size_t)tmp.info.file_size);
 		if (rc) {
 			rc = say(err, errlen, rc, "%s: snapshot: %s", label, strerror(-rc));
 			goto fail;
 		}
-		/* the header may have been rewritten since: check the copy's */
+		/* the header may have been rewritten since: check the copy's,
+		 * and insist on the geometry the reader was sized for */
 		memcpy(&h, r->base, sizeof(h));
-		count = r->info.ring_count;
-		max_record = r->info.max_record;
 		rc = check_header(r, &h, r->len, label, err, errlen);
 		if (rc)
 			goto fail;
-		if (count != r->info.ring_count || max_record != r->info.max_record) {
+		if (tmp.info.ring_count != r->info.ring_count ||
+		    tmp.info.max_record != r->info.max_record) {
 			rc = say(err, errlen, -EBADMSG, "%s: header changed while being read", label);
 			goto fail;
 		}
 	} else {
-		void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+		void *m = mmap(NULL, (size_t)tmp.info.file_size, PROT_READ, MAP_SHARED, fd, 0);
 
 		if (m == MAP_FAILED) {
 			rc = say(err, errlen, -errno, "%s: mmap: %s", label, strerror(errno));
 			goto fail;
 		}
 		r->base = m;
-		r->len = (size_t)st.st_size;
+		r->len = (size_t)tmp.info.file_size;
 		r->mapped = true;
 	}
 	rc = setup(r, label, err, errlen);
 	if (rc)
 		goto fail;
-	bb__strlcpy(r->info.path, label, sizeof(r->info.path));
-	r->info.file_size = (uint64_t)st.st_size;
-	r->info.file_mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u +
-				(uint64_t)st.st_mtim.tv_nsec;
-	r->info.file_ino = st.st_ino;
-	r->info.file_dev = st.st_dev;
-	r->info.file_uid = st.st_uid;
 	close(fd);
 	*out = r;
 	return 0;
@@ -478,26 +493,50 @@ fail:
 	return rc;
 }
 
+/* openat() as FORMAT §9.1 says, with a precise message.  fd or -errno. */
+static int open_nofollow(int dirfd, const char *name, const char *label, char *err,
+			 size_t errlen)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	int e = errno;
+
+	if (fd >= 0)
+		return fd;
+	if (e == ELOOP)
+		return say(err, errlen, -ELOOP, "%s: is a symbolic link (never followed)", label);
+	if (e == ENOENT)
+		return say(err, errlen, -ENOENT, "%s: no such file", label);
+	if (e == EACCES)
+		return say(err, errlen, -EACCES, "%s: permission denied", label);
+	return say(err, errlen, -e, "%s: %s", label, strerror(e));
+}
+
 static int open_at(int dirfd, const char *name, const char *label, unsigned flags,
 		   struct bb_reader **out, char *err, size_t errlen)
 {
 	int fd;
 
 	*out = NULL;
-	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		int e = errno;
-
-		if (e == ELOOP)
-			return say(err, errlen, -ELOOP, "%s: is a symbolic link (never followed)",
-				   label);
-		if (e == ENOENT)
-			return say(err, errlen, -ENOENT, "%s: no such file", label);
-		if (e == EACCES)
-			return say(err, errlen, -EACCES, "%s: permission denied", label);
-		return say(err, errlen, -e, "%s: %s", label, strerror(e));
-	}
+	fd = open_nofollow(dirfd, name, label, err, errlen);
+	if (fd < 0)
+		return fd;
 	return open_owned_fd(fd, label, flags, out, err, errlen);
+}
+
+/* Header facts of a box file without mapping it (so that our own mapping
+ * cannot make its owner look alive when the owner is this process). */
+static int probe_at(int dirfd, const char *name, unsigned flags, struct bb_box_info *info,
+		    char *err, size_t errlen)
+{
+	struct bb_reader tmp = { 0 };
+	int fd = open_nofollow(dirfd, name, name, err, errlen), rc;
+
+	if (fd < 0)
+		return fd;
+	rc = check_fd(fd, name, flags, &tmp, err, errlen);
+	close(fd);
+	*info = tmp.info;
+	return rc;
 }
 
 BB_EXPORT int bb_reader_open_path(const char *path, unsigned flags,
@@ -536,8 +575,8 @@ BB_EXPORT int bb_reader_open_mem(const void *buf, size_t len, unsigned flags,
 				 struct bb_reader **out, char *err, size_t errlen)
 {
 	static const char label[] = "<memory>";
+	struct bb_reader tmp = { 0 }, *r;
 	struct bb_header h;
-	struct bb_reader *r;
 	int rc;
 
 	if (!out)
@@ -547,17 +586,17 @@ BB_EXPORT int bb_reader_open_mem(const void *buf, size_t len, unsigned flags,
 		return say(err, errlen, -ENODATA, "%s: %zu bytes, shorter than a %u-byte header",
 			   label, buf ? len : 0, BB_HEADER_SIZE);
 	memcpy(&h, buf, sizeof(h));
-	r = reader_new(&h);
-	if (!r)
+	rc = check_header(&tmp, &h, len, label, err, errlen);
+	if (rc)
+		return rc;
+	r = reader_new(&tmp);
+	if (!r || !(r->base = malloc(len))) {
+		bb_reader_close(r);
 		return say(err, errlen, -ENOMEM, "%s: out of memory", label);
-	rc = check_header(r, &h, len, label, err, errlen);
-	if (!rc && !(r->base = malloc(len)))
-		rc = say(err, errlen, -ENOMEM, "%s: out of memory", label);
-	if (!rc) {
-		memcpy(r->base, buf, len);
-		r->len = len;
-		rc = setup(r, label, err, errlen);
 	}
+	memcpy(r->base, buf, len);
+	r->len = len;
+	rc = setup(r, label, err, errlen);
 	if (rc) {
 		bb_reader_close(r);
 		return rc;
@@ -625,38 +664,34 @@ BB_EXPORT int bb_reader_open_pid(pid_t pid, const char *dir, unsigned flags,
 		return say(err, errlen, -errno, "%s: cannot open directory: %s", dir,
 			   strerror(errno));
 	while ((e = readdir(d))) {
-		struct bb_reader *c;
+		struct bb_box_info in;
 		bool alive, better;
 
 		if (!box_name_of(e->d_name, prefix) || strlen(e->d_name) >= sizeof(best))
 			continue;
-		/* probe without copying: only the winner is opened as asked */
-		if (bb_reader_openat(dirfd(d), e->d_name, flags & ~BB_OPEN_SNAPSHOT, &c,
-				     why, sizeof(why))) {
+		if (probe_at(dirfd(d), e->d_name, flags, &in, why, sizeof(why))) {
 			rejected++;
 			continue;
 		}
-		if (!name_matches(e->d_name, &c->info)) {
+		if (!name_matches(e->d_name, &in)) {
 			snprintf(why, sizeof(why), "%s: header says pid %" PRId32 ", start time %"
 				 PRIu64 ", sequence %" PRIu32 ": name not trusted", e->d_name,
-				 c->info.pid, c->info.starttime, c->info.sequence);
+				 in.pid, in.starttime, in.sequence);
 			rejected++;
-			bb_reader_close(c);
 			continue;
 		}
-		alive = bb_reader_liveness(c) == BB_OWNER_ALIVE;
+		alive = bb_owner_liveness(&in) == BB_OWNER_ALIVE;
 		better = !found || (alive && !best_alive) ||
 			 (alive == best_alive &&
-			  (c->info.created_ns > best_created ||
-			   (c->info.created_ns == best_created && c->info.sequence > best_seq)));
+			  (in.created_ns > best_created ||
+			   (in.created_ns == best_created && in.sequence > best_seq)));
 		if (better) {
 			found = true;
 			best_alive = alive;
-			best_created = c->info.created_ns;
-			best_seq = c->info.sequence;
+			best_created = in.created_ns;
+			best_seq = in.sequence;
 			bb__strlcpy(best, e->d_name, sizeof(best));
 		}
-		bb_reader_close(c);
 	}
 	if (!found) {
 		closedir(d);

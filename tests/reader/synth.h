@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * synth.h - build boxes by hand from blackbox/format.h, independently of the
+ * writer, for the reader tests and the fuzz seed generator (header-only).
+ *
+ * Layout: header at 0, ring table at 4096, ring i's data at
+ * 4096 * (1 + table pages) + i * ring_size.  Records are written the way
+ * FORMAT.md §7 says (tail advanced over whole records, seq DONE(pos)).
+ */
+#ifndef BB_TESTS_SYNTH_H
+#define BB_TESTS_SYNTH_H
+
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <blackbox/format.h>
+
+struct synth {
+	uint8_t *buf;
+	size_t len;
+	uint32_t rings;
+	uint64_t ring_size;
+};
+
+static inline struct bb_header *synth_hdr(struct synth *s)
+{
+	return (struct bb_header *)(void *)s->buf;
+}
+
+static inline struct bb_ring_desc *synth_desc(struct synth *s, uint32_t i)
+{
+	return (struct bb_ring_desc *)(void *)(s->buf + synth_hdr(s)->ring_table_offset +
+					       (uint64_t)i * BB_RING_DESC_SIZE);
+}
+
+static inline uint8_t *synth_data(struct synth *s, uint32_t i)
+{
+	return s->buf + synth_desc(s, i)->data_offset;
+}
+
+/* This process's start time (field 22 of /proc/self/stat). */
+static inline uint64_t synth_starttime(int pid)
+{
+	char path[64], buf[1024];
+	unsigned long long st = 0;
+	const char *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (p)
+		sscanf(p + 2, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu", &st);
+	return st;
+}
+
+/*
+ * A box of @rings private rings of @ring_size bytes, owned by this process
+ * but with a start time that does not match, so its owner counts as dead
+ * (orphaned) unless synth_make_alive() is called.
+ */
+static inline void synth_init(struct synth *s, uint32_t rings, uint64_t ring_size)
+{
+	uint64_t table_pages = ((uint64_t)rings * BB_RING_DESC_SIZE + 4095) / 4096;
+	uint64_t data0 = 4096 * (1 + table_pages);
+	struct bb_header *h;
+	FILE *f;
+
+	s->rings = rings;
+	s->ring_size = ring_size;
+	s->len = data0 + rings * ring_size;
+	s->buf = calloc(1, s->len);
+	if (!s->buf)
+		abort();
+	h = synth_hdr(s);
+	h->magic = BB_MAGIC;
+	h->version_major = BB_FORMAT_MAJOR;
+	h->version_minor = BB_FORMAT_MINOR;
+	h->header_size = BB_HEADER_SIZE;
+	h->byte_order = BB_BYTE_ORDER_MARK;
+	h->word_size = sizeof(void *);
+	h->clock = BB_CLOCK_MONOTONIC;
+	h->box_size = s->len;
+	h->ring_count = rings;
+	h->ring_desc_size = BB_RING_DESC_SIZE;
+	h->ring_table_offset = 4096;
+	h->ring_size = ring_size;
+	h->max_record = ring_size < 1024 ? (uint32_t)ring_size : 1024;
+	h->page_size = 4096;
+	h->pid = getpid();
+	h->uid = getuid();
+	h->starttime = 1; /* not ours: the owner is "gone" */
+	f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	if (f) {
+		if (fgets(h->boot_id, sizeof(h->boot_id), f))
+			h->boot_id[strcspn(h->boot_id, "\n")] = '\0';
+		fclose(f);
+	}
+	strcpy(h->comm, "synth");
+	strcpy(h->cmdline, "synth --test");
+	h->anchor_realtime_ns = 1000000000000;
+	h->anchor_clock_ns = 1000;
+	h->created_ns = 1;
+	h->state = BB_STATE_RUNNING;
+	for (uint32_t i = 0; i < rings; i++) {
+		struct bb_ring_desc *d = synth_desc(s, i);
+
+		d->state = BB_RING_OWNED;
+		d->kind = BB_RING_PRIVATE;
+		d->tid = (int32_t)(100 + i);
+		d->data_offset = data0 + i * ring_size;
+		snprintf(d->thread_name, sizeof(d->thread_name), "t%u", i);
+	}
+}
+
+static inline void synth_make_alive(struct synth *s)
+{
+	synth_hdr(s)->starttime = synth_starttime(getpid());
+}
+
+static inline void synth_free(struct synth *s)
+{
+	free(s->buf);
+	s->buf = NULL;
+}
+
+/* Copy bytes into ring @i at position @pos, wrapping. */
+static inline void synth_copy(struct synth *s, uint32_t i, uint64_t pos, const void *p, size_t n)
+{
+	uint8_t *d = synth_data(s, i);
+
+	for (size_t k = 0; k < n; k++)
+		d[(pos + k) & (s->ring_size - 1)] = ((const uint8_t *)p)[k];
+}
+
+static inline void synth_read(struct synth *s, uint32_t i, uint64_t pos, void *p, size_t n)
+{
+	uint8_t *d = synth_data(s, i);
+
+	for (size_t k = 0; k < n; k++)
+		((uint8_t *)p)[k] = d[(pos + k) & (s->ring_size - 1)];
+}
+
+/* Append a record to ring @i as the writer does; returns its position. */
+static inline uint64_t synth_put(struct synth *s, uint32_t i, uint8_t tag, uint8_t flags,
+				 uint64_t ts, const void *val, size_t vlen)
+{
+	struct bb_ring_desc *d = synth_desc(s, i);
+	size_t ext = (flags & BB_RF_TID) ? 8 : 0;
+	struct bb_record_hdr h = {
+		.len = (uint16_t)(BB_RECORD_HDR_SIZE + ext + vlen), .tag = tag,
+		.flags = flags, .ts = ts,
+	};
+	uint64_t pos = d->head, stride = BB_RECORD_STRIDE(h.len);
+	static const uint8_t zero[8];
+	int32_t tid = d->tid;
+
+	while (pos + stride - d->tail > s->ring_size) {
+		struct bb_record_hdr old;
+
+		synth_read(s, i, d->tail, &old, sizeof(old));
+		d->tail += BB_RECORD_STRIDE(old.len);
+	}
+	h.seq = BB_SEQ_DONE(pos);
+	synth_copy(s, i, pos, &h, sizeof(h));
+	if (ext) {
+		synth_copy(s, i, pos + 16, &tid, 4);
+		synth_copy(s, i, pos + 20, zero, 4);
+	}
+	synth_copy(s, i, pos + 16 + ext, val, vlen);
+	synth_copy(s, i, pos + h.len, zero, stride - h.len);
+	d->head = pos + stride;
+	return pos;
+}
+
+/* A write cut short at head: busy seq, head not advanced. */
+static inline void synth_torn(struct synth *s, uint32_t i)
+{
+	struct bb_ring_desc *d = synth_desc(s, i);
+	uint32_t seq = BB_SEQ_BUSY(d->head);
+
+	synth_copy(s, i, d->head, &seq, 4);
+}
+
+/* Write the box to @path (mode 0600); 0 or -1. */
+static inline int synth_save(struct synth *s, const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = write(fd, s->buf, s->len);
+	close(fd);
+	return n == (ssize_t)s->len ? 0 : -1;
+}
+
+/* Minimal CBOR encoders for test values (definite lengths). */
+static inline size_t cb_head(uint8_t *p, unsigned major, uint64_t v)
+{
+	if (v < 24) {
+		p[0] = (uint8_t)(major << 5 | v);
+		return 1;
+	}
+	if (v <= 0xff) {
+		p[0] = (uint8_t)(major << 5 | 24);
+		p[1] = (uint8_t)v;
+		return 2;
+	}
+	if (v <= 0xffff) {
+		p[0] = (uint8_t)(major << 5 | 25);
+		p[1] = (uint8_t)(v >> 8);
+		p[2] = (uint8_t)v;
+		return 3;
+	}
+	p[0] = (uint8_t)(major << 5 | 27);
+	for (int k = 0; k < 8; k++)
+		p[1 + k] = (uint8_t)(v >> (56 - 8 * k));
+	return 9;
+}
+
+static inline size_t cb_text(uint8_t *p, const char *s)
+{
+	size_t n = strlen(s), h = cb_head(p, 3, n);
+
+	memcpy(p + h, s, n);
+	return h + n;
+}
+
+static inline size_t cb_int(uint8_t *p, int64_t v)
+{
+	return v < 0 ? cb_head(p, 1, (uint64_t)(-1 - v)) : cb_head(p, 0, (uint64_t)v);
+}
+
+static inline size_t cb_f64(uint8_t *p, double d)
+{
+	uint64_t b;
+
+	memcpy(&b, &d, 8);
+	p[0] = 0xfb;
+	for (int k = 0; k < 8; k++)
+		p[1 + k] = (uint8_t)(b >> (56 - 8 * k));
+	return 9;
+}
+
+/* Append a str record. */
+static inline uint64_t synth_str(struct synth *s, uint32_t i, uint64_t ts, const char *str)
+{
+	uint8_t v[1100];
+	size_t n = cb_text(v, str);
+
+	return synth_put(s, i, BB_TAG_STR, 0, ts, v, n);
+}
+
+/* Append an owner record: [tid, name, prev_tid, prev_name]. */
+static inline uint64_t synth_owner(struct synth *s, uint32_t i, uint64_t ts, int32_t tid,
+				   const char *name, int32_t ptid, const char *pname)
+{
+	uint8_t v[128];
+	size_t n = 0;
+
+	v[n++] = 0x84;
+	n += cb_int(v + n, tid);
+	n += cb_text(v + n, name);
+	n += cb_int(v + n, ptid);
+	n += cb_text(v + n, pname);
+	return synth_put(s, i, BB_TAG_OWNER, 0, ts, v, n);
+}
+
+#endif /* BB_TESTS_SYNTH_H */
