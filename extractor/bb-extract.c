@@ -70,7 +70,7 @@ struct ctx {
 	const struct bb_box_info *info;
 	bool with_pid;       /* --all: records carry the owner's pid */
 	uint64_t bad_values; /* intact records whose value did not decode */
-	uint64_t lost;       /* --follow: records lost to overwrites between polls */
+	uint64_t lapped;     /* --follow: times the writer lapped us between polls */
 	char *scratch;       /* text: room for a value too long for the fast path */
 };
 
@@ -210,13 +210,14 @@ static int open_box(const struct src *s, const struct opts *o, bool follow,
 		if (ret == -ENODATA && quiet_enodata)
 			return ret;
 		src_label(s, label, sizeof(label));
-		if (ret == -ESRCH && s->kind == SRC_PID)
+		if (ret == -ESRCH && s->kind == SRC_PID && !err[0])
 			msg(label, "no box of this process in %s",
 			    s->dir ? s->dir : BB_DEFAULT_DIR);
+		else if (err[0]) /* the reader's message names the file */
+			msg(NULL, "%s%s", err, ret == -EPERM && !o->any_owner
+			    ? " (--any-owner reads it anyway)" : "");
 		else
-			msg(label, "%s%s", err[0] ? err : strerror(-ret),
-			    ret == -EPERM && !o->any_owner
-				? " (--any-owner reads it anyway)" : "");
+			msg(label, "%s", strerror(-ret));
 		return ret;
 	}
 	*live = bb_reader_liveness(r);
@@ -274,7 +275,7 @@ static int text_record(const struct bb_record *rec, void *arg)
 	p[n++] = ' ';
 	bbx_out_commit(o, n);
 
-	p = bbx_out_reserve(o, TEXT_FAST + 32);
+	p = bbx_out_reserve(o, TEXT_FAST);
 	v = bb_format_value(rec->tag, rec->flags, rec->value, rec->value_len,
 			    p, TEXT_FAST);
 	if (v >= 0 && (size_t)v < TEXT_FAST - 1) {
@@ -288,13 +289,8 @@ static int text_record(const struct bb_record *rec, void *arg)
 		if (v > 0)
 			bbx_out_put(o, c->scratch, (size_t)v);
 	} else {
-		/* p holds a short description of what is wrong */
-		static const char pfx[] = "!bad value: ";
-		size_t k = strnlen(p, TEXT_FAST - 1);
-
-		memmove(p + sizeof(pfx) - 1, p, k);
-		memcpy(p, pfx, sizeof(pfx) - 1);
-		bbx_out_commit(o, k + sizeof(pfx) - 1);
+		/* p holds a short description: "<malformed ... value: why>" */
+		bbx_out_commit(o, strnlen(p, TEXT_FAST - 1));
 		c->bad_values++;
 	}
 	bbx_out_char(o, '\n');
@@ -310,22 +306,15 @@ static int struct_record(const struct bb_record *rec, void *arg)
 	bbx_em_map(em);
 	bbx_em_key(em, "ts");
 	bbx_em_str(em, t, bbx_fmt_time(t, rec->wall_ns));
-	bbx_em_key(em, "ts_ns");
-	bbx_em_i64(em, rec->wall_ns);
-	bbx_em_key(em, "clock_ns");
-	bbx_em_u64(em, rec->ts);
+	bbx_em_kv_i64(em, "ts_ns", rec->wall_ns);
+	bbx_em_kv_u64(em, "clock_ns", rec->ts);
 	if (c->with_pid) {
-		bbx_em_key(em, "pid");
-		bbx_em_i64(em, c->info->pid);
+		bbx_em_kv_i64(em, "pid", c->info->pid);
 	}
-	bbx_em_key(em, "tid");
-	bbx_em_i64(em, rec->tid);
-	bbx_em_key(em, "thread");
-	bbx_em_cstr(em, rec->thread_name ? rec->thread_name : "");
-	bbx_em_key(em, "ring");
-	bbx_em_u64(em, rec->ring);
-	bbx_em_key(em, "type");
-	bbx_em_cstr(em, bb_tag_name(rec->tag));
+	bbx_em_kv_i64(em, "tid", rec->tid);
+	bbx_em_kv_str(em, "thread", rec->thread_name ? rec->thread_name : "");
+	bbx_em_kv_u64(em, "ring", rec->ring);
+	bbx_em_kv_str(em, "type", bb_tag_name(rec->tag));
 	if (!bbx_em_record_value(em, rec->tag, rec->value, rec->value_len))
 		c->bad_values++;
 	bbx_em_key(em, "truncated");
@@ -356,10 +345,11 @@ static const char *ring_state_name(uint32_t s)
 	}
 }
 
+/* Rings that were used or where something happened. */
 static bool ring_worth_reporting(const struct bb_ring_stats *st)
 {
-	return st->state != BB_RING_FREE || st->read || st->torn ||
-	       st->overwritten || st->corrupt || st->skipped_bytes;
+	return st->tid || st->read || st->torn || st->overwritten ||
+	       st->corrupt || st->skipped_bytes;
 }
 
 static bool is_damaged(const struct ctx *c, const struct bb_ring_stats *tot)
@@ -386,69 +376,43 @@ static void summary_struct(struct ctx *c, int live, int code)
 	bbx_em_map(em);
 	bbx_em_key(em, "summary");
 	bbx_em_map(em);
-	bbx_em_key(em, "path");
-	bbx_em_cstr(em, in->path);
-	bbx_em_key(em, "pid");
-	bbx_em_i64(em, in->pid);
-	bbx_em_key(em, "uid");
-	bbx_em_u64(em, in->uid);
-	bbx_em_key(em, "comm");
-	bbx_em_cstr(em, in->comm);
-	bbx_em_key(em, "cmdline");
-	bbx_em_cstr(em, in->cmdline);
-	bbx_em_key(em, "starttime");
-	bbx_em_u64(em, in->starttime);
-	bbx_em_key(em, "boot_id");
-	bbx_em_cstr(em, in->boot_id);
-	bbx_em_key(em, "sequence");
-	bbx_em_u64(em, in->sequence);
-	bbx_em_key(em, "state");
-	bbx_em_cstr(em, state_name(live));
+	bbx_em_kv_str(em, "path", in->path);
+	bbx_em_kv_i64(em, "pid", in->pid);
+	bbx_em_kv_u64(em, "uid", in->uid);
+	bbx_em_kv_str(em, "comm", in->comm);
+	bbx_em_kv_str(em, "cmdline", in->cmdline);
+	bbx_em_kv_u64(em, "starttime", in->starttime);
+	bbx_em_kv_str(em, "boot_id", in->boot_id);
+	bbx_em_kv_u64(em, "sequence", in->sequence);
+	bbx_em_kv_str(em, "state", state_name(live));
 	if (in->state == BB_STATE_CRASHED) {
-		bbx_em_key(em, "signal");
-		bbx_em_i64(em, in->state_signal);
+		bbx_em_kv_i64(em, "signal", in->state_signal);
 	}
 	bbx_em_key(em, "created");
 	bbx_em_str(em, t, bbx_fmt_time(t, (int64_t)in->created_ns));
 	snprintf(ver, sizeof(ver), "%u.%u", in->version_major, in->version_minor);
-	bbx_em_key(em, "format");
-	bbx_em_cstr(em, ver);
-	bbx_em_key(em, "box_size");
-	bbx_em_u64(em, in->box_size);
-	bbx_em_key(em, "ring_size");
-	bbx_em_u64(em, in->ring_size);
-	bbx_em_key(em, "ring_count");
-	bbx_em_u64(em, in->ring_count);
-	bbx_em_key(em, "rings_used");
-	bbx_em_u64(em, in->rings_used);
+	bbx_em_kv_str(em, "format", ver);
+	bbx_em_kv_u64(em, "box_size", in->box_size);
+	bbx_em_kv_u64(em, "ring_size", in->ring_size);
+	bbx_em_kv_u64(em, "ring_count", in->ring_count);
+	bbx_em_kv_u64(em, "rings_used", in->rings_used);
 
-	bbx_em_key(em, "records");
-	bbx_em_u64(em, tot.read);
-	bbx_em_key(em, "torn");
-	bbx_em_u64(em, tot.torn);
-	bbx_em_key(em, "overwritten");
-	bbx_em_u64(em, tot.overwritten);
-	bbx_em_key(em, "corrupt");
-	bbx_em_u64(em, tot.corrupt);
-	bbx_em_key(em, "skipped_bytes");
-	bbx_em_u64(em, tot.skipped_bytes);
-	bbx_em_key(em, "bad_values");
-	bbx_em_u64(em, c->bad_values);
+	bbx_em_kv_u64(em, "records", tot.read);
+	bbx_em_kv_u64(em, "torn", tot.torn);
+	bbx_em_kv_u64(em, "overwritten", tot.overwritten);
+	bbx_em_kv_u64(em, "corrupt", tot.corrupt);
+	bbx_em_kv_u64(em, "skipped_bytes", tot.skipped_bytes);
+	bbx_em_kv_u64(em, "bad_values", c->bad_values);
 	if (c->opt->follow) {
-		bbx_em_key(em, "lost_between_polls");
-		bbx_em_u64(em, c->lost);
+		bbx_em_kv_u64(em, "lapped_between_polls", c->lapped);
 	}
 	bbx_em_key(em, "dropped");
 	bbx_em_map(em);
-	bbx_em_key(em, "busy");
-	bbx_em_u64(em, in->dropped_busy);
-	bbx_em_key(em, "nested");
-	bbx_em_u64(em, in->dropped_nested);
-	bbx_em_key(em, "toobig");
-	bbx_em_u64(em, in->dropped_toobig);
+	bbx_em_kv_u64(em, "busy", in->dropped_busy);
+	bbx_em_kv_u64(em, "nested", in->dropped_nested);
+	bbx_em_kv_u64(em, "toobig", in->dropped_toobig);
 	bbx_em_end(em);
-	bbx_em_key(em, "truncated");
-	bbx_em_u64(em, in->truncated);
+	bbx_em_kv_u64(em, "truncated", in->truncated);
 
 	bbx_em_key(em, "rings");
 	bbx_em_array(em);
@@ -460,33 +424,21 @@ static void summary_struct(struct ctx *c, int live, int code)
 		st = *p;
 		st.thread_name[sizeof(st.thread_name) - 1] = '\0';
 		bbx_em_map(em);
-		bbx_em_key(em, "ring");
-		bbx_em_u64(em, i);
-		bbx_em_key(em, "kind");
-		bbx_em_cstr(em, ring_kind_name(st.kind));
-		bbx_em_key(em, "state");
-		bbx_em_cstr(em, ring_state_name(st.state));
-		bbx_em_key(em, "tid");
-		bbx_em_i64(em, st.tid);
-		bbx_em_key(em, "thread");
-		bbx_em_cstr(em, st.thread_name);
-		bbx_em_key(em, "read");
-		bbx_em_u64(em, st.read);
-		bbx_em_key(em, "torn");
-		bbx_em_u64(em, st.torn);
-		bbx_em_key(em, "overwritten");
-		bbx_em_u64(em, st.overwritten);
-		bbx_em_key(em, "corrupt");
-		bbx_em_u64(em, st.corrupt);
-		bbx_em_key(em, "skipped_bytes");
-		bbx_em_u64(em, st.skipped_bytes);
+		bbx_em_kv_u64(em, "ring", i);
+		bbx_em_kv_str(em, "kind", ring_kind_name(st.kind));
+		bbx_em_kv_str(em, "state", ring_state_name(st.state));
+		bbx_em_kv_i64(em, "tid", st.tid);
+		bbx_em_kv_str(em, "thread", st.thread_name);
+		bbx_em_kv_u64(em, "read", st.read);
+		bbx_em_kv_u64(em, "torn", st.torn);
+		bbx_em_kv_u64(em, "overwritten", st.overwritten);
+		bbx_em_kv_u64(em, "corrupt", st.corrupt);
+		bbx_em_kv_u64(em, "skipped_bytes", st.skipped_bytes);
 		bbx_em_end(em);
 	}
 	bbx_em_end(em);
-	bbx_em_key(em, "status");
-	bbx_em_cstr(em, is_damaged(c, &tot) ? "damaged" : "intact");
-	bbx_em_key(em, "exit");
-	bbx_em_i64(em, code);
+	bbx_em_kv_str(em, "status", is_damaged(c, &tot) ? "damaged" : "intact");
+	bbx_em_kv_i64(em, "exit", code);
 	bbx_em_end(em);
 	bbx_em_end(em);
 	bbx_em_eol(em);
@@ -536,9 +488,9 @@ static void summary_text(struct ctx *c, int live)
 	    (unsigned long long)in->dropped_nested,
 	    (unsigned long long)in->dropped_toobig,
 	    (unsigned long long)in->truncated);
-	if (c->opt->follow && c->lost)
-		msg(in->path, "%llu records lost to overwrites between polls",
-		    (unsigned long long)c->lost);
+	if (c->opt->follow && c->lapped)
+		msg(in->path, "records were lost: the writer lapped the reader "
+		    "%llu times between polls", (unsigned long long)c->lapped);
 	if (is_damaged(c, &tot))
 		msg(in->path, "box damaged: the output is partial");
 }
@@ -582,11 +534,11 @@ static int follow(struct ctx *c)
 			return ret;
 		bb_reader_total_stats(c->r, &tot);
 		if (tot.overwritten != seen) {
-			c->lost += tot.overwritten - seen;
-			if (c->opt->fmt == FMT_TEXT || !c->opt->quiet)
-				msg(c->info->path, "%llu records lost to overwrites "
-				    "(the writer lapped the reader)",
-				    (unsigned long long)(tot.overwritten - seen));
+			/* stats count laps (gaps), not records: the records
+			 * in a gap were overwritten before anyone read them */
+			c->lapped += tot.overwritten - seen;
+			msg(c->info->path, "records lost: the writer overwrote "
+			    "them before they could be read");
 			seen = tot.overwritten;
 		}
 		if (live != BB_OWNER_ALIVE || stop_requested)
@@ -717,7 +669,11 @@ static int scan_one(int dirfd, const char *name, void *arg)
 			return 0;
 		}
 		in = bb_reader_info(r);
-		e->path = strdup(in->path);
+		/* opened by name: show where */
+		if (strchr(in->path, '/') ||
+		    asprintf(&e->path, "%s/%s", s->opt->dir ? s->opt->dir : BB_DEFAULT_DIR,
+			     in->path) < 0)
+			e->path = strdup(in->path);
 		e->pid = in->pid;
 		e->created_ns = in->created_ns;
 		e->sequence = in->sequence;
@@ -840,28 +796,18 @@ static int do_list(const struct opts *o, struct bbx_out *out)
 
 		if (o->fmt != FMT_TEXT) {
 			bbx_em_map(&em);
-			bbx_em_key(&em, "pid");
-			bbx_em_i64(&em, e->pid);
-			bbx_em_key(&em, "comm");
-			bbx_em_cstr(&em, e->comm);
-			bbx_em_key(&em, "state");
-			bbx_em_cstr(&em, state);
-			bbx_em_key(&em, "size");
-			bbx_em_u64(&em, e->box_size);
-			bbx_em_key(&em, "rings_used");
-			bbx_em_u64(&em, e->rings_used);
-			bbx_em_key(&em, "ring_count");
-			bbx_em_u64(&em, e->ring_count);
-			bbx_em_key(&em, "records");
-			bbx_em_u64(&em, e->records);
-			bbx_em_key(&em, "dropped");
-			bbx_em_u64(&em, e->dropped);
+			bbx_em_kv_i64(&em, "pid", e->pid);
+			bbx_em_kv_str(&em, "comm", e->comm);
+			bbx_em_kv_str(&em, "state", state);
+			bbx_em_kv_u64(&em, "size", e->box_size);
+			bbx_em_kv_u64(&em, "rings_used", e->rings_used);
+			bbx_em_kv_u64(&em, "ring_count", e->ring_count);
+			bbx_em_kv_u64(&em, "records", e->records);
+			bbx_em_kv_u64(&em, "dropped", e->dropped);
 			bbx_em_key(&em, "created");
 			bbx_em_str(&em, t, bbx_fmt_time(t, (int64_t)e->created_ns));
-			bbx_em_key(&em, "age_s");
-			bbx_em_u64(&em, age);
-			bbx_em_key(&em, "path");
-			bbx_em_cstr(&em, e->path);
+			bbx_em_kv_u64(&em, "age_s", age);
+			bbx_em_kv_str(&em, "path", e->path);
 			bbx_em_end(&em);
 			bbx_em_eol(&em);
 			continue;

@@ -309,6 +309,11 @@ static void json_double(struct bbx_out *o, double v)
 		if (strtod(buf, NULL) == v)
 			break;
 	}
+	/* keep it a float for typed consumers: 0 -> 0.0, 1e+300 stays */
+	if (!strpbrk(buf, ".e") && n + 2 < (int)sizeof(buf)) {
+		memcpy(buf + n, ".0", 3);
+		n += 2;
+	}
 	bbx_out_put(o, buf, (size_t)n);
 }
 

@@ -54,6 +54,25 @@ void bbx_em_str(struct bbx_em *em, const char *s, size_t n);
 void bbx_em_cstr(struct bbx_em *em, const char *s);
 void bbx_em_bytes(struct bbx_em *em, const uint8_t *p, size_t n);
 
+/* A member: key and value in one call. */
+static inline void bbx_em_kv_u64(struct bbx_em *em, const char *k, uint64_t v)
+{
+	bbx_em_key(em, k);
+	bbx_em_u64(em, v);
+}
+
+static inline void bbx_em_kv_i64(struct bbx_em *em, const char *k, int64_t v)
+{
+	bbx_em_key(em, k);
+	bbx_em_i64(em, v);
+}
+
+static inline void bbx_em_kv_str(struct bbx_em *em, const char *k, const char *s)
+{
+	bbx_em_key(em, k);
+	bbx_em_cstr(em, s);
+}
+
 /*
  * The value part of a record: check that @value (@len bytes of CBOR) is
  * well formed and has the shape @tag says, and emit its fields ("key" and

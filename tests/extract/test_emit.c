@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: bb-extract's encoders on their own: RFC 3339 times, JSON
+ * string escaping (invalid UTF-8, control characters), CBOR values to
+ * JSON and CBOR (shapes, limits, malformed input), and the output buffers
+ * (io_uring and write(2) produce the same bytes).
+ */
+#include <criterion/criterion.h>
+
+#include <blackbox/format.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "emit.h"
+#include "out.h"
+
+struct sink {
+	int fd;
+	struct bbx_out o;
+	struct bbx_em em;
+};
+
+static void sink_open(struct sink *s, bool cbor, bool uring)
+{
+	s->fd = memfd_create("emit", 0);
+	cr_assert(s->fd >= 0);
+	cr_assert_eq(bbx_out_open(&s->o, s->fd, uring), 0);
+	bbx_em_init(&s->em, &s->o, cbor);
+}
+
+/* Close and return what was written (NUL-terminated); *len its size. */
+static char *sink_close(struct sink *s, size_t *len)
+{
+	off_t n;
+	char *buf;
+
+	cr_assert_eq(bbx_out_close(&s->o), 0);
+	n = lseek(s->fd, 0, SEEK_END);
+	cr_assert(n >= 0);
+	buf = malloc((size_t)n + 1);
+	cr_assert_eq(pread(s->fd, buf, (size_t)n, 0), n);
+	buf[n] = '\0';
+	close(s->fd);
+	if (len)
+		*len = (size_t)n;
+	return buf;
+}
+
+/* A record value as JSON members (inside braces), and whether it decoded. */
+static char *json_value(unsigned tag, const void *v, size_t n, bool *ok)
+{
+	struct sink s;
+
+	sink_open(&s, false, false);
+	bbx_em_map(&s.em);
+	*ok = bbx_em_record_value(&s.em, tag, v, n);
+	bbx_em_end(&s.em);
+	return sink_close(&s, NULL);
+}
+
+#define EXPECT_JSON(tag, bytes, want_ok, want) do {                           \
+	static const uint8_t v_[] = bytes;                                     \
+	bool ok_;                                                              \
+	char *got_ = json_value(tag, v_, sizeof(v_), &ok_);                    \
+	cr_expect_eq(ok_, want_ok, "%s", got_);                                \
+	cr_expect_str_eq(got_, want);                                          \
+	free(got_);                                                            \
+} while (0)
+
+#define B(...) { __VA_ARGS__ }
+
+Test(emit, time_rfc3339)
+{
+	char t[BBX_TIME_MAX];
+
+	t[bbx_fmt_time(t, 0)] = '\0';
+	cr_expect_str_eq(t, "1970-01-01T00:00:00.000000000Z");
+	t[bbx_fmt_time(t, -1)] = '\0';
+	cr_expect_str_eq(t, "1969-12-31T23:59:59.999999999Z");
+	t[bbx_fmt_time(t, INT64_C(1709164800123456789))] = '\0';
+	cr_expect_str_eq(t, "2024-02-29T00:00:00.123456789Z");
+	t[bbx_fmt_time(t, INT64_C(1795268701123456789))] = '\0';
+	cr_expect_str_eq(t, "2026-11-21T13:45:01.123456789Z");
+	t[bbx_fmt_time(t, INT64_C(951782400000000000))] = '\0';
+	cr_expect_str_eq(t, "2000-02-29T00:00:00.000000000Z");
+	/* any int64 formats without overflow */
+	cr_expect_lt(bbx_fmt_time(t, INT64_MIN), sizeof(t));
+	cr_expect_lt(bbx_fmt_time(t, INT64_MAX), sizeof(t));
+}
+
+Test(emit, integers)
+{
+	char b[24];
+
+	b[bbx_fmt_i64(b, INT64_MIN)] = '\0';
+	cr_expect_str_eq(b, "-9223372036854775808");
+	b[bbx_fmt_u64(b, UINT64_MAX)] = '\0';
+	cr_expect_str_eq(b, "18446744073709551615");
+	b[bbx_fmt_u64(b, 0)] = '\0';
+	cr_expect_str_eq(b, "0");
+	b[bbx_fmt_i64(b, -7)] = '\0';
+	cr_expect_str_eq(b, "-7");
+}
+
+Test(emit, json_scalars)
+{
+	EXPECT_JSON(BB_TAG_STR, B(0x62, 'h', 'i'), true, "{\"value\":\"hi\"}");
+	EXPECT_JSON(BB_TAG_I64, B(0x24), true, "{\"value\":-5}");
+	EXPECT_JSON(BB_TAG_I64, B(0x3b, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff), true,
+		    "{\"value\":-9223372036854775808}");
+	EXPECT_JSON(BB_TAG_U64, B(0x1b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff), true,
+		    "{\"value\":18446744073709551615}");
+	EXPECT_JSON(BB_TAG_F64, B(0xfb, 0x3f, 0xf8, 0, 0, 0, 0, 0, 0), true, "{\"value\":1.5}");
+	EXPECT_JSON(BB_TAG_F64, B(0xfb, 0x3f, 0xb9, 0x99, 0x99, 0x99, 0x99, 0x99, 0x9a), true,
+		    "{\"value\":0.1}");
+	EXPECT_JSON(BB_TAG_F64, B(0xfb, 0, 0, 0, 0, 0, 0, 0, 0), true, "{\"value\":0.0}");
+	EXPECT_JSON(BB_TAG_F64, B(0xfb, 0x7f, 0xf8, 0, 0, 0, 0, 0, 0), true, "{\"value\":\"NaN\"}");
+	EXPECT_JSON(BB_TAG_F64, B(0xfb, 0xff, 0xf0, 0, 0, 0, 0, 0, 0), true,
+		    "{\"value\":\"-Infinity\"}");
+	EXPECT_JSON(BB_TAG_BOOL, B(0xf5), true, "{\"value\":true}");
+	EXPECT_JSON(BB_TAG_BYTES, B(0x42, 0xde, 0xad), true, "{\"value\":\"dead\"}");
+	/* tags we do not know: converted as they are */
+	EXPECT_JSON(200, B(0x82, 0xf6, 0xf9, 0x3c, 0x00), true, "{\"value\":[null,1.0]}");
+}
+
+Test(emit, json_shapes)
+{
+	EXPECT_JSON(BB_TAG_KV, B(0x82, 0x61, 'k', 0x07), true, "{\"key\":\"k\",\"value\":7}");
+	EXPECT_JSON(BB_TAG_EVENT, B(0x82, 0x64, 'o', 'p', 'e', 'n', 0xa2, 0x62, 'f', 'd', 0x03,
+				    0x61, 'x', 0xf4), true,
+		    "{\"name\":\"open\",\"fields\":{\"fd\":3,\"x\":false}}");
+	EXPECT_JSON(BB_TAG_OWNER, B(0x84, 0x0c, 0x61, 'w', 0x00, 0x60), true,
+		    "{\"value\":{\"tid\":12,\"thread\":\"w\",\"prev_tid\":0,\"prev_thread\":\"\"}}");
+}
+
+Test(emit, json_string_escapes)
+{
+	/* quote, backslash, newline, bell, DEL stays, é valid, lone 0xff, cut é */
+	EXPECT_JSON(BB_TAG_STR, B(0x6a, '"', '\\', '\n', 0x07, 0x7f, 0xc3, 0xa9, 0xff, 'z', 0xc3),
+		    true, "{\"value\":\"\\\"\\\\\\n\\u0007\x7f\xc3\xa9\\ufffdz\\ufffd\"}");
+	/* overlong encoding and UTF-16 surrogate are not valid UTF-8 */
+	EXPECT_JSON(BB_TAG_STR, B(0x65, 0xc0, 0xaf, 0xed, 0xa0, 0x80), true,
+		    "{\"value\":\"\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\"}");
+	/* 4-byte sequence */
+	EXPECT_JSON(BB_TAG_STR, B(0x64, 0xf0, 0x9f, 0x98, 0x80), true,
+		    "{\"value\":\"\xf0\x9f\x98\x80\"}");
+}
+
+Test(emit, malformed_values_are_reported_not_followed)
+{
+	/* wrong shape for the tag */
+	EXPECT_JSON(BB_TAG_STR, B(0x07), false,
+		    "{\"error\":\"str record without a text value\",\"raw\":\"07\"}");
+	EXPECT_JSON(BB_TAG_KV, B(0x82, 0x07, 0x07), false,
+		    "{\"error\":\"kv record that is not [text, value]\",\"raw\":\"820707\"}");
+	/* string longer than the value */
+	EXPECT_JSON(BB_TAG_STR, B(0x7a, 0xff, 0xff, 0xff, 0xff, 'x'), false,
+		    "{\"error\":\"malformed CBOR value\",\"raw\":\"7affffffff78\"}");
+	/* array count that cannot fit */
+	EXPECT_JSON(200, B(0x9b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00), false,
+		    "{\"error\":\"malformed CBOR value\",\"raw\":\"9bffffffffffffffff00\"}");
+	/* reserved additional information, break outside indefinite */
+	EXPECT_JSON(200, B(0x1c), false, "{\"error\":\"malformed CBOR value\",\"raw\":\"1c\"}");
+	EXPECT_JSON(200, B(0xff), false, "{\"error\":\"malformed CBOR value\",\"raw\":\"ff\"}");
+	/* trailing bytes */
+	EXPECT_JSON(BB_TAG_U64, B(0x01, 0x02), false,
+		    "{\"error\":\"trailing bytes after the value\",\"raw\":\"0102\"}");
+	{
+		/* nesting bomb: 1000 nested arrays */
+		uint8_t v[1001];
+		bool ok;
+		char *got;
+
+		memset(v, 0x81, 1000);
+		v[1000] = 0x00;
+		got = json_value(200, v, sizeof(v), &ok);
+		cr_expect(!ok);
+		cr_expect(!strncmp(got, "{\"error\":\"malformed CBOR value\"", 31));
+		free(got);
+	}
+	{
+		/* an empty value */
+		bool ok;
+		char *got = json_value(BB_TAG_STR, "", 0, &ok);
+
+		cr_expect(!ok);
+		cr_expect_str_eq(got, "{\"error\":\"empty value\",\"raw\":\"\"}");
+		free(got);
+	}
+}
+
+Test(emit, cbor_values_copied_or_repaired)
+{
+	static const uint8_t kv[] = { 0x82, 0x61, 'k', 0x63, 'a', 0xff, 'b' };
+	static const uint8_t ev[] = { 0x82, 0x61, 'e', 0xa1, 0x61, 'n', 0x19, 0x01, 0x2c };
+	struct sink s;
+	size_t n;
+	char *got;
+
+	sink_open(&s, true, false);
+	bbx_em_map(&s.em);
+	cr_assert(bbx_em_record_value(&s.em, BB_TAG_KV, kv, sizeof(kv)));
+	cr_assert(bbx_em_record_value(&s.em, BB_TAG_EVENT, ev, sizeof(ev)));
+	bbx_em_kv_i64(&s.em, "n", -300);
+	bbx_em_end(&s.em);
+	got = sink_close(&s, &n);
+	{
+		static const uint8_t want[] = {
+			0xbf,
+			0x63, 'k', 'e', 'y', 0x61, 'k',
+			/* "a\xffb" -> "a\uFFFDb", re-encoded with its new length */
+			0x65, 'v', 'a', 'l', 'u', 'e', 0x65, 'a', 0xef, 0xbf, 0xbd, 'b',
+			0x64, 'n', 'a', 'm', 'e', 0x61, 'e',
+			/* valid values are copied byte for byte */
+			0x66, 'f', 'i', 'e', 'l', 'd', 's', 0xa1, 0x61, 'n', 0x19, 0x01, 0x2c,
+			0x61, 'n', 0x39, 0x01, 0x2b,
+			0xff,
+		};
+
+		cr_assert_eq(n, sizeof(want));
+		cr_assert(!memcmp(got, want, n));
+	}
+	free(got);
+}
+
+Test(emit, json_nesting_and_lists)
+{
+	struct sink s;
+	char *got;
+
+	sink_open(&s, false, false);
+	bbx_em_map(&s.em);
+	bbx_em_kv_str(&s.em, "a", "x");
+	bbx_em_key(&s.em, "l");
+	bbx_em_array(&s.em);
+	bbx_em_u64(&s.em, 1);
+	bbx_em_map(&s.em);
+	bbx_em_kv_u64(&s.em, "b", 2);
+	bbx_em_end(&s.em);
+	bbx_em_bool(&s.em, false);
+	bbx_em_end(&s.em);
+	bbx_em_end(&s.em);
+	bbx_em_eol(&s.em);
+	got = sink_close(&s, NULL);
+	cr_expect_str_eq(got, "{\"a\":\"x\",\"l\":[1,{\"b\":2},false]}\n");
+	free(got);
+}
+
+/* Many buffers' worth through both paths: the same bytes. */
+Test(emit, uring_and_plain_same_bytes)
+{
+	char *a = NULL, *b = NULL;
+	size_t na = 0, nb = 0;
+	int pass;
+
+	for (pass = 0; pass < 2; pass++) {
+		struct sink s;
+		unsigned i;
+
+		sink_open(&s, false, pass == 0);
+		for (i = 0; i < 200000; i++) {
+			bbx_em_map(&s.em);
+			bbx_em_kv_u64(&s.em, "i", i);
+			bbx_em_kv_str(&s.em, "s", (i % 7) ? "short" :
+				      "a longer string that spans more of the buffer \"quoted\"");
+			bbx_em_end(&s.em);
+			bbx_em_eol(&s.em);
+			if (i % 50000 == 0)
+				cr_assert_eq(bbx_out_flush(&s.o), 0);
+		}
+		if (pass == 0)
+			a = sink_close(&s, &na);
+		else
+			b = sink_close(&s, &nb);
+	}
+	cr_assert_gt(na, 10u * BBX_OUT_BUFSZ);
+	cr_assert_eq(na, nb);
+	cr_assert(!memcmp(a, b, na));
+	free(a);
+	free(b);
+}

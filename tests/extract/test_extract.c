@@ -1,0 +1,914 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: bb-extract end to end, with real processes and real
+ * signals: live extraction under load, post mortem after SIGKILL, _exit()
+ * and abort(), clean exit, exec(), --list states, --follow, --save,
+ * --all, options around the pid, io_uring vs write(2) output, and bad
+ * input (each with its documented exit status, never a crash or a hang).
+ *
+ * BB_EXTRACT and BBX_WRITER (environment) name the programs under test.
+ * Every test has a private directory as BLACKBOX_DIR / --dir.
+ */
+#include <criterion/criterion.h>
+
+#include <blackbox/format.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../common.h"
+
+#define RUN_TIMEOUT_S 60 /* bb-extract must finish within this: no hang */
+
+static char *dir;
+
+static void setup(void)
+{
+	dir = bbt_mkdtemp();
+	setenv("BLACKBOX_DIR", dir, 1);
+}
+
+static void teardown(void)
+{
+	bbt_rmdir(dir);
+	free(dir);
+}
+
+TestSuite(extract, .init = setup, .fini = teardown, .timeout = 240);
+
+static const char *prog(const char *var)
+{
+	const char *p = getenv(var);
+
+	cr_assert(p && *p, "%s is not set", var);
+	return p;
+}
+
+/* ---- processes ------------------------------------------------------ */
+
+struct writer {
+	pid_t pid;      /* as forked; the box's pid is the same */
+	FILE *out;      /* its stdout */
+	int   in;       /* its stdin */
+};
+
+/* Read one line from @f within @sec seconds; NULL on timeout or EOF. */
+static char *read_line(FILE *f, char *buf, size_t len, int sec)
+{
+	struct pollfd p = { .fd = fileno(f), .events = POLLIN };
+
+	if (poll(&p, 1, sec * 1000) <= 0)
+		return NULL;
+	return fgets(buf, (int)len, f);
+}
+
+/* Start bbx_writer with @argv (NULL-terminated, without argv[0]) and wait
+ * for its "ready". */
+static struct writer start_writer(const char *const *args)
+{
+	int o[2], i[2];
+	struct writer w;
+	char line[128];
+	const char *argv[16];
+	int n = 0;
+
+	argv[n++] = prog("BBX_WRITER");
+	while (*args && n < 15)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	cr_assert(pipe(o) == 0 && pipe(i) == 0);
+	w.pid = fork();
+	cr_assert(w.pid >= 0);
+	if (w.pid == 0) {
+		dup2(o[1], 1);
+		dup2(i[0], 0);
+		close(o[0]);
+		close(o[1]);
+		close(i[0]);
+		close(i[1]);
+		execv(argv[0], (char **)argv);
+		_exit(127);
+	}
+	close(o[1]);
+	close(i[0]);
+	w.out = fdopen(o[0], "r");
+	w.in = i[1];
+	cr_assert(read_line(w.out, line, sizeof(line), 60), "writer not ready");
+	cr_assert(!strncmp(line, "ready ", 6), "writer said: %s", line);
+	cr_assert_eq(atoi(line + 6), w.pid);
+	return w;
+}
+
+/* Wait for the writer to end; returns its wait status. */
+static int reap_writer(struct writer *w)
+{
+	int st = 0;
+
+	cr_assert_eq(waitpid(w->pid, &st, 0), w->pid);
+	fclose(w->out);
+	close(w->in);
+	return st;
+}
+
+static void kill_writer(struct writer *w)
+{
+	int st;
+
+	kill(w->pid, SIGKILL);
+	st = reap_writer(w);
+	cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+}
+
+struct run {
+	int   status;   /* exit status, or 128 + signal */
+	char *out;      /* stdout, NUL-terminated */
+	size_t out_len;
+	char *err;      /* stderr */
+};
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t cap = 0, n = 0, k;
+
+	cr_assert(f, "%s: %s", path, strerror(errno));
+	do {
+		if (cap - n < 65536) {
+			cap = cap ? 2 * cap : 65536 * 4;
+			buf = realloc(buf, cap + 1);
+			cr_assert(buf);
+		}
+		k = fread(buf + n, 1, cap - n, f);
+		n += k;
+	} while (k);
+	fclose(f);
+	buf[n] = '\0';
+	if (len)
+		*len = n;
+	return buf;
+}
+
+static void free_run(struct run *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+/* Start bb-extract with its output in files of the test directory. */
+static pid_t spawn_extract(const char *const *args, const char *outp, const char *errp)
+{
+	const char *argv[32];
+	pid_t pid;
+	int n = 0;
+
+	argv[n++] = prog("BB_EXTRACT");
+	while (*args && n < 31)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		int fo = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		if (fo < 0 || fe < 0)
+			_exit(126);
+		dup2(fo, 1);
+		dup2(fe, 2);
+		execv(argv[0], (char **)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Wait for @pid at most @sec seconds; kill it and fail on timeout. */
+static int wait_timeout(pid_t pid, int sec)
+{
+	int st, i;
+
+	for (i = 0; i < sec * 100; i++) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+
+		cr_assert(r >= 0);
+		if (r == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		usleep(10000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	cr_assert_fail("bb-extract hung (killed after %d s)", sec);
+	return -1;
+}
+
+static struct run run_extract_v(const char *const *args)
+{
+	char outp[4200], errp[4200];
+	struct run r;
+
+	snprintf(outp, sizeof(outp), "%s/../%s.out", dir, strrchr(dir, '/') + 1);
+	snprintf(errp, sizeof(errp), "%s/../%s.err", dir, strrchr(dir, '/') + 1);
+	r.status = wait_timeout(spawn_extract(args, outp, errp), RUN_TIMEOUT_S);
+	r.out = slurp(outp, &r.out_len);
+	r.err = slurp(errp, NULL);
+	unlink(outp);
+	unlink(errp);
+	/* never a crash, whatever the input */
+	cr_assert(r.status < 128, "bb-extract died of signal %d; stderr: %s",
+		  r.status - 128, r.err);
+	return r;
+}
+
+/* run_extract("--dir", dir, ..., NULL) */
+static struct run run_extract(const char *first, ...)
+{
+	const char *args[32];
+	va_list ap;
+	int n = 0;
+
+	args[n++] = first;
+	va_start(ap, first);
+	while (n < 31 && (args[n] = va_arg(ap, const char *)))
+		n++;
+	va_end(ap);
+	args[n] = NULL;
+	return run_extract_v(args);
+}
+
+static const char *pidstr(pid_t pid)
+{
+	static char buf[4][16];
+	static int k;
+
+	k = (k + 1) % 4;
+	snprintf(buf[k], sizeof(buf[k]), "%d", (int)pid);
+	return buf[k];
+}
+
+/* ---- checking text output -------------------------------------------- */
+
+/*
+ * Check every line of text output: "<time> <tid> <thread> <value>".  Each
+ * "tick th=T seq=S pad=P" event must have P = (S % 40) x ('a' + S % 26),
+ * and per tid the seq must increase.  Returns the number of ticks; fills
+ * @maxseq[th] (+1) and @count[th].
+ */
+static long check_text(const char *out, unsigned long *maxseq, unsigned long *count)
+{
+	const char *line = out;
+	long ticks = 0;
+	struct { int tid; long last; } seen[64];
+	int nseen = 0;
+
+	while (*line) {
+		const char *nl = strchr(line, '\n');
+		char time[64], thread[32], value[256];
+		int tid, th, k, i;
+		long seq;
+		char pad[64] = "";
+
+		cr_assert(nl, "unterminated line: %s", line);
+		cr_assert(sscanf(line, "%63s %d %31s %255[^\n]", time, &tid, thread, value) == 4,
+			  "bad line: %.*s", (int)(nl - line), line);
+		cr_assert_eq(strlen(time), 30, "time: %s", time);
+		cr_assert(time[4] == '-' && time[10] == 'T' && time[19] == '.' && time[29] == 'Z',
+			  "time: %s", time);
+		if (!strncmp(value, "tick ", 5)) {
+			k = sscanf(value, "tick th=%d seq=%ld pad=%63s", &th, &seq, pad);
+			cr_assert(k >= 2, "tick: %s", value);
+			if (!strcmp(pad, "\"\""))
+				pad[0] = '\0';
+			cr_assert_eq(strlen(pad), (size_t)(seq % 40), "torn tick: %s", value);
+			for (k = 0; pad[k]; k++)
+				cr_assert_eq(pad[k], 'a' + seq % 26, "torn tick: %s", value);
+			cr_assert(th >= 0 && th < 64);
+			for (i = 0; i < nseen && seen[i].tid != tid; i++)
+				;
+			if (i == nseen) {
+				cr_assert(nseen < 64);
+				seen[nseen].tid = tid;
+				seen[nseen++].last = -1;
+			}
+			cr_assert_gt(seq, seen[i].last, "tid %d: seq %ld after %ld",
+				     tid, seq, seen[i].last);
+			seen[i].last = seq;
+			if (maxseq && (unsigned long)seq + 1 > maxseq[th])
+				maxseq[th] = (unsigned long)seq + 1;
+			if (count)
+				count[th]++;
+			ticks++;
+		} else if (!strncmp(value, "v=", 2)) {
+			const char *v = value + 2 + (value[2] == '"');
+
+			cr_assert(v[0] == 't' && strchr(v, '-'), "kv: %s", value);
+		}
+		line = nl + 1;
+	}
+	return ticks;
+}
+
+/* ---- live ------------------------------------------------------------ */
+
+Test(extract, live_under_load_every_record_intact)
+{
+	const char *args[] = { "-t", "4", "-n", "2000", "spin", NULL };
+	struct writer w = start_writer(args);
+	unsigned long max1[64] = { 0 }, max2[64] = { 0 };
+	int round, th;
+
+	for (round = 0; round < 3; round++) {
+		unsigned long *m = round ? max2 : max1;
+		struct run r = run_extract("--dir", dir, pidstr(w.pid), NULL);
+
+		cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.err);
+		cr_assert_gt(check_text(r.out, m, NULL), 100);
+		cr_assert(strstr(r.err, "alive"), "report: %s", r.err);
+		free_run(&r);
+	}
+	/* the writers kept going while we read */
+	for (th = 0; th < 4; th++)
+		cr_assert_gt(max2[th], max1[th], "thread %d made no progress", th);
+
+	/* JSON while it runs: one object per line, summary last */
+	{
+		struct run r = run_extract("--json", pidstr(w.pid), "--dir", dir, NULL);
+		char *last;
+
+		cr_assert_eq(r.status, 0, "%s", r.err);
+		r.out[r.out_len - 1] = '\0';
+		last = strrchr(r.out, '\n');
+		cr_assert(last && !strncmp(last + 1, "{\"summary\":", 11));
+		cr_assert(strstr(last, "\"state\":\"alive\""));
+		free_run(&r);
+	}
+	kill_writer(&w);
+}
+
+/* ---- post mortem ----------------------------------------------------- */
+
+/* All 60 iterations of each of 3 threads, complete and in order. */
+static void check_complete(const char *out)
+{
+	unsigned long maxseq[64] = { 0 }, count[64] = { 0 };
+	int th;
+
+	check_text(out, maxseq, count);
+	for (th = 0; th < 3; th++) {
+		cr_assert_eq(count[th], 60, "thread %d: %lu ticks", th, count[th]);
+		cr_assert_eq(maxseq[th], 60);
+	}
+	cr_assert(strstr(out, " v=t2-59\n") || strstr(out, " v=\"t2-59\"\n"));
+	cr_assert(strstr(out, " marker=before-exec\n") ||
+		  strstr(out, " marker=\"before-exec\"\n"));
+}
+
+Test(extract, post_mortem_after_sigkill)
+{
+	const char *args[] = { "-t", "3", "-n", "60", "wait", NULL };
+	struct writer w = start_writer(args);
+	struct run r;
+
+	kill_writer(&w);
+	r = run_extract(pidstr(w.pid), "--dir", dir, NULL);
+	cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.err);
+	check_complete(r.out);
+	cr_assert(strstr(r.err, "orphaned"), "report: %s", r.err);
+	cr_assert(strstr(r.err, " 0 corrupt"), "report: %s", r.err);
+	free_run(&r);
+	/* the box stays for the next reader */
+	cr_assert_eq(bbt_count_prefix(dir, BB_NAME_PREFIX), 1);
+}
+
+Test(extract, post_mortem_after__exit)
+{
+	const char *args[] = { "-t", "3", "-n", "60", "_exit", NULL };
+	struct writer w = start_writer(args);
+	int st = reap_writer(&w);
+	struct run r;
+
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	r = run_extract("--dir", dir, pidstr(w.pid), NULL);
+	cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.err);
+	check_complete(r.out);
+	free_run(&r);
+}
+
+Test(extract, post_mortem_after_abort)
+{
+	const char *args[] = { "-t", "3", "-n", "60", "abort", NULL };
+	struct writer w = start_writer(args);
+	int st = reap_writer(&w);
+	struct run r;
+
+	cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+	r = run_extract("--dir", dir, pidstr(w.pid), NULL);
+	cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.err);
+	check_complete(r.out);
+	free_run(&r);
+}
+
+Test(extract, clean_exit_leaves_nothing)
+{
+	const char *args[] = { "-t", "2", "-n", "10", "exit", NULL };
+	struct writer w = start_writer(args);
+	int st = reap_writer(&w);
+	struct run r;
+
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	cr_assert_eq(bbt_count_prefix(dir, BB_NAME_PREFIX), 0);
+	r = run_extract("--dir", dir, pidstr(w.pid), NULL);
+	cr_assert_eq(r.status, 4, "status %d", r.status);
+	cr_assert(!strncmp(r.err, "bb-extract: ", 12), "%s", r.err);
+	cr_assert_eq(r.out_len, 0);
+	free_run(&r);
+}
+
+Test(extract, exec_selects_the_new_box)
+{
+	const char *args[] = { "-t", "1", "-n", "5", "exec", NULL };
+	struct writer w = start_writer(args);  /* "ready" comes from the new image */
+	struct run r;
+	char *line;
+
+	cr_assert_eq(bbt_count_prefix(dir, BB_NAME_PREFIX), 2);
+	r = run_extract("--dir", dir, pidstr(w.pid), NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "marker=after-exec") || strstr(r.out, "marker=\"after-exec\""),
+		  "%s", r.out);
+	cr_assert(!strstr(r.out, "before-exec"), "old image's box was chosen");
+	free_run(&r);
+
+	/* --list: the new box alive, the old one orphaned, same pid */
+	r = run_extract("--list", "--dir", dir, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	line = strstr(r.out, "alive");
+	cr_assert(line, "%s", r.out);
+	cr_assert(strstr(r.out, "orphaned"), "%s", r.out);
+	free_run(&r);
+
+	kill_writer(&w);
+	/* dead now: the newest box it left is still the after-exec one */
+	r = run_extract("--dir", dir, pidstr(w.pid), NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(!strstr(r.out, "before-exec"));
+	free_run(&r);
+}
+
+/* ---- --list ----------------------------------------------------------- */
+
+/* The state column of pid's line in --list output. */
+static void expect_state(const char *out, pid_t pid, const char *state)
+{
+	char want[64];
+	const char *p;
+
+	snprintf(want, sizeof(want), "\n%d ", (int)pid);
+	p = strstr(out, want);
+	cr_assert(p, "pid %d not listed:\n%s", (int)pid, out);
+	p = strchr(p + 1, '\n');
+	cr_assert(p);
+	cr_assert(memmem(strstr(out, want), (size_t)(p - strstr(out, want)), state, strlen(state)),
+		  "pid %d is not %s:\n%s", (int)pid, state, out);
+}
+
+Test(extract, list_states)
+{
+	const char *a_wait[] = { "-t", "1", "-n", "5", "wait", NULL };
+	const char *a_exit[] = { "-t", "1", "-n", "5", "_exit", NULL };
+	struct writer alive = start_writer(a_wait), killed = start_writer(a_wait);
+	struct writer exited = start_writer(a_exit);
+	struct run r;
+
+	kill_writer(&killed);
+	reap_writer(&exited);
+	r = run_extract("--list", "--dir", dir, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(!strncmp(r.out, "PID ", 4), "%s", r.out);
+	expect_state(r.out, alive.pid, "alive");
+	expect_state(r.out, killed.pid, "orphaned");
+	expect_state(r.out, exited.pid, "orphaned");
+	free_run(&r);
+
+	r = run_extract("--list", "--json", "--dir", dir, NULL);
+	cr_assert_eq(r.status, 0);
+	cr_assert(strstr(r.out, "\"state\":\"alive\""));
+	cr_assert(strstr(r.out, "\"state\":\"orphaned\""));
+	free_run(&r);
+	kill_writer(&alive);
+
+	r = run_extract("--list", "--dir", "/nonexistent/bbx", NULL);
+	cr_assert_eq(r.status, 4);
+	free_run(&r);
+}
+
+/* ---- --follow --------------------------------------------------------- */
+
+Test(extract, follow_sees_new_records_and_ends_with_the_writer)
+{
+	const char *args[] = { "stdin", NULL };
+	struct writer w = start_writer(args);
+	char outp[4200], errp[4200], line[64];
+	const char *fargs[] = { "--follow", "--dir", dir, pidstr(w.pid), NULL };
+	pid_t ex;
+	char *out;
+	int i, status;
+
+	snprintf(outp, sizeof(outp), "%s.follow.out", dir);
+	snprintf(errp, sizeof(errp), "%s.follow.err", dir);
+	ex = spawn_extract(fargs, outp, errp);
+	usleep(300 * 1000); /* it is polling now */
+	for (i = 0; i < 20; i++) {
+		dprintf(w.in, "w after-start-%d\n", i);
+		cr_assert(read_line(w.out, line, sizeof(line), 10));
+	}
+	/* every record written after it started shows up, in order */
+	for (i = 0; i < 500; i++) {
+		out = slurp(outp, NULL);
+		if (strstr(out, "after-start-19\n") || strstr(out, "after-start-19\"\n"))
+			break;
+		free(out);
+		out = NULL;
+		usleep(10000);
+	}
+	cr_assert(out, "records written after --follow started never appeared");
+	cr_assert(strstr(out, "after-start-0") < strstr(out, "after-start-19"));
+	free(out);
+	cr_assert_eq(waitpid(ex, &status, WNOHANG), 0, "--follow ended while the writer lives");
+
+	kill_writer(&w);
+	status = wait_timeout(ex, 10);
+	cr_assert_eq(status, 0, "status %d", status);
+	out = slurp(errp, NULL);
+	cr_assert(strstr(out, "orphaned"), "%s", out);
+	free(out);
+	unlink(outp);
+	unlink(errp);
+}
+
+/* ---- --save, --all, options ------------------------------------------ */
+
+Test(extract, save_then_path_reads_the_same)
+{
+	const char *args[] = { "-t", "3", "-n", "60", "wait", NULL };
+	struct writer w = start_writer(args);
+	char save[4200];
+	struct run r, s;
+
+	snprintf(save, sizeof(save), "%s/saved.box", dir);
+	r = run_extract("--save", save, "--dir", dir, pidstr(w.pid), NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	free_run(&r);
+	/* never overwrite */
+	r = run_extract("--dir", dir, pidstr(w.pid), "--save", save, NULL);
+	cr_assert_eq(r.status, 1, "status %d", r.status);
+	cr_assert(strstr(r.err, "exists"), "%s", r.err);
+	free_run(&r);
+	kill_writer(&w);
+
+	r = run_extract("--path", save, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	check_complete(r.out);
+	s = run_extract(pidstr(w.pid), "--dir", dir, NULL);
+	cr_assert_eq(s.status, 0);
+	cr_assert_str_eq(r.out, s.out);
+	free_run(&r);
+	free_run(&s);
+}
+
+Test(extract, all_extracts_every_box)
+{
+	const char *args[] = { "-t", "1", "-n", "7", "_exit", NULL };
+	struct writer a = start_writer(args), b = start_writer(args);
+	struct run r;
+
+	reap_writer(&a);
+	reap_writer(&b);
+	r = run_extract("--all", "--dir", dir, "--json", NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	{
+		char want[64];
+
+		snprintf(want, sizeof(want), "\"pid\":%d,", (int)a.pid);
+		cr_assert(strstr(r.out, want));
+		snprintf(want, sizeof(want), "\"pid\":%d,", (int)b.pid);
+		cr_assert(strstr(r.out, want));
+	}
+	cr_assert(strstr(strstr(r.out, "{\"summary\"") + 1, "{\"summary\""), "two summaries");
+	free_run(&r);
+}
+
+Test(extract, usage_errors)
+{
+	static const char *const bad[][4] = {
+		{ "--dir", "/tmp", NULL },          /* nothing to read */
+		{ "--bogus", "1", NULL },
+		{ "--json", "--cbor", "1", NULL },
+		{ "12x", NULL },
+		{ "1", "2", NULL },
+		{ "--follow", "--all", NULL },
+		{ "--save", "/tmp/x", "--list", NULL },
+		{ "--path", NULL },
+	};
+	struct run r;
+	unsigned i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		r = run_extract_v(bad[i]);
+		cr_assert_eq(r.status, 2, "%s: status %d", bad[i][0], r.status);
+		cr_assert(!strncmp(r.err, "bb-extract: ", 12), "%s", r.err);
+		cr_assert(strstr(r.err, "--help"), "%s", r.err);
+		free_run(&r);
+	}
+	r = run_extract("--help", NULL);
+	cr_assert_eq(r.status, 0);
+	cr_assert(strstr(r.out, "Exit status"));
+	free_run(&r);
+	r = run_extract("--version", NULL);
+	cr_assert_eq(r.status, 0);
+	free_run(&r);
+}
+
+Test(extract, options_before_or_after_the_pid)
+{
+	const char *args[] = { "-t", "1", "-n", "3", "_exit", NULL };
+	struct writer w = start_writer(args);
+	struct run a, b;
+
+	reap_writer(&w);
+	a = run_extract(pidstr(w.pid), "--json", "--dir", dir, NULL);
+	b = run_extract("--json", "--dir", dir, pidstr(w.pid), NULL);
+	cr_assert_eq(a.status, 0, "%s", a.err);
+	cr_assert_eq(b.status, 0, "%s", b.err);
+	cr_assert(a.out[0] == '{');
+	cr_assert_str_eq(a.out, b.out);
+	free_run(&a);
+	free_run(&b);
+}
+
+/* The io_uring and write(2) paths write the same bytes, to a file and to
+ * a pipe, for an output of many buffers. */
+Test(extract, uring_and_plain_write_the_same)
+{
+	const char *args[] = { "-t", "2", "-n", "3000", "-s", "16777216", "-R", "1048576",
+			       "_exit", NULL };
+	struct writer w = start_writer(args);
+	const char *fmts[] = { "--json", "--cbor", "--quiet" };
+	unsigned i;
+
+	reap_writer(&w);
+	for (i = 0; i < 3; i++) {
+		struct run u = run_extract("--uring", fmts[i], "--dir", dir, pidstr(w.pid), NULL);
+		struct run p = run_extract("--no-uring", fmts[i], "--dir", dir, pidstr(w.pid), NULL);
+
+		cr_assert_eq(u.status, 0, "%s", u.err);
+		cr_assert_eq(p.status, 0, "%s", p.err);
+		cr_assert_gt(u.out_len, 4 * 65536, "only %zu bytes", u.out_len);
+		cr_assert_eq(u.out_len, p.out_len);
+		cr_assert(!memcmp(u.out, p.out, u.out_len), "outputs differ (%s)", fmts[i]);
+		free_run(&u);
+		free_run(&p);
+	}
+	/* through a pipe too: ordered writes */
+	{
+		char cmd[8192];
+		int st;
+
+		snprintf(cmd, sizeof(cmd),
+			 "set -e; '%s' --uring --json --dir '%s' %d | cat > '%s/u.json'; "
+			 "'%s' --no-uring --json --dir '%s' %d > '%s/p.json'; "
+			 "cmp '%s/u.json' '%s/p.json'",
+			 prog("BB_EXTRACT"), dir, (int)w.pid, dir,
+			 prog("BB_EXTRACT"), dir, (int)w.pid, dir, dir, dir);
+		st = system(cmd);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "pipe output differs");
+	}
+}
+
+/* ---- bad input --------------------------------------------------------- */
+
+/* A real post-mortem box of 3 threads, saved as @path; returns its bytes. */
+static char *make_box(const char *path, size_t *len)
+{
+	const char *args[] = { "-t", "3", "-n", "60", "_exit", NULL };
+	struct writer w = start_writer(args);
+	struct run r;
+	char *buf;
+
+	reap_writer(&w);
+	r = run_extract("--save", path, "--dir", dir, pidstr(w.pid), NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	free_run(&r);
+	buf = slurp(path, len);
+	cr_assert_gt(*len, BB_HEADER_SIZE);
+	return buf;
+}
+
+static void write_file(const char *path, const void *p, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	cr_assert(fd >= 0);
+	cr_assert_eq(write(fd, p, n), (ssize_t)n);
+	close(fd);
+}
+
+/* bb-extract --path @path (and --json) must say so and exit @want. */
+static void expect_path(const char *path, int want, const char *what)
+{
+	const char *fmts[] = { "--quiet", "--json", "--cbor" };
+	unsigned i;
+
+	for (i = 0; i < 3; i++) {
+		struct run r = run_extract(fmts[i], "--path", path, NULL);
+
+		cr_assert_eq(r.status, want, "%s (%s): status %d, stderr: %s",
+			     what, fmts[i], r.status, r.err);
+		cr_assert(!strncmp(r.err, "bb-extract: ", 12), "%s: stderr: %s", what, r.err);
+		cr_assert(strchr(r.err, '\n'), "%s", what);
+		if (want == 4)
+			cr_assert_eq(r.out_len, 0, "%s: output for a non-box", what);
+		free_run(&r);
+	}
+}
+
+Test(extract, bad_files_are_refused)
+{
+	char box[4200], p[4200];
+	size_t len;
+	char *buf = make_box((snprintf(box, sizeof(box), "%s/good.box", dir), box), &len);
+	struct bb_header h;
+
+	memcpy(&h, buf, sizeof(h));
+
+	snprintf(p, sizeof(p), "%s/empty", dir);
+	write_file(p, "", 0);
+	expect_path(p, 4, "empty file");
+
+	snprintf(p, sizeof(p), "%s/short", dir);
+	write_file(p, buf, 100);
+	expect_path(p, 4, "shorter than a header");
+
+	snprintf(p, sizeof(p), "%s/truncated", dir);
+	write_file(p, buf, len / 2);
+	{
+		/* half a box: refused as a whole, or read and reported damaged */
+		struct run r = run_extract("--path", p, NULL);
+
+		cr_assert(r.status == 4 || r.status == 3, "truncated: %d %s", r.status, r.err);
+		free_run(&r);
+	}
+
+	snprintf(p, sizeof(p), "%s/magic", dir);
+	buf[0] ^= 0x55;
+	write_file(p, buf, len);
+	buf[0] ^= 0x55;
+	expect_path(p, 4, "wrong magic");
+
+	snprintf(p, sizeof(p), "%s/major", dir);
+	{
+		uint16_t v = BB_FORMAT_MAJOR + 1, old;
+
+		memcpy(&old, buf + 8, 2);
+		memcpy(buf + 8, &v, 2);
+		write_file(p, buf, len);
+		memcpy(buf + 8, &old, 2);
+	}
+	expect_path(p, 4, "newer major version");
+
+	snprintf(p, sizeof(p), "%s/garbage", dir);
+	{
+		char *g = malloc(1 << 20);
+		unsigned s = 12345;
+		size_t i;
+
+		for (i = 0; i < (1u << 20); i++)
+			g[i] = (char)((s = s * 1103515245u + 12345u) >> 16);
+		write_file(p, g, 1 << 20);
+		free(g);
+	}
+	expect_path(p, 4, "random bytes");
+
+	snprintf(p, sizeof(p), "%s/link", dir);
+	cr_assert(symlink(box, p) == 0);
+	expect_path(p, 4, "symlink");
+
+	snprintf(p, sizeof(p), "%s/subdir", dir);
+	cr_assert(mkdir(p, 0700) == 0);
+	expect_path(p, 4, "directory");
+
+	snprintf(p, sizeof(p), "%s/missing", dir);
+	expect_path(p, 4, "no such file");
+
+	expect_path("/dev/null", 4, "character device");
+
+	if (geteuid() == 0) {
+		/* a file another user planted, claiming to be root's box */
+		snprintf(p, sizeof(p), "%s/other-user", dir);
+		write_file(p, buf, len);
+		cr_assert(chown(p, 12345, 12345) == 0);
+		expect_path(p, 4, "other user's file");
+		{
+			struct run r = run_extract("--any-owner", "--path", p, NULL);
+
+			cr_assert_eq(r.status, 0, "--any-owner: %s", r.err);
+			free_run(&r);
+		}
+	}
+	free(buf);
+}
+
+/* First record of ring @ring: its offset in the file. */
+static size_t first_record(const char *buf, size_t len, unsigned ring)
+{
+	struct bb_header h;
+	struct bb_ring_desc d;
+
+	memcpy(&h, buf, sizeof(h));
+	cr_assert_lt(ring, h.ring_count);
+	cr_assert_leq(h.ring_table_offset + (ring + 1) * (uint64_t)BB_RING_DESC_SIZE, len);
+	memcpy(&d, buf + h.ring_table_offset + ring * BB_RING_DESC_SIZE, sizeof(d));
+	cr_assert_lt(d.tail, d.head, "ring %u is empty", ring);
+	return (size_t)(d.data_offset + (d.tail & (h.ring_size - 1)));
+}
+
+/* Damage inside a valid box: reported, partial output, exit 3; never a crash. */
+Test(extract, damaged_box_partial_output)
+{
+	char box[4200], p[4200];
+	size_t len, off;
+	char *buf = make_box((snprintf(box, sizeof(box), "%s/good.box", dir), box), &len);
+	struct bb_record_hdr rh;
+	int ring, kind;
+
+	for (kind = 0; kind < 4; kind++) {
+		char *b = malloc(len);
+
+		memcpy(b, buf, len);
+		/* rings 1..3 belong to the writer threads; damage ring 2 */
+		ring = 2;
+		off = first_record(b, len, (unsigned)ring);
+		memcpy(&rh, b + off, sizeof(rh));
+		switch (kind) {
+		case 0: rh.seq ^= 0x100; break;        /* seq/position mismatch */
+		case 1: rh.len = 65528; break;         /* length past head */
+		case 2: rh.len = 3; break;             /* shorter than an envelope */
+		case 3: /* value that is not the shape of its tag */
+			memset(b + off + BB_RECORD_HDR_SIZE, 0xff,
+			       BB_RECORD_STRIDE(rh.len) - BB_RECORD_HDR_SIZE);
+			break;
+		}
+		memcpy(b + off, &rh, sizeof(rh));
+		snprintf(p, sizeof(p), "%s/damaged%d", dir, kind);
+		write_file(p, b, len);
+		free(b);
+		{
+			struct run r = run_extract("--path", p, NULL);
+
+			cr_assert_eq(r.status, 3, "damage %d: status %d: %s", kind, r.status, r.err);
+			cr_assert(strstr(r.err, "damaged"), "%s", r.err);
+			/* the other rings are intact and printed */
+			cr_assert_geq(!!strstr(r.out, " v=t0-59\n") + !!strstr(r.out, " v=t1-59\n") +
+				      !!strstr(r.out, " v=t2-59\n"), 2, "%s", r.out);
+			free_run(&r);
+			r = run_extract("--json", "--path", p, NULL);
+			cr_assert_eq(r.status, 3);
+			cr_assert(strstr(r.out, "\"status\":\"damaged\""));
+			free_run(&r);
+		}
+	}
+	/* every byte of ring data scrambled, one box at a time: no crash */
+	{
+		char *b = malloc(len);
+		unsigned s = 777, i;
+
+		for (i = 0; i < 20; i++) {
+			size_t k;
+
+			memcpy(b, buf, len);
+			for (k = 0; k < 200; k++) {
+				s = s * 1103515245u + 12345u;
+				b[BB_HEADER_SIZE + (s >> 4) % (len - BB_HEADER_SIZE)] ^= (char)(s >> 24);
+			}
+			snprintf(p, sizeof(p), "%s/scrambled", dir);
+			write_file(p, b, len);
+			struct run r = run_extract("--json", "--path", p, NULL);
+
+			cr_assert(r.status == 0 || r.status == 3 || r.status == 4,
+				  "status %d", r.status);
+			free_run(&r);
+		}
+		free(b);
+	}
+	free(buf);
+}
