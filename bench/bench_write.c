@@ -193,7 +193,7 @@ static unsigned cfg_nthreads = 2;
 static int ncpu = 1;
 
 /* result[ti][op][rep] */
-struct figure { double med, p99; };
+struct figure { double med, p99, mcps; };
 static struct figure result[8][NOPS][MAX_REPEAT];
 
 /* ---- timing ------------------------------------------------------------- */
@@ -333,8 +333,12 @@ static int run_threads(unsigned ti, unsigned nt, unsigned rep)
 			continue;
 		cur_op = op;
 		pthread_barrier_wait(&bar);   /* go: warm up */
+		uint64_t t0, t1;
+
 		pthread_barrier_wait(&bar);   /* warmed up: measure */
+		t0 = now_ns();
 		pthread_barrier_wait(&bar);   /* done */
+		t1 = now_ns();
 		for (unsigned i = 0; i < nt; i++) {
 			if (ws[i].c.err) {
 				fprintf(stderr, "%s: error %d (%s)\n", ops[op].name,
@@ -346,6 +350,10 @@ static int run_threads(unsigned ti, unsigned nt, unsigned rep)
 		}
 		result[ti][op][rep].med = pct(all, n, 0.50);
 		result[ti][op][rep].p99 = pct(all, n, 0.99);
+		/* Throughput of all threads together: wall time of the measured
+		 * phase, so it shows whether threads really ran in parallel
+		 * (the per-thread median does not: it skips preempted batches). */
+		result[ti][op][rep].mcps = (double)n * cfg_batch * 1e3 / (double)(t1 - t0);
 	}
 	stop_workers = 1;
 	pthread_barrier_wait(&bar);
@@ -417,13 +425,15 @@ static double median_of(double *v, unsigned n)
 
 static struct figure fig(unsigned ti, int op)
 {
-	double m[MAX_REPEAT], p[MAX_REPEAT];
+	double m[MAX_REPEAT], p[MAX_REPEAT], c[MAX_REPEAT];
 
 	for (unsigned r = 0; r < cfg_repeat; r++) {
 		m[r] = result[ti][op][r].med;
 		p[r] = result[ti][op][r].p99;
+		c[r] = result[ti][op][r].mcps;
 	}
-	return (struct figure){ median_of(m, cfg_repeat), median_of(p, cfg_repeat) };
+	return (struct figure){ median_of(m, cfg_repeat), median_of(p, cfg_repeat),
+				median_of(c, cfg_repeat) };
 }
 
 static void usage(void)
@@ -503,8 +513,10 @@ int main(int argc, char **argv)
 
 	printf("\nns per call, per thread: median and p99 of %u-call batch means,\n"
 	       "median over %u repetition(s).  x clock = median / bare clock_gettime median\n"
-	       "at the same thread count.\n\n", cfg_batch, cfg_repeat);
-	printf("%-26s %3s %9s %9s %8s  %s\n", "operation", "thr", "median", "p99", "x clock", "note");
+	       "at the same thread count.  Mcalls/s = calls of all threads / wall time of\n"
+	       "the measured phase (preemption included).\n\n", cfg_batch, cfg_repeat);
+	printf("%-26s %3s %9s %9s %8s %9s  %s\n", "operation", "thr", "median", "p99", "x clock",
+	       "Mcalls/s", "note");
 	for (int op = 0; op < NOPS; op++) {
 		if (!ops[op].fn)
 			continue;
@@ -520,8 +532,8 @@ int main(int argc, char **argv)
 			} else {
 				snprintf(note, sizeof(note), "%s", ops[op].note ? ops[op].note : "");
 			}
-			printf("%-26s %3u %9.1f %9.1f %8.2f  %s\n", ops[op].name, cfg_threads[ti],
-			       f.med, f.p99, f.med / clk.med, note);
+			printf("%-26s %3u %9.1f %9.1f %8.2f %9.2f  %s\n", ops[op].name,
+			       cfg_threads[ti], f.med, f.p99, f.med / clk.med, f.mcps, note);
 		}
 	}
 
