@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fuzz_reader.c - libFuzzer target over the box parser: every input is a
+ * box image handed to bb_reader_open_mem(), walked ring by ring and merged
+ * (twice, the second time following), and every record value rendered by
+ * bb_format_value() into a roomy and a tiny buffer.  The reader must never
+ * crash, hang, leak or read out of bounds, whatever the bytes.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <blackbox/reader.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int render(const struct bb_record *rec, void *arg)
+{
+	char big[512], tiny[6];
+	int rc;
+
+	(void)arg;
+	rc = bb_format_value(rec->tag, rec->flags, rec->value, rec->value_len, big, sizeof(big));
+	if (rc >= (int)sizeof(big) || strlen(big) != (rc < 0 ? strlen(big) : (size_t)rc))
+		__builtin_trap(); /* the returned length must be the string's */
+	bb_format_value(rec->tag, rec->flags, rec->value, rec->value_len, tiny, sizeof(tiny));
+	if (strlen(tiny) >= sizeof(tiny))
+		__builtin_trap();
+	(void)bb_tag_name(rec->tag);
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct bb_ring_stats sum;
+	struct bb_reader *r;
+	char err[256];
+
+	/* the value renderer on its own, with the first byte as the tag */
+	if (size > 1) {
+		char buf[128];
+
+		bb_format_value(data[0] % 16, data[1] & 7, data + 2, size - 2, buf, sizeof(buf));
+	}
+	if (bb_reader_open_mem(data, size, 0, &r, err, sizeof(err)) == 0) {
+		bb_reader_walk(r, 0, render, NULL);
+		bb_reader_walk(r, BB_WALK_MERGE, render, NULL);
+		bb_reader_walk(r, BB_WALK_MERGE | BB_WALK_FOLLOW, render, NULL);
+		bb_reader_total_stats(r, &sum);
+		(void)bb_reader_info(r);
+		bb_reader_close(r);
+	} else if (strlen(err) >= sizeof(err)) {
+		__builtin_trap();
+	}
+	return 0;
+}
