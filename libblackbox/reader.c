@@ -15,13 +15,17 @@
  * whole file (a live view that we never write).  Note that a file owned by
  * someone else could be truncated under such a mapping (SIGBUS): tools that
  * read boxes of other users should pass BB_OPEN_SNAPSHOT, which pread()s
- * the file into private memory.
+ * the file into private memory.  A process that reads its own box through
+ * a live mapping makes itself look like a live owner (the maps check sees
+ * the reader's mapping): bb_reader_open_pid() therefore probes candidates
+ * from their headers without mapping them.
  *
  * Counting conventions (documented in the report of a walk, see
  * bb_ring_stats): "overwritten" counts events, not records: one per resync
  * after the writer lapped us inside a walk, and one per gap between two
  * BB_WALK_FOLLOW walks (the records lost in a gap cannot be counted without
- * reading them).  "corrupt" counts one per resync after a record that
+ * reading them).  A torn record is counted once per head, however often
+ * the reader walks.  "corrupt" counts one per resync after a record that
  * failed validation (plus one for an impossible head/tail pair), and
  * "skipped_bytes" the bytes passed over to find the next valid record.
  */
