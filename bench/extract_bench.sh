@@ -1,0 +1,41 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# bench/extract_bench.sh BUILD_DIR [ITER] - post-mortem extraction speed of
+# bb-extract: one box holding 12 * ITER records (default ITER 90000, about
+# 1.08 million records), read as text, JSON Lines and CBOR, written to a
+# file with io_uring and with write(2).  Best of 5 runs each; prints
+# records/s and MB/s of output.  Benchmark, not a test: nothing is asserted.
+set -euo pipefail
+build=${1:?usage: extract_bench.sh BUILD_DIR [ITER]}
+iter=${2:-90000}
+bbx=$build/extractor/bb-extract
+writer=$build/tests/extract/bbx_writer
+work=$(mktemp -d "${TMPDIR:-/tmp}/bbx-bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+# one thread, one 64 MiB ring: every record stays in the box
+BLACKBOX_DIR=$work "$writer" -t 1 -n "$iter" -c 1 -R 67108864 -s 100663296 _exit >/dev/null
+box=$(ls "$work"/blackbox.*)
+records=$("$bbx" --path "$box" --json --no-uring | tail -n 1 |
+	  /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["summary"]["records"])')
+echo "box: $(du -h --apparent-size "$box" | cut -f1), $records records; output to $work (filesystem: $(stat -f -c %T "$work"))"
+
+now() { date +%s%N; }
+printf '%-6s %-9s %10s %12s %9s\n' format output "best ms" "Mrecords/s" "MB/s"
+for fmt in text json cbor; do
+	case $fmt in text) f=--quiet ;; json) f=--json ;; cbor) f=--cbor ;; esac
+	for io in uring plain; do
+		best=
+		for run in 1 2 3 4 5; do
+			rm -f "$work/out"
+			t0=$(now)
+			"$bbx" --path "$box" $f "$([ $io = uring ] && echo --uring || echo --no-uring)" > "$work/out"
+			t1=$(now)
+			ns=$((t1 - t0))
+			if [ -z "$best" ] || [ "$ns" -lt "$best" ]; then best=$ns; fi
+		done
+		bytes=$(stat -c %s "$work/out")
+		awk -v ns="$best" -v n="$records" -v b="$bytes" -v f="$fmt" -v io="$io" \
+			'BEGIN { printf "%-6s %-9s %10.1f %12.2f %9.0f\n", f, io, ns / 1e6, n / (ns / 1e9) / 1e6, b / (ns / 1e9) / 1e6 }'
+	done
+done
