@@ -30,7 +30,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -283,7 +285,7 @@ static int archive_box(struct box *b, const struct bb_box_info *info, int64_t wh
 	r = bb_reader_save(b->r, b->afd);
 	if (r < 0)
 		snprintf(b->err, sizeof(b->err), "bb_reader_save: %s", strerror(-r));
-	else if (fsync(b->afd) < 0)
+	else if (!c->volatile_dir && fsync(b->afd) < 0)
 		r = -errno, snprintf(b->err, sizeof(b->err), "fsync: %s", strerror(errno));
 	if (close(b->afd) < 0 && !r)
 		r = -errno, snprintf(b->err, sizeof(b->err), "close: %s", strerror(errno));
@@ -292,8 +294,16 @@ static int archive_box(struct box *b, const struct bb_box_info *info, int64_t wh
 		unlinkat(c->archfd, b->aname, 0);
 		return r;
 	}
-	/* the new name must be durable before the box (in RAM) goes away */
-	fsync(c->archfd);
+	/*
+	 * A box on disk (--dir on a persistent file system) may only go once
+	 * its copy is durable: fsync the file (above) and the new name.  A
+	 * box in tmpfs (/dev/shm) dies with the machine anyway, so ordering
+	 * buys nothing there: one syncfs() at the end of the run instead of
+	 * two fsyncs per box (9 ms per box on a virtual disk, see the bench).
+	 */
+	if (!c->volatile_dir)
+		fsync(c->archfd);
+	c->archived++;
 	return 0;
 }
 
@@ -615,6 +625,14 @@ int main(int argc, char **argv)
 	c.now_ns = ts_ns(&now);
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGBUS, &sa, NULL);
+	/* one write(2) per log line: whole lines in the journal, and cheap */
+	setvbuf(stderr, NULL, _IOLBF, BUFSIZ);
+	{
+		struct statfs sf;
+
+		c.volatile_dir = statfs(c.o.dir, &sf) == 0 &&
+				 (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC);
+	}
 
 	if (c.o.archive) {
 		r = reap_archive_open(&c);
@@ -628,6 +646,10 @@ int main(int argc, char **argv)
 	r = bb_scan_dir(c.o.dir, reap_one, &c);
 	if (r < 0) {
 		reap_log("error: cannot scan %s: %s", c.o.dir, strerror(-r));
+		c.errors++;
+	}
+	if (c.archived && c.volatile_dir && syncfs(c.archfd) < 0) {
+		reap_log("error: syncfs on %s: %s", c.o.archive, strerror(errno));
 		c.errors++;
 	}
 	reap_prune(&c);

@@ -30,7 +30,8 @@ struct reap_ctx {
 	uid_t    uid;             /* real uid of the caller */
 	bool     root;            /* euid 0: every uid's boxes, else our own only */
 	int64_t  now_ns;          /* CLOCK_REALTIME at start, one "now" per run */
-	unsigned entries, reaped, kept, skipped, errors, pruned;
+	bool     volatile_dir;    /* the box directory is tmpfs/ramfs (see archive_box) */
+	unsigned entries, reaped, kept, skipped, errors, pruned, archived;
 };
 
 /*
