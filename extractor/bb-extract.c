@@ -125,9 +125,9 @@ static void usage(FILE *f)
 "                    is gone (or SIGINT); report records lost in between\n"
 "  -q, --quiet       no verification report on stderr unless damage is found\n"
 "      --any-owner   accept a box file owned by another uid than its header's\n"
-"      --no-uring    write output with write(2), not io_uring\n"
-"                    (also: BB_EXTRACT_NO_URING=1)\n"
 "      --uring       write output with io_uring when the kernel allows it\n"
+"      --no-uring    write output with write(2) (the default; also\n"
+"                    BB_EXTRACT_NO_URING=1)\n"
 "  -h, --help        this help\n"
 "  -V, --version     version\n"
 "\n"
@@ -301,20 +301,10 @@ static int struct_record(const struct bb_record *rec, void *arg)
 {
 	struct ctx *c = arg;
 	struct bbx_em *em = &c->em;
-	char t[BBX_TIME_MAX];
 
-	bbx_em_map(em);
-	bbx_em_key(em, "ts");
-	bbx_em_str(em, t, bbx_fmt_time(t, rec->wall_ns));
-	bbx_em_kv_i64(em, "ts_ns", rec->wall_ns);
-	bbx_em_kv_u64(em, "clock_ns", rec->ts);
-	if (c->with_pid) {
-		bbx_em_kv_i64(em, "pid", c->info->pid);
-	}
-	bbx_em_kv_i64(em, "tid", rec->tid);
-	bbx_em_kv_str(em, "thread", rec->thread_name ? rec->thread_name : "");
-	bbx_em_kv_u64(em, "ring", rec->ring);
-	bbx_em_kv_str(em, "type", bb_tag_name(rec->tag));
+	bbx_em_record_start(em, rec->wall_ns, rec->ts, c->with_pid, c->info->pid,
+			    rec->tid, rec->thread_name ? rec->thread_name : "",
+			    rec->ring, bb_tag_name(rec->tag));
 	if (!bbx_em_record_value(em, rec->tag, rec->value, rec->value_len))
 		c->bad_values++;
 	bbx_em_key(em, "truncated");
@@ -978,7 +968,12 @@ static void parse_args(int argc, char **argv, struct opts *o)
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .fmt = FMT_TEXT, .uring = true };
+	/*
+	 * write(2) by default: bench/extract_bench.sh measured io_uring no
+	 * faster for output to a file on this 2-CPU machine (its io-wq worker
+	 * competes with formatting for the other CPU); --uring opts in.
+	 */
+	struct opts o = { .fmt = FMT_TEXT, .uring = false };
 	struct bbx_out out;
 	struct bb_reader *r = NULL;
 	struct sigaction sa;

@@ -819,6 +819,62 @@ void bbx_em_bytes(struct bbx_em *em, const uint8_t *p, size_t n)
 	}
 }
 
+void bbx_em_record_start(struct bbx_em *em, int64_t wall_ns, uint64_t clock_ns,
+			 bool with_pid, int32_t pid, int32_t tid, const char *thread,
+			 uint32_t ring, const char *type)
+{
+	char t[BBX_TIME_MAX], *p;
+	size_t n = 0, k;
+
+	if (em->cbor) {
+		bbx_em_map(em);
+		bbx_em_key(em, "ts");
+		bbx_em_str(em, t, bbx_fmt_time(t, wall_ns));
+		bbx_em_kv_i64(em, "ts_ns", wall_ns);
+		bbx_em_kv_u64(em, "clock_ns", clock_ns);
+		if (with_pid)
+			bbx_em_kv_i64(em, "pid", pid);
+		bbx_em_kv_i64(em, "tid", tid);
+		bbx_em_kv_str(em, "thread", thread);
+		bbx_em_kv_u64(em, "ring", ring);
+		bbx_em_kv_str(em, "type", type);
+		return;
+	}
+#define LIT(s) (memcpy(p + n, s, sizeof(s) - 1), n += sizeof(s) - 1)
+	p = bbx_out_reserve(em->o, 256);
+	LIT("{\"ts\":\"");
+	n += bbx_fmt_time(p + n, wall_ns);
+	LIT("\",\"ts_ns\":");
+	n += bbx_fmt_i64(p + n, wall_ns);
+	LIT(",\"clock_ns\":");
+	n += bbx_fmt_u64(p + n, clock_ns);
+	if (with_pid) {
+		LIT(",\"pid\":");
+		n += bbx_fmt_i64(p + n, pid);
+	}
+	LIT(",\"tid\":");
+	n += bbx_fmt_i64(p + n, tid);
+	LIT(",\"thread\":\"");
+	bbx_out_commit(em->o, n);
+	json_esc(em->o, (const uint8_t *)thread, strlen(thread));
+	p = bbx_out_reserve(em->o, 64);
+	n = 0;
+	LIT("\",\"ring\":");
+	n += bbx_fmt_u64(p + n, ring);
+	LIT(",\"type\":\"");
+	k = strnlen(type, 16);
+	memcpy(p + n, type, k);
+	n += k;
+	p[n++] = '"';
+	bbx_out_commit(em->o, n);
+#undef LIT
+	/* the emitter's state, as if bbx_em_map() and members were written */
+	em->depth = 1;
+	em->more[1] = true;
+	em->closer[1] = '}';
+	em->after_key = false;
+}
+
 /* One well-formed CBOR item [p, end) as a value. */
 static void em_item(struct bbx_em *em, const uint8_t *p, const uint8_t *end,
 		    bool bad_utf8)

@@ -74,6 +74,15 @@ static inline void bbx_em_kv_str(struct bbx_em *em, const char *k, const char *s
 }
 
 /*
+ * Open a record's map and write its envelope members: ts (RFC 3339),
+ * ts_ns, clock_ns, pid (if @with_pid), tid, thread, ring, type.  JSON takes
+ * a fast path: one reservation, no per-member calls.
+ */
+void bbx_em_record_start(struct bbx_em *em, int64_t wall_ns, uint64_t clock_ns,
+			 bool with_pid, int32_t pid, int32_t tid, const char *thread,
+			 uint32_t ring, const char *type);
+
+/*
  * The value part of a record: check that @value (@len bytes of CBOR) is
  * well formed and has the shape @tag says, and emit its fields ("key" and
  * "value" for kv, "name" and "fields" for events, "value" otherwise).  A

@@ -285,3 +285,52 @@ Test(emit, uring_and_plain_same_bytes)
 	free(a);
 	free(b);
 }
+
+#ifdef BB_HAVE_URING
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+/* io_uring_setup(2) refused (as under a container's seccomp policy): the
+ * output falls back to write(2) and still writes everything. */
+Test(emit, uring_refused_falls_back_to_write)
+{
+	pid_t pid = fork();
+	int st;
+
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		struct sock_filter f[] = {
+			BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		};
+		struct sock_fprog prog = { .len = 4, .filter = f };
+		struct sink s;
+		size_t n;
+		char *got;
+		unsigned i;
+
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+			_exit(77);
+		sink_open(&s, false, true);
+		if (bbx_out_is_uring(&s.o))
+			_exit(1);
+		for (i = 0; i < 100000; i++)
+			bbx_em_u64(&s.em, 7);
+		got = sink_close(&s, &n);
+		_exit(n == 100000 && got[0] == '7' ? 0 : 2);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st));
+	if (WEXITSTATUS(st) == 77)
+		cr_skip_test("seccomp not available");
+	cr_assert_eq(WEXITSTATUS(st), 0, "child status %d", WEXITSTATUS(st));
+}
+#endif

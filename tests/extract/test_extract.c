@@ -390,32 +390,32 @@ Test(extract, post_mortem_after_sigkill)
 	cr_assert_eq(bbt_count_prefix(dir, BB_NAME_PREFIX), 1);
 }
 
-Test(extract, post_mortem_after__exit)
+/* A writer that ends by itself (@mode), then a post-mortem extraction. */
+static void post_mortem_self(const char *mode, int want_sig)
 {
-	const char *args[] = { "-t", "3", "-n", "60", "_exit", NULL };
+	const char *args[] = { "-t", "3", "-n", "60", mode, NULL };
 	struct writer w = start_writer(args);
 	int st = reap_writer(&w);
 	struct run r;
 
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (want_sig)
+		cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == want_sig);
+	else
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	r = run_extract("--dir", dir, pidstr(w.pid), NULL);
 	cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.err);
 	check_complete(r.out);
 	free_run(&r);
 }
 
+Test(extract, post_mortem_after__exit)
+{
+	post_mortem_self("_exit", 0);
+}
+
 Test(extract, post_mortem_after_abort)
 {
-	const char *args[] = { "-t", "3", "-n", "60", "abort", NULL };
-	struct writer w = start_writer(args);
-	int st = reap_writer(&w);
-	struct run r;
-
-	cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
-	r = run_extract("--dir", dir, pidstr(w.pid), NULL);
-	cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.err);
-	check_complete(r.out);
-	free_run(&r);
+	post_mortem_self("abort", SIGABRT);
 }
 
 Test(extract, clean_exit_leaves_nothing)
