@@ -174,6 +174,15 @@ int bb_write_event(const char *name, const struct bb_field *fields, size_t n);
  */
 int bb_dump(int fd);
 
+/*
+ * bb_version - the version of the library actually loaded, "0.1.0" (the
+ * BB_VERSION_* macros are the version a program was compiled against).
+ * bb_version_number - the same as major * 10000 + minor * 100 + patch.
+ * AS-safe.
+ */
+const char *bb_version(void);
+int bb_version_number(void);
+
 #ifdef __cplusplus
 }
 #endif
