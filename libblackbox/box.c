@@ -370,9 +370,16 @@ static int bb__open(const struct bb_options *o, const char *dir, size_t size)
 	ret = bb__plan(size, o->ring_count ? o->ring_count : BB_DEFAULT_RING_COUNT, o->ring_size, &l);
 	if (ret < 0)
 		return ret;
-	box = calloc(1, sizeof(*box) + (l.nrings + 1) * sizeof(struct bb__ring));
-	if (!box)
-		return -ENOMEM;
+	{
+		/* Cache-line aligned: struct bb__ring is (writer.h, false
+		 * sharing between the rings of different threads). */
+		size_t sz = sizeof(*box) + (l.nrings + 1) * sizeof(struct bb__ring);
+		void *mem;
+
+		if (posix_memalign(&mem, BB__CACHELINE, sz))
+			return -ENOMEM;
+		box = memset(mem, 0, sz);
+	}
 	box->shm = dir == NULL;
 	fd = bb__create_file(box, dir, starttime, mode, &seq);
 	if (fd < 0) {
@@ -653,9 +660,10 @@ static struct bb__ring *bb__claim(struct bb__box *box, struct bb__tls *t)
  * Slow path of bb__begin(): the thread has no ring in this box yet (claim
  * one), has none to get (shared ring), or is nested (shared ring).  The
  * caller has entered the nesting section (depth >= 1).
- * Returns 0 with a private ring, 1 with the shared ring locked, or -errno.
+ * Returns the claimed private ring, the shared ring locked
+ * (&box->rings[box->nrings]), or NULL for -EBUSY.
  */
-int bb__begin_slow(struct bb__box *box, struct bb__tls *t, struct bb__ring **rp)
+struct bb__ring *bb__begin_slow(struct bb__box *box, struct bb__tls *t)
 {
 	struct bb__ring *shared = &box->rings[box->nrings];
 	int32_t *lock = &shared->desc->lock;
@@ -668,8 +676,7 @@ int bb__begin_slow(struct bb__box *box, struct bb__tls *t, struct bb__ring **rp)
 		if (t->ring) {
 			if (bb__g.key_ok)
 				pthread_setspecific(bb__g.key, box);
-			*rp = t->ring;
-			return 0;
+			return t->ring;
 		}
 	}
 	/* The shared ring: a bounded try-lock.  Nothing ever waits long. */
@@ -680,13 +687,12 @@ int bb__begin_slow(struct bb__box *box, struct bb__tls *t, struct bb__ring **rp)
 			/* Acquire pairs with the release store of 0 in
 			 * bb__end_shared(): we see the previous holder's
 			 * head and tail (shared->head/tail). */
-			*rp = shared;
-			return 1;
+			return shared;
 		}
 		if (expect == t->tid) {
 			/* We interrupted our own shared-ring write. */
 			BB_FETCH_ADD(&box->hdr->dropped_nested, 1);
-			return -EBUSY;
+			return NULL;
 		}
 #if defined(__x86_64__) || defined(__i386__)
 		__builtin_ia32_pause();
@@ -695,7 +701,7 @@ int bb__begin_slow(struct bb__box *box, struct bb__tls *t, struct bb__ring **rp)
 #endif
 	}
 	BB_FETCH_ADD(&box->hdr->dropped_busy, 1);
-	return -EBUSY;
+	return NULL;
 }
 
 void bb__end_shared(struct bb__box *box, struct bb__tls *t)

@@ -24,8 +24,15 @@
 #include "barrier.h"
 #include "internal.h"
 
-/* Process-local view of one ring. */
-struct bb__ring {
+/*
+ * Process-local view of one ring.  Aligned to a cache line: the rings of
+ * different threads sit side by side in bb__box.rings[], and head (every
+ * record) and tail (every record once wrapped) are written by each ring's
+ * own thread; packed, two threads' rings shared a line (false sharing).
+ * The box struct is allocated with posix_memalign() for this (box.c).
+ */
+#define BB__CACHELINE 64
+struct __attribute__((aligned(BB__CACHELINE))) bb__ring {
 	struct bb_ring_desc *desc; /* in the box */
 	uint8_t *data;             /* 2 * size bytes: the ring mapped twice */
 	uint64_t mask;             /* size - 1 */
@@ -65,9 +72,12 @@ struct bb__tls {
 extern struct bb__box *bb__box;     /* NULL: no box (see bb__nobox()) */
 extern __thread struct bb__tls bb__tls __attribute__((tls_model("initial-exec")));
 
-/* Slow paths, out of line (box.c). */
+/* Slow paths, out of line (box.c).  bb__begin_slow() returns the ring
+ * (the shared ring, locked, is &box->rings[box->nrings]) or NULL for -EBUSY:
+ * returning it, rather than storing through a pointer into struct bb__w,
+ * lets the compiler keep the caller's struct bb__w in registers. */
 int bb__nobox(void);
-int bb__begin_slow(struct bb__box *box, struct bb__tls *t, struct bb__ring **rp);
+struct bb__ring *bb__begin_slow(struct bb__box *box, struct bb__tls *t);
 void bb__end_shared(struct bb__box *box, struct bb__tls *t);
 void bb__make_room(struct bb__ring *r, uint64_t end);
 
@@ -130,16 +140,48 @@ static inline bool bb__begin(struct bb__w *w, int *ret)
 		w->room = box->max_record - BB_RECORD_HDR_SIZE;
 		return true;
 	}
-	*ret = bb__begin_slow(box, t, &w->r);
-	if (*ret < 0) {
+	w->r = bb__begin_slow(box, t);
+	if (!w->r) {
 		BB_SIGNAL_FENCE();
 		t->depth--;
+		*ret = -EBUSY;
 		return false;
 	}
-	w->shared = *ret == 1;
+	w->shared = w->r == &box->rings[box->nrings];
 	w->flags = w->shared ? BB_RF_TID : 0;
 	w->room = box->max_record - BB_RECORD_HDR_SIZE - (w->shared ? 8 : 0);
 	return true;
+}
+
+/*
+ * bb__make_room_fast - the common case of bb__make_room() (box.c), inline:
+ * once a ring has wrapped, nearly every record frees exactly one old record
+ * of similar size.  Same checks as bb__make_room(): the old record's length
+ * must be sane and lie inside [tail, head) (the box is memory a crashing
+ * process may have scribbled on); anything else, or more than one record to
+ * free, goes out of line.  (stride <= size follows from tail + stride <=
+ * head, as head - tail <= size always holds for our own copies.)
+ */
+static inline void bb__make_room_fast(struct bb__ring *r, uint64_t end)
+{
+	uint64_t tail = r->tail;
+	const struct bb_record_hdr *h = (const void *)(r->data + (tail & r->mask));
+	uint32_t len = h->len;
+	uint64_t ntail = tail + BB_RECORD_STRIDE(len);
+
+	if (bb_likely(len >= BB_RECORD_HDR_SIZE && ntail <= r->head &&
+		      end - ntail <= r->mask + 1)) {
+		r->tail = ntail;
+		BB_STORE_RELAXED(&r->desc->tail, ntail);
+		/* Orders the new tail before the busy seq and the record bytes
+		 * that overwrite what it released.  Pairs with the acquire
+		 * fence in bb__ring_read(): a reader that copied overwritten
+		 * bytes sees this tail and drops the copy.  (As in
+		 * bb__make_room().) */
+		BB_FENCE_RELEASE();
+		return;
+	}
+	bb__make_room(r, end);
 }
 
 /*
@@ -154,7 +196,7 @@ static inline uint8_t *bb__reserve(struct bb__w *w, uint8_t flags, uint32_t vlen
 	uint64_t end = pos + BB_RECORD_STRIDE(hdr + vlen);
 
 	if (bb_unlikely(end - r->tail > r->mask + 1))
-		bb__make_room(r, end);   /* publishes the new tail, then a release fence */
+		bb__make_room_fast(r, end);   /* publishes the new tail, then a release fence */
 	w->pos = pos;
 	w->len = hdr + vlen;
 	w->flags |= flags;
@@ -206,6 +248,64 @@ static inline void bb__commit(struct bb__w *w, uint8_t tag)
 static inline uint32_t bb__cbor_head(uint64_t n)
 {
 	return n < 24 ? 1 : n <= 0xff ? 2 : n <= 0xffff ? 3 : n <= 0xffffffffu ? 5 : 9;
+}
+
+/*
+ * bb__cbor_put_head - write the CBOR head of major type @major (0..7, not
+ * shifted) with argument @n at @p; returns the byte after it.
+ *
+ * Inline rather than libcbor's cbor_encode_uint/negint/string_start/...:
+ * those are PLT calls into a second library that re-dispatch on the size
+ * (cbor_encode_string_start -> _cbor_encode_uint -> _cbor_encode_uint8),
+ * about 19 instructions for a 1-byte head, against 2-3 here (callgrind,
+ * bench/callgrind.sh, BENCHMARKS.md).  A head is one byte or a byte plus a
+ * big-endian argument of 1, 2, 4 or 8 bytes (RFC 8949 §3): trivial.
+ * libcbor still encodes what is not trivial (doubles, write.c).
+ */
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define bb__be16(x) ((uint16_t)(x))
+#define bb__be32(x) ((uint32_t)(x))
+#define bb__be64(x) ((uint64_t)(x))
+#else
+#define bb__be16(x) __builtin_bswap16((uint16_t)(x))
+#define bb__be32(x) __builtin_bswap32((uint32_t)(x))
+#define bb__be64(x) __builtin_bswap64((uint64_t)(x))
+#endif
+
+static inline uint8_t *bb__cbor_put_head(unsigned major, uint64_t n, uint8_t *p)
+{
+	uint8_t mt = (uint8_t)(major << 5);
+
+	if (bb_likely(n < 24)) {
+		*p = (uint8_t)(mt | n);
+		return p + 1;
+	}
+	if (n <= 0xff) {
+		p[0] = mt | 24;
+		p[1] = (uint8_t)n;
+		return p + 2;
+	}
+	if (n <= 0xffff) {
+		uint16_t be = bb__be16(n);
+
+		p[0] = mt | 25;
+		memcpy(p + 1, &be, 2);
+		return p + 3;
+	}
+	if (n <= 0xffffffffu) {
+		uint32_t be = bb__be32(n);
+
+		p[0] = mt | 26;
+		memcpy(p + 1, &be, 4);
+		return p + 5;
+	}
+	{
+		uint64_t be = bb__be64(n);
+
+		p[0] = mt | 27;
+		memcpy(p + 1, &be, 8);
+		return p + 9;
+	}
 }
 
 /* Cut @n so that s[0..n) does not end inside a UTF-8 sequence. */
