@@ -101,12 +101,13 @@ struct live_check {
 static int live_cb(const struct bb_record *rec, void *arg)
 {
 	struct live_check *lc = arg;
-	struct tcollect one = { 0 };
+	static struct tcollect one;   /* reused: one record at a time */
 	uint64_t seq;
 	int k;
 
 	if (rec->tag == BB_TAG_OWNER)
 		return 0;
+	one.n = 0;
 	tcollect_cb(rec, &one);
 	cr_assert_eq(one.r[0].tag, BB_TAG_KV);
 	cr_assert(check_value(one.r[0].text, one.r[0].n, &k, &seq),
@@ -116,7 +117,6 @@ static int live_cb(const struct bb_record *rec, void *arg)
 		     (unsigned long long)seq, (long long)lc->last[k]);
 	lc->last[k] = (int64_t)seq;
 	lc->records++;
-	free(one.r);
 	return 0;
 }
 
