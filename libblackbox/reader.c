@@ -1095,28 +1095,123 @@ static int by_time(const void *a, const void *b)
 	return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-static int deliver(struct bb_reader *r, bb_record_fn fn, void *arg)
+/* Deliver r->ents[k]. */
+static int deliver_one(struct bb_reader *r, size_t k, bb_record_fn fn, void *arg)
 {
 	static const uint8_t none[1];
+	const struct ent *e = &r->ents[k];
+	struct rring *rr = &r->rings[e->ring];
+	struct bb_record rec = {
+		.ring = e->ring, .tid = e->tid, .thread_name = e->name,
+		.pos = e->pos, .ts = e->ts,
+		/* wall = anchor_realtime + (ts - anchor_clock), modulo 2^64 */
+		.wall_ns = (int64_t)((uint64_t)r->info.anchor_realtime_ns +
+				     (e->ts - (uint64_t)r->info.anchor_clock_ns)),
+		.tag = e->tag, .flags = e->flags,
+		.value = e->vlen ? r->vals + e->voff : none, .value_len = e->vlen,
+	};
 
+	rr->st.read++;
+	rr->next = e->next;
+	rr->has_next = true;
+	return fn(&rec, arg);
+}
+
+/* One ring's run of collected records, [at, end) of r->ents. */
+struct run {
+	size_t at, end;
+};
+
+/* Is run a before run b at their current heads?  ts, then ring (runs are
+ * ring ordered: the index breaks ties), as by_time() orders. */
+static bool run_before(const struct bb_reader *r, const struct run *a, uint32_t ia,
+		       const struct run *b, uint32_t ib)
+{
+	uint64_t x = r->ents[a->at].ts, y = r->ents[b->at].ts;
+
+	return x != y ? x < y : ia < ib;
+}
+
+static void sift_down(const struct bb_reader *r, const struct run *runs, uint32_t *heap,
+		      uint32_t n, uint32_t i)
+{
+	for (;;) {
+		uint32_t l = 2 * i + 1, m = i;
+
+		if (l < n && run_before(r, &runs[heap[l]], heap[l], &runs[heap[m]], heap[m]))
+			m = l;
+		if (l + 1 < n &&
+		    run_before(r, &runs[heap[l + 1]], heap[l + 1], &runs[heap[m]], heap[m]))
+			m = l + 1;
+		if (m == i)
+			return;
+		uint32_t t = heap[i];
+		heap[i] = heap[m];
+		heap[m] = t;
+		i = m;
+	}
+}
+
+/*
+ * Deliver the collected records of all rings in by_time() order.  Each
+ * ring's run is in position order, which is time order for every ring whose
+ * writer's clock did not step back (checked, and sorted when not), so a
+ * k-way merge over the runs (a heap of ring cursors) gives the order of a
+ * full sort in O(n log rings) instead of O(n log n).
+ */
+static int deliver_merged(struct bb_reader *r, const size_t *first, bb_record_fn fn,
+			  void *arg)
+{
+	uint32_t nr = r->info.ring_count, n = 0;
+	struct run *runs;
+	uint32_t *heap;
+	int rc = 0;
+
+	runs = malloc(nr * (sizeof(*runs) + sizeof(*heap)) + 1);
+	if (!runs)
+		return -ENOMEM;
+	heap = (uint32_t *)(void *)(runs + nr);
+	for (uint32_t i = 0; i < nr; i++) {
+		runs[i].at = first[i];
+		runs[i].end = i + 1 < nr ? first[i + 1] : r->nents;
+		for (size_t k = runs[i].at + 1; k < runs[i].end; k++) {
+			if (r->ents[k].ts < r->ents[k - 1].ts) {
+				/* a clock step (or a shared ring's racing
+				 * writers): order this run on its own */
+				qsort(r->ents + runs[i].at, runs[i].end - runs[i].at,
+				      sizeof(*r->ents), by_time);
+				break;
+			}
+		}
+		if (runs[i].at < runs[i].end)
+			heap[n++] = i;
+	}
+	for (uint32_t i = n / 2; i-- > 0;)
+		sift_down(r, runs, heap, n, i);
+	while (n) {
+		struct run *top = &runs[heap[0]];
+
+		if (n == 1) { /* the last ring: no more comparisons */
+			for (; top->at < top->end && !rc; top->at++)
+				rc = deliver_one(r, top->at, fn, arg);
+			break;
+		}
+		rc = deliver_one(r, top->at++, fn, arg);
+		if (rc)
+			break;
+		if (top->at == top->end)
+			heap[0] = heap[--n];
+		sift_down(r, runs, heap, n, 0);
+	}
+	free(runs);
+	return rc;
+}
+
+static int deliver(struct bb_reader *r, bb_record_fn fn, void *arg)
+{
 	for (size_t k = 0; k < r->nents; k++) {
-		const struct ent *e = &r->ents[k];
-		struct rring *rr = &r->rings[e->ring];
-		struct bb_record rec = {
-			.ring = e->ring, .tid = e->tid, .thread_name = e->name,
-			.pos = e->pos, .ts = e->ts,
-			/* wall = anchor_realtime + (ts - anchor_clock), modulo 2^64 */
-			.wall_ns = (int64_t)((uint64_t)r->info.anchor_realtime_ns +
-					     (e->ts - (uint64_t)r->info.anchor_clock_ns)),
-			.tag = e->tag, .flags = e->flags,
-			.value = e->vlen ? r->vals + e->voff : none, .value_len = e->vlen,
-		};
-		int rc;
+		int rc = deliver_one(r, k, fn, arg);
 
-		rr->st.read++;
-		rr->next = e->next;
-		rr->has_next = true;
-		rc = fn(&rec, arg);
 		if (rc)
 			return rc;
 	}
@@ -1126,6 +1221,7 @@ static int deliver(struct bb_reader *r, bb_record_fn fn, void *arg)
 BB_EXPORT int bb_reader_walk(struct bb_reader *r, unsigned flags, bb_record_fn fn, void *arg)
 {
 	bool merge = flags & BB_WALK_MERGE, alive;
+	size_t *firsts = NULL;
 	int rc;
 
 	if (!r || !fn)
@@ -1133,13 +1229,19 @@ BB_EXPORT int bb_reader_walk(struct bb_reader *r, unsigned flags, bb_record_fn f
 	refresh_info(r);
 	alive = bb_reader_liveness(r) == BB_OWNER_ALIVE;
 	r->nents = r->nvals = 0;
+	if (merge && !(firsts = malloc(r->info.ring_count * sizeof(*firsts) + 1)))
+		return -ENOMEM;
 	for (uint32_t i = 0; i < r->info.ring_count; i++) {
 		size_t first = r->nents;
 
 		rc = collect(r, i, flags, alive, &r->rings[i].end);
-		if (rc)
+		if (rc) {
+			free(firsts);
 			return rc;
+		}
 		attribute(r, i, first);
+		if (merge)
+			firsts[i] = first;
 		if (merge)
 			continue;
 		rc = deliver(r, fn, arg);
@@ -1153,9 +1255,8 @@ BB_EXPORT int bb_reader_walk(struct bb_reader *r, unsigned flags, bb_record_fn f
 	if (!merge)
 		return 0;
 	/* stable in effect: ties broken by ring, then position */
-	if (r->nents > 1)
-		qsort(r->ents, r->nents, sizeof(*r->ents), by_time);
-	rc = deliver(r, fn, arg);
+	rc = deliver_merged(r, firsts, fn, arg);
+	free(firsts);
 	r->nents = r->nvals = 0;
 	if (rc)
 		return rc;
