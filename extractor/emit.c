@@ -27,27 +27,81 @@ static const char digits2[201] =
 	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
 	"8081828384858687888990919293949596979899";
 
-size_t bbx_fmt_u64(char *p, uint64_t v)
+/* Exactly @w (even, <= 8) digits of @v (< 10^w), two at a time. */
+static inline void fmt_pairs(char *p, uint32_t v, int w)
 {
-	char tmp[20];
-	size_t i = sizeof(tmp), n;
-
-	while (v >= 100) {
-		unsigned d = (unsigned)(v % 100) * 2;
+	while (w > 0) {
+		uint32_t d = (v % 100) * 2;
 
 		v /= 100;
-		tmp[--i] = digits2[d + 1];
-		tmp[--i] = digits2[d];
+		w -= 2;
+		p[w] = digits2[d];
+		p[w + 1] = digits2[d + 1];
+	}
+}
+
+/* Digits of @v (< 10^8), written from the start of @p; returns the count. */
+static inline size_t fmt_u32_small(char *p, uint32_t v)
+{
+	size_t n = v < 10 ? 1 : v < 100 ? 2 : v < 1000 ? 3 : v < 10000 ? 4 :
+		   v < 100000 ? 5 : v < 1000000 ? 6 : v < 10000000 ? 7 : 8;
+	size_t i = n;
+
+	while (v >= 100) {
+		uint32_t d = (v % 100) * 2;
+
+		v /= 100;
+		p[--i] = digits2[d + 1];
+		p[--i] = digits2[d];
 	}
 	if (v >= 10) {
-		tmp[--i] = digits2[v * 2 + 1];
-		tmp[--i] = digits2[v * 2];
+		p[--i] = digits2[v * 2 + 1];
+		p[--i] = digits2[v * 2];
 	} else {
-		tmp[--i] = (char)('0' + v);
+		p[--i] = (char)('0' + v);
 	}
-	n = sizeof(tmp) - i;
-	memcpy(p, tmp + i, n);
 	return n;
+}
+
+/* In 8-digit chunks: 32-bit divisions only below the top one. */
+size_t bbx_fmt_u64(char *p, uint64_t v)
+{
+	size_t n;
+
+	if (v < 100000000)
+		return fmt_u32_small(p, (uint32_t)v);
+	if (v < 10000000000000000ull) {
+		n = fmt_u32_small(p, (uint32_t)(v / 100000000));
+		fmt_pairs(p + n, (uint32_t)(v % 100000000), 8);
+		return n + 8;
+	}
+	n = fmt_u32_small(p, (uint32_t)(v / 10000000000000000ull));
+	v %= 10000000000000000ull;
+	fmt_pairs(p + n, (uint32_t)(v / 100000000), 8);
+	fmt_pairs(p + n + 8, (uint32_t)(v % 100000000), 8);
+	return n + 16;
+}
+
+/* Exactly 9 digits of @ns (< 10^9). */
+static inline void fmt_ns9(char *p, uint32_t ns)
+{
+	p[0] = (char)('0' + ns / 100000000);
+	fmt_pairs(p + 1, ns % 100000000, 8);
+}
+
+size_t bbx_fmt_ns(struct bbx_ns_cache *c, char *p, uint64_t v)
+{
+	uint64_t sec = v / 1000000000;
+
+	if (!sec)
+		return bbx_fmt_u64(p, v);
+	if (sec != c->sec || !c->len) {
+		c->len = (uint8_t)bbx_fmt_u64(c->digits, sec);
+		c->sec = sec;
+	}
+	memcpy(p, c->digits, sizeof(c->digits)); /* fixed size: one move */
+	fmt_ns9(p + c->len, (uint32_t)(v % 1000000000));
+	return c->len + 9u;
 }
 
 size_t bbx_fmt_i64(char *p, int64_t v)
@@ -132,7 +186,7 @@ size_t bbx_fmt_time(char *p, int64_t wall_ns)
 	}
 	memcpy(p, cbuf, clen);
 	p[clen] = '.';
-	fmt_fixed(p + clen + 1, (uint64_t)ns, 9);
+	fmt_ns9(p + clen + 1, (uint32_t)ns);
 	p[clen + 10] = 'Z';
 	return clen + 11;
 }
@@ -290,6 +344,63 @@ static void json_u64(struct bbx_out *o, uint64_t v)
 	bbx_out_commit(o, bbx_fmt_u64(bbx_out_reserve(o, 20), v));
 }
 
+/*
+ * The common case without printf/strtod: v = m / 10^k with m an integer
+ * below 10^15 and 1e-4 <= |v| < 1e15 (or v = 0).  m and 10^k are exact
+ * doubles, so m / 10^k is correctly rounded, like strtod() of the decimal,
+ * and the check below is exact.  The smallest such k gives the digits of
+ * %.15g (the decimal is within half an ulp of v, far below half a unit in
+ * the 15th digit), and in this range %g uses no exponent: the output is
+ * byte for byte what the general path prints.  Returns false otherwise.
+ */
+static bool json_double_fast(struct bbx_out *o, double v)
+{
+	static const double p10[16] = {
+		1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+		1e12, 1e13, 1e14, 1e15,
+	};
+	double a = fabs(v);
+	char *p;
+	size_t n = 0;
+
+	if (v == 0) {
+		bbx_out_str(o, signbit(v) ? "-0.0" : "0.0");
+		return true;
+	}
+	if (!(a >= 1e-4 && a < 1e15))
+		return false;
+	for (int k = 0; k <= 15; k++) {
+		double x = a * p10[k], m;
+		uint64_t u, ip, fp;
+
+		if (x >= 1e15)
+			return false;
+		m = (double)(uint64_t)(x + 0.5); /* no libm: round half up */
+		if (m / p10[k] != a)
+			continue;
+		u = (uint64_t)m;
+		p = bbx_out_reserve(o, 48);
+		if (v < 0)
+			p[n++] = '-';
+		ip = k ? u / (uint64_t)p10[k] : u;
+		fp = k ? u % (uint64_t)p10[k] : 0;
+		n += bbx_fmt_u64(p + n, ip);
+		p[n++] = '.';
+		if (!k) {
+			p[n++] = '0';
+		} else {
+			for (int d = k; d-- > 0;) {
+				p[n + (size_t)d] = (char)('0' + fp % 10);
+				fp /= 10;
+			}
+			n += (size_t)k;
+		}
+		bbx_out_commit(o, n);
+		return true;
+	}
+	return false;
+}
+
 static void json_double(struct bbx_out *o, double v)
 {
 	char buf[40];
@@ -303,6 +414,8 @@ static void json_double(struct bbx_out *o, double v)
 		bbx_out_str(o, v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
 		return;
 	}
+	if (json_double_fast(o, v))
+		return;
 	/* the shortest of %.15g .. %.17g that reads back as the same double */
 	for (prec = 15; prec <= 17; prec++) {
 		n = snprintf(buf, sizeof(buf), "%.*g", prec, v);
@@ -845,9 +958,10 @@ void bbx_em_record_start(struct bbx_em *em, int64_t wall_ns, uint64_t clock_ns,
 	LIT("{\"ts\":\"");
 	n += bbx_fmt_time(p + n, wall_ns);
 	LIT("\",\"ts_ns\":");
-	n += bbx_fmt_i64(p + n, wall_ns);
+	n += wall_ns >= 0 ? bbx_fmt_ns(&em->ts_cache, p + n, (uint64_t)wall_ns)
+			  : bbx_fmt_i64(p + n, wall_ns);
 	LIT(",\"clock_ns\":");
-	n += bbx_fmt_u64(p + n, clock_ns);
+	n += bbx_fmt_ns(&em->clock_cache, p + n, clock_ns);
 	if (with_pid) {
 		LIT(",\"pid\":");
 		n += bbx_fmt_i64(p + n, pid);

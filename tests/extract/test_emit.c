@@ -108,6 +108,91 @@ Test(emit, integers)
 	cr_expect_str_eq(b, "-7");
 }
 
+/* Every digit count, and the seconds cache of bbx_fmt_ns, against printf. */
+Test(emit, integers_all_lengths)
+{
+	struct bbx_ns_cache nc = { 0 };
+	char b[40], want[40];
+	uint64_t v = 0;
+
+	for (int i = 0; i < 2000; i++) {
+		/* 0, 9, 10, 99, 100, ... and pseudo-random values */
+		v = i < 40 ? (i % 2 ? v * 10 + 9 : v + 1) :
+		    v * 6364136223846793005ull + 1442695040888963407ull;
+		b[bbx_fmt_u64(b, v)] = '\0';
+		snprintf(want, sizeof(want), "%llu", (unsigned long long)v);
+		cr_expect_str_eq(b, want);
+		b[bbx_fmt_ns(&nc, b, v >> (i % 64))] = '\0';
+		snprintf(want, sizeof(want), "%llu", (unsigned long long)(v >> (i % 64)));
+		cr_expect_str_eq(b, want);
+		/* same second again, then the next nanosecond */
+		b[bbx_fmt_ns(&nc, b, (v >> (i % 64)) + 1)] = '\0';
+		snprintf(want, sizeof(want), "%llu", (unsigned long long)(v >> (i % 64)) + 1);
+		cr_expect_str_eq(b, want);
+	}
+}
+
+/* The float fast path prints exactly what the printf/strtod path does. */
+static void expect_double(double d)
+{
+	uint8_t v[9] = { 0xfb };
+	uint64_t u;
+	char want[80], num[40];
+	bool ok;
+	int prec, n = 0;
+
+	memcpy(&u, &d, 8);
+	for (int i = 0; i < 8; i++)
+		v[1 + i] = (uint8_t)(u >> (56 - 8 * i));
+	for (prec = 15; prec <= 17; prec++) {
+		n = snprintf(num, sizeof(num), "%.*g", prec, d);
+		if (strtod(num, NULL) == d)
+			break;
+	}
+	if (!strpbrk(num, ".e"))
+		memcpy(num + n, ".0", 3);
+	snprintf(want, sizeof(want), "{\"value\":%s}", num);
+	char *got = json_value(BB_TAG_F64, v, sizeof(v), &ok);
+	cr_expect_str_eq(got, want, "%a", d);
+	free(got);
+}
+
+Test(emit, json_doubles_match_printf)
+{
+	static const double fixed[] = {
+		0.0, -0.0, 1.0, -1.0, 0.1, 0.2, 0.3, 1e-4, 9.9999e-5, 1e15, 999999999999999.0,
+		1e15 - 0.5, 123456789012345.6, 0.000123, 3.14159, 2.5e-3, 1.0 / 3,
+		2.0 / 3, 1e14 + 0.1, 4503599627370496.0, 9007199254740993.0, 1e300, 5e-324,
+		0.30000000000000004, 100.0, 1e-5, 12345.678, -273.15,
+	};
+	uint64_t x = 88172645463325252ull;
+
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		expect_double(fixed[i]);
+	for (int i = 0; i < 3000; i++) {
+		double d;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		switch (i % 3) {
+		case 0: /* few decimals, like most logged values */
+			d = (double)(int64_t)(x % 2000000001) / (double)(1ull << 0) /
+			    (double)(uint64_t[]){ 1, 10, 100, 1000, 10000, 1000000 }[x % 6];
+			break;
+		case 1: { /* any bits */
+			uint64_t b = x;
+
+			memcpy(&d, &b, 8);
+			if (d != d || d - d != 0)
+				d = 1.25;
+			break;
+		}
+		default: /* any value in the fast range */
+			d = (double)(x >> 11) / (double)(1ull << 53) * 1e15 / (double)(1u << (x % 32));
+		}
+		expect_double(d);
+	}
+}
+
 Test(emit, json_scalars)
 {
 	EXPECT_JSON(BB_TAG_STR, B(0x62, 'h', 'i'), true, "{\"value\":\"hi\"}");
