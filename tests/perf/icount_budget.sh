@@ -1,0 +1,90 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# icount_budget.sh - the instruction budget of the write fast path (issue 6
+# "Keep"): fails when bb_write_kv or bb_write_i64 costs more instructions per
+# call, excluding the clock read, than the budget below.  Instruction counts
+# are deterministic (valgrind --tool=callgrind), unlike wall time: this is
+# the one performance figure a test asserts.  Budgets and their derivation:
+# BENCHMARKS.md, "Instruction budget".
+#
+# Usage: icount_budget.sh DRIVER OPTIMIZATION SANITIZE
+#   DRIVER        perf-icount-driver (tests/perf/icount_driver.c)
+#   OPTIMIZATION  meson's get_option('optimization'); budgets hold for 2, 3
+#   SANITIZE      meson's get_option('b_sanitize'); budgets hold for none
+# Exit 77 (skipped) without valgrind or in a build the budgets are not for.
+#
+# Method: callgrind collects only the measured loop (--toggle-collect=loop_*)
+# after a warm-up that wraps the ring; N = 1000 and N = 2000 calls, and
+# (I(2000) - I(1000)) / 1000 is the cost of one loop iteration with the
+# loop's entry and exit cancelled.  Subtracting the iteration of a bare
+# clock_gettime(CLOCK_MONOTONIC) loop of the same shape leaves the
+# recorder's own instructions.  (Valgrind gives the client no vDSO: the
+# clock is glibc's wrapper plus a system call in both loops, and cancels.)
+set -eu
+
+# Budgets: measured + ~10% (BENCHMARKS.md).
+BUDGET_KV=222
+BUDGET_I64=141
+
+if [ $# -ne 3 ]; then
+	echo "usage: icount_budget.sh DRIVER OPTIMIZATION SANITIZE" >&2
+	exit 2
+fi
+driver=$1
+case $2 in
+2|3) ;;
+*) echo "SKIP: budgets are for -O2/-O3 builds (optimization=$2)"; exit 77 ;;
+esac
+if [ "$3" != none ]; then
+	echo "SKIP: budgets are for builds without sanitizers (b_sanitize=$3)"
+	exit 77
+fi
+if ! command -v valgrind >/dev/null 2>&1; then
+	echo "SKIP: valgrind not found"
+	exit 77
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/bb-perf.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM
+mkdir "$tmp/box"
+BLACKBOX_DIR=$tmp/box
+export BLACKBOX_DIR
+unset BLACKBOX_DISABLE BLACKBOX_SIZE 2>/dev/null || true
+
+# Total collected instructions of "DRIVER OP N".
+count() {
+	valgrind --tool=callgrind --toggle-collect='loop_*' \
+		--callgrind-out-file="$tmp/out" "$driver" "$1" "$2" >"$tmp/log" 2>&1 ||
+		{ echo "valgrind $driver $1 $2 failed:" >&2; cat "$tmp/log" >&2; exit 1; }
+	t=$(sed -n 's/^totals: *//p' "$tmp/out" | head -n 1)
+	[ -n "$t" ] || { echo "no totals in callgrind output" >&2; exit 1; }
+	echo "$t"
+}
+
+# Instructions of one loop iteration of OP.
+per_iter() {
+	a=$(count "$1" 1000)
+	b=$(count "$1" 2000)
+	echo $(( (b - a) / 1000 ))
+}
+
+clk=$(per_iter clock)
+fail=0
+for op in kv i64; do
+	case $op in
+	kv) budget=$BUDGET_KV; name=bb_write_kv ;;
+	i64) budget=$BUDGET_I64; name=bb_write_i64 ;;
+	esac
+	i=$(( $(per_iter $op) - clk ))
+	if [ "$i" -le 0 ]; then
+		echo "FAIL: $name: implausible count $i (clock loop $clk)"
+		fail=1
+	elif [ "$i" -gt "$budget" ]; then
+		echo "FAIL: $name: $i instructions per call excl. clock > budget $budget"
+		fail=1
+	else
+		echo "ok: $name: $i instructions per call excl. clock <= budget $budget"
+	fi
+done
+exit $fail
