@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * bench_icount.c - a fixed number of write-path calls, for instruction
- * counting under valgrind --tool=callgrind (bench/callgrind.sh).
+ * counting under valgrind --tool=callgrind (bench/callgrind.sh, and the
+ * instruction budget test tests/perf/icount_budget.sh, which runs it with
+ * BLACKBOX_DIR set to a private temporary directory).
  *
  * Usage: bench_icount OP N
  *   OP: clock | kv | i64 | str16 | event4 | nop

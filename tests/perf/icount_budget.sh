@@ -9,7 +9,7 @@
 # BENCHMARKS.md, "Instruction budget".
 #
 # Usage: icount_budget.sh DRIVER OPTIMIZATION SANITIZE
-#   DRIVER        perf-icount-driver (tests/perf/icount_driver.c)
+#   DRIVER        perf-icount-driver (built from bench/bench_icount.c)
 #   OPTIMIZATION  meson's get_option('optimization'); budgets hold for 2, 3
 #   SANITIZE      meson's get_option('b_sanitize'); budgets hold for none
 # Exit 77 (skipped) without valgrind or in a build the budgets are not for.
