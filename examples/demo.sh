@@ -30,6 +30,7 @@ echo "== bb-extract --list"
 echo "== bb-extract $pid (last 25 records)"
 "$extract" --dir "$dir" "$pid" > "$build/demo-extract.txt"
 tail -n 25 "$build/demo-extract.txt"
+grep -q "request" "$build/demo-extract.txt"   # the workers' events are there
 echo "== $(wc -l < "$build/demo-extract.txt") records extracted to $build/demo-extract.txt"
 echo "== bb-extract --json $pid (last record)"
 "$extract" --dir "$dir" --json "$pid" | tail -n 2

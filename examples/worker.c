@@ -8,6 +8,9 @@
  *
  *   bb-demo-worker [THREADS] [REQUESTS_PER_THREAD]   (0 = run until killed)
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE   /* pthread_setname_np */
+#endif
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
