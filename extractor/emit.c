@@ -12,7 +12,6 @@
 #include "emit.h"
 
 #include <blackbox/format.h>
-#include <cbor.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -730,6 +729,57 @@ static void json_item(struct bbx_out *o, struct cbr *c)
 
 /* ---- CBOR out --------------------------------------------------------- */
 
+/* A CBOR head of major type @major with argument @v, shortest form. */
+static inline size_t cb_head(char *p, unsigned major, uint64_t v)
+{
+	uint8_t *q = (uint8_t *)p, m = (uint8_t)(major << 5);
+
+	if (v < 24) {
+		q[0] = (uint8_t)(m | v);
+		return 1;
+	}
+	if (v <= 0xff) {
+		q[0] = m | 24;
+		q[1] = (uint8_t)v;
+		return 2;
+	}
+	if (v <= 0xffff) {
+		q[0] = m | 25;
+		q[1] = (uint8_t)(v >> 8);
+		q[2] = (uint8_t)v;
+		return 3;
+	}
+	if (v <= 0xffffffff) {
+		q[0] = m | 26;
+		for (int i = 0; i < 4; i++)
+			q[1 + i] = (uint8_t)(v >> (24 - 8 * i));
+		return 5;
+	}
+	q[0] = m | 27;
+	for (int i = 0; i < 8; i++)
+		q[1 + i] = (uint8_t)(v >> (56 - 8 * i));
+	return 9;
+}
+
+static inline void cb_put_head(struct bbx_out *o, unsigned major, uint64_t v)
+{
+	bbx_out_commit(o, cb_head(bbx_out_reserve(o, 9), major, v));
+}
+
+/* A text string whose bytes are known valid UTF-8 (constant names). */
+static inline size_t cb_text(char *p, const char *s, size_t n)
+{
+	size_t h = cb_head(p, 3, n);
+
+	memcpy(p + h, s, n);
+	return h + n;
+}
+
+static inline size_t cb_i64(char *p, int64_t v)
+{
+	return v >= 0 ? cb_head(p, 0, (uint64_t)v) : cb_head(p, 1, (uint64_t)(-(v + 1)));
+}
+
 typedef size_t (*cbor_head_fn)(size_t, unsigned char *, size_t);
 
 static void cbor_text(struct bbx_out *o, const uint8_t *s, size_t n)
@@ -737,8 +787,7 @@ static void cbor_text(struct bbx_out *o, const uint8_t *s, size_t n)
 	bool ok = u8valid(s, n);
 	size_t len = ok ? n : u8sanitized_len(s, n);
 
-	bbx_out_commit(o, cbor_encode_string_start(len,
-		(unsigned char *)bbx_out_reserve(o, 9), 9));
+	cb_put_head(o, 3, len);
 	if (ok)
 		bbx_out_put(o, s, n);
 	else
@@ -851,9 +900,7 @@ void bbx_em_key(struct bbx_em *em, const char *k)
 	size_t n = strlen(k);
 
 	if (em->cbor) {
-		bbx_out_commit(em->o, cbor_encode_string_start(n,
-			(unsigned char *)bbx_out_reserve(em->o, 9), 9));
-		bbx_out_put(em->o, k, n);
+		bbx_out_commit(em->o, cb_text(bbx_out_reserve(em->o, n + 9), k, n));
 	} else {
 		char *p = bbx_out_reserve(em->o, n + 4);
 		size_t i = 0;
@@ -875,8 +922,7 @@ void bbx_em_u64(struct bbx_em *em, uint64_t v)
 {
 	pre_value(em);
 	if (em->cbor)
-		bbx_out_commit(em->o, cbor_encode_uint(v,
-			(unsigned char *)bbx_out_reserve(em->o, 9), 9));
+		cb_put_head(em->o, 0, v);
 	else
 		json_u64(em->o, v);
 }
@@ -886,12 +932,8 @@ void bbx_em_i64(struct bbx_em *em, int64_t v)
 	pre_value(em);
 	if (!em->cbor)
 		bbx_out_commit(em->o, bbx_fmt_i64(bbx_out_reserve(em->o, 20), v));
-	else if (v >= 0)
-		bbx_out_commit(em->o, cbor_encode_uint((uint64_t)v,
-			(unsigned char *)bbx_out_reserve(em->o, 9), 9));
 	else
-		bbx_out_commit(em->o, cbor_encode_negint((uint64_t)(-(v + 1)),
-			(unsigned char *)bbx_out_reserve(em->o, 9), 9));
+		bbx_out_commit(em->o, cb_i64(bbx_out_reserve(em->o, 9), v));
 }
 
 void bbx_em_bool(struct bbx_em *em, bool v)
@@ -924,8 +966,7 @@ void bbx_em_bytes(struct bbx_em *em, const uint8_t *p, size_t n)
 {
 	pre_value(em);
 	if (em->cbor) {
-		bbx_out_commit(em->o, cbor_encode_bytestring_start(n,
-			(unsigned char *)bbx_out_reserve(em->o, 9), 9));
+		cb_put_head(em->o, 2, n);
 		bbx_out_put(em->o, p, n);
 	} else {
 		json_hex(em->o, p, n);
@@ -939,21 +980,42 @@ void bbx_em_record_start(struct bbx_em *em, int64_t wall_ns, uint64_t clock_ns,
 	char t[BBX_TIME_MAX], *p;
 	size_t n = 0, k;
 
+#define LIT(s) (memcpy(p + n, s, sizeof(s) - 1), n += sizeof(s) - 1)
 	if (em->cbor) {
-		bbx_em_map(em);
-		bbx_em_key(em, "ts");
-		bbx_em_str(em, t, bbx_fmt_time(t, wall_ns));
-		bbx_em_kv_i64(em, "ts_ns", wall_ns);
-		bbx_em_kv_u64(em, "clock_ns", clock_ns);
-		if (with_pid)
-			bbx_em_kv_i64(em, "pid", pid);
-		bbx_em_kv_i64(em, "tid", tid);
-		bbx_em_kv_str(em, "thread", thread);
-		bbx_em_kv_u64(em, "ring", ring);
-		bbx_em_kv_str(em, "type", type);
+		/* the same members as bbx_em_map() + bbx_em_kv_*(), in one
+		 * reservation; the thread name may need U+FFFD repairs */
+		pre_value(em);
+		p = bbx_out_reserve(em->o, 160);
+		LIT("\xbf\x62ts");
+		k = bbx_fmt_time(t, wall_ns);
+		n += cb_text(p + n, t, k);
+		LIT("\x65ts_ns");
+		n += cb_i64(p + n, wall_ns);
+		LIT("\x68" "clock_ns");
+		n += cb_head(p + n, 0, clock_ns);
+		if (with_pid) {
+			LIT("\x63pid");
+			n += cb_i64(p + n, pid);
+		}
+		LIT("\x63tid");
+		n += cb_i64(p + n, tid);
+		LIT("\x66thread");
+		bbx_out_commit(em->o, n);
+		cbor_text(em->o, (const uint8_t *)thread, strlen(thread));
+		p = bbx_out_reserve(em->o, 64);
+		n = 0;
+		LIT("\x64ring");
+		n += cb_head(p + n, 0, ring);
+		LIT("\x64type");
+		n += cb_text(p + n, type, strnlen(type, 16));
+		bbx_out_commit(em->o, n);
+		if (em->depth < BBX_EM_DEPTH - 1)
+			em->depth++;
+		em->more[em->depth] = true;
+		em->closer[em->depth] = '}';
+		em->after_key = false;
 		return;
 	}
-#define LIT(s) (memcpy(p + n, s, sizeof(s) - 1), n += sizeof(s) - 1)
 	p = bbx_out_reserve(em->o, 256);
 	LIT("{\"ts\":\"");
 	n += bbx_fmt_time(p + n, wall_ns);
