@@ -28,6 +28,7 @@
 
 #include "emit.h"
 #include "out.h"
+#include "prefetch.h"
 
 #define PROG "bb-extract"
 
@@ -537,14 +538,15 @@ static int follow(struct ctx *c)
 }
 
 /* Extract one open box.  Returns an exit code. */
+/* @info: what to report about the box (NULL: the reader's own). */
 static int extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r,
-		   int live, bool with_pid)
+		   const struct bb_box_info *info, int live, bool with_pid)
 {
 	struct ctx c = { .opt = o, .out = out, .r = r, .with_pid = with_pid };
 	struct bb_ring_stats tot;
 	int ret, code;
 
-	c.info = bb_reader_info(r);
+	c.info = info ? info : bb_reader_info(r);
 	bbx_em_init(&c.em, out, o->fmt == FMT_CBOR);
 	if (with_pid && o->fmt == FMT_TEXT) {
 		char head[4400];
@@ -818,11 +820,93 @@ static int do_list(const struct opts *o, struct bbx_out *out)
 	return EXIT_CLEAN;
 }
 
+/* Boxes read ahead at once by --all --uring. */
+#define ALL_READ_AHEAD 4
+
+/* --all with io_uring: start reading the boxes' files ahead.  NULL (read
+ * each box the plain way) when io_uring is unavailable. */
+static struct bbx_pf *all_prefetch(int dfd, const struct scan *s, char ***names)
+{
+	struct bbx_pf *pf;
+
+	if (!s->n || !(*names = malloc(s->n * sizeof(**names))))
+		return NULL;
+	for (size_t i = 0; i < s->n; i++)
+		(*names)[i] = s->e[i].name;
+	pf = bbx_pf_init(dfd, *names, s->n, ALL_READ_AHEAD);
+	if (!pf) {
+		free(*names);
+		*names = NULL;
+	}
+	return pf;
+}
+
+/*
+ * open_box() for --all with read-ahead: the box is opened and validated as
+ * always (the live mapping); if its owner is not alive, the snapshot comes
+ * from the bytes io_uring read, provided they are the same file (device
+ * and inode), else from the plain path.  *info: what to report, the
+ * opened file's identity with the snapshot's contents, exactly as the
+ * plain path reports it.
+ */
+static int open_box_prefetched(struct bbx_pf *pf, size_t i, const struct src *src,
+			       const struct opts *o, struct bb_reader **out,
+			       struct bb_box_info *info, int *live)
+{
+	const struct bb_box_info *a;
+	struct bb_reader *r, *snap;
+	uint64_t dev = 0, ino = 0;
+	void *buf = NULL;
+	size_t len = 0;
+	int got, ret;
+
+	got = bbx_pf_take(pf, i, &buf, &len, &dev, &ino);
+	ret = open_box(src, o, true, &r, live, true); /* true: no snapshot yet */
+	if (ret < 0) {
+		free(buf);
+		return ret;
+	}
+	a = bb_reader_info(r);
+	if (*live == BB_OWNER_ALIVE) {
+		free(buf);
+		*info = *a;
+		*out = r;
+		return 0;
+	}
+	if (got == 0 && a->file_dev == dev && a->file_ino == ino &&
+	    bb_reader_open_mem(buf, len, o->any_owner ? BB_OPEN_ANY_OWNER : 0,
+			       &snap, NULL, 0) == 0) {
+		const struct bb_box_info *b = bb_reader_info(snap);
+
+		*info = *b;
+		memcpy(info->path, a->path, sizeof(info->path));
+		info->file_mtime_ns = a->file_mtime_ns;
+		info->file_ino = a->file_ino;
+		info->file_dev = a->file_dev;
+		info->file_uid = a->file_uid;
+		free(buf);
+		bb_reader_close(r);
+		*out = snap;
+		return 0;
+	}
+	/* not what was read ahead: the plain way */
+	free(buf);
+	bb_reader_close(r);
+	ret = open_box(src, o, false, &r, live, true);
+	if (ret < 0)
+		return ret;
+	*info = *bb_reader_info(r);
+	*out = r;
+	return 0;
+}
+
 static int do_all(const struct opts *o, struct bbx_out *out)
 {
 	const char *dir = o->dir ? o->dir : BB_DEFAULT_DIR;
 	struct scan s = { .opt = o };
 	int code = scan_dir(o, &s), worst = EXIT_CLEAN, dfd, opened = 0, failed = 0;
+	struct bbx_pf *pf;
+	char **names = NULL;
 	size_t i;
 
 	if (code) {
@@ -837,24 +921,32 @@ static int do_all(const struct opts *o, struct bbx_out *out)
 	}
 	/* by name: blackbox.<pid>.<starttime>.<n> groups a process's boxes */
 	qsort(s.e, s.n, sizeof(*s.e), entry_cmp);
+	pf = o->uring ? all_prefetch(dfd, &s, &names) : NULL;
 	for (i = 0; i < s.n && !stop_requested; i++) {
 		struct src src = { .kind = SRC_DIRENT, .dirfd = dfd,
 				   .name = s.e[i].name, .dir = o->dir };
+		struct bb_box_info info;
 		struct bb_reader *r;
 		int live;
 
-		if (open_box(&src, o, false, &r, &live, true) < 0) {
+		if ((pf ? open_box_prefetched(pf, i, &src, o, &r, &info, &live)
+			: open_box(&src, o, false, &r, &live, true)) < 0) {
 			failed++;
 			continue;
 		}
 		opened++;
-		code = extract(o, out, r, live, true);
+		code = extract(o, out, r, pf ? &info : NULL, live, true);
 		bb_reader_close(r);
-		if (code == EXIT_FAILURE_ || out->err)
+		if (code == EXIT_FAILURE_ || out->err) {
+			bbx_pf_free(pf);
+			free(names);
 			return close(dfd), free_scan(&s), EXIT_FAILURE_;
+		}
 		if (code > worst)
 			worst = code;
 	}
+	bbx_pf_free(pf);
+	free(names);
 	close(dfd);
 	free_scan(&s);
 	if (!opened && failed)
@@ -1013,7 +1105,7 @@ int main(int argc, char **argv)
 	else if (o.all)
 		code = do_all(&o, &out);
 	else
-		code = extract(&o, &out, r, live, false);
+		code = extract(&o, &out, r, NULL, live, false);
 	bb_reader_close(r);
 	if (bbx_out_close(&out) < 0) {
 		if (out.err != -EPIPE)
