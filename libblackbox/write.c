@@ -435,14 +435,15 @@ BB_EXPORT int bb_write_event(const char *name, const struct bb_field *f, size_t 
 	}
 	if (flags)
 		BB_FETCH_ADD(&w.box->hdr->truncated, 1);
-	p = bb__reserve(&w, flags, need);
-	*p++ = 0x82;   /* array(2) */
-	p = bb__put_text(p, name, nl);
-	p = bb__cbor_put_head(5, n, p);
-	for (size_t i = 0; i < n; i++) {
-		p = bb__put_text(p, f[i].key, klen[i]);
-		p = bb__put_val(p, &vals[i]);
-	}
-	bb__commit(&w, BB_TAG_EVENT);
+	BB__ON_RING(w,
+		p = bb__reserve(&w, flags, need);
+		*p++ = 0x82;   /* array(2) */
+		p = bb__put_text(p, name, nl);
+		p = bb__cbor_put_head(5, n, p);
+		for (size_t i = 0; i < n; i++) {
+			p = bb__put_text(p, f[i].key, klen[i]);
+			p = bb__put_val(p, &vals[i]);
+		}
+		bb__commit(&w, BB_TAG_EVENT));
 	return 0;
 }
