@@ -45,6 +45,27 @@ static inline void bbt_rmdir(const char *dir)
 	rmdir(dir);
 }
 
+/*
+ * Criterion fixture: every test gets a fresh BLACKBOX_DIR (bbt_dir), and no
+ * BLACKBOX_SIZE / BLACKBOX_DISABLE from the environment.
+ *   TestSuite(name, .init = bbt_setup_dir, .fini = bbt_teardown_dir);
+ */
+static char *bbt_dir;
+
+static inline void bbt_setup_dir(void)
+{
+	bbt_dir = bbt_mkdtemp();
+	unsetenv("BLACKBOX_SIZE");
+	unsetenv("BLACKBOX_DISABLE");
+	setenv("BLACKBOX_DIR", bbt_dir, 1);
+}
+
+static inline void bbt_teardown_dir(void)
+{
+	bbt_rmdir(bbt_dir);
+	free(bbt_dir);
+}
+
 /* Count entries of @dir whose name starts with @prefix. */
 static inline int bbt_count_prefix(const char *dir, const char *prefix)
 {

@@ -21,23 +21,8 @@
 #include "../common.h"
 #include "collect.h"
 
-static char *dir;
 
-static void setup(void)
-{
-	dir = bbt_mkdtemp();
-	unsetenv("BLACKBOX_SIZE");
-	unsetenv("BLACKBOX_DISABLE");
-	setenv("BLACKBOX_DIR", dir, 1);
-}
-
-static void teardown(void)
-{
-	bbt_rmdir(dir);
-	free(dir);
-}
-
-TestSuite(api, .init = setup, .fini = teardown, .timeout = 60);
+TestSuite(api, .init = bbt_setup_dir, .fini = bbt_teardown_dir, .timeout = 60);
 
 Test(api, calls_before_init_fail_cleanly)
 {
@@ -89,7 +74,7 @@ Test(api, init_twice_and_close)
 	cr_assert_eq(bb_init(0), 0);
 	cr_assert_eq(bb_init(0), -EALREADY);
 	cr_assert_gt(bb_path(path, sizeof(path)), 0);
-	cr_assert_eq(strncmp(path, dir, strlen(dir)), 0, "box %s not in BLACKBOX_DIR %s", path, dir);
+	cr_assert_eq(strncmp(path, bbt_dir, strlen(bbt_dir)), 0, "box %s not in BLACKBOX_DIR %s", path, bbt_dir);
 	cr_assert_eq(stat(path, &st), 0);
 	cr_assert_eq(bb_write_str("before close"), 0);
 	cr_assert_eq(bb_close(), 0);
@@ -199,7 +184,7 @@ Test(api, environment_size_and_disable)
 	cr_assert_eq(bb_init(0), 0);
 	cr_assert_eq(bb_write_str("nothing"), 0);
 	cr_assert_eq(bb_write_kv("k", "v"), 0);
-	cr_assert_eq(bbt_count_prefix(dir, BB_NAME_PREFIX), 0, "disabled must create nothing");
+	cr_assert_eq(bbt_count_prefix(bbt_dir, BB_NAME_PREFIX), 0, "disabled must create nothing");
 }
 
 Test(api, too_small_or_bad_ring_size)
@@ -219,7 +204,7 @@ Test(api, full_tmpfs_gives_enospc)
 	char mnt[4096];
 	struct bb_options o = { .dir = mnt, .size = 8u << 20 };
 
-	snprintf(mnt, sizeof(mnt), "%s/small", dir);
+	snprintf(mnt, sizeof(mnt), "%s/small", bbt_dir);
 	cr_assert_eq(mkdir(mnt, 0700), 0);
 	if (mount("tmpfs", mnt, "tmpfs", 0, "size=1m") != 0)
 		cr_skip_test("cannot mount a tmpfs here (%s)", strerror(errno));

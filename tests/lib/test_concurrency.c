@@ -25,24 +25,9 @@
 #include "../common.h"
 #include "collect.h"
 
-static char *dir;
 static char path[4096];
 
-static void setup(void)
-{
-	dir = bbt_mkdtemp();
-	unsetenv("BLACKBOX_SIZE");
-	unsetenv("BLACKBOX_DISABLE");
-	setenv("BLACKBOX_DIR", dir, 1);
-}
-
-static void teardown(void)
-{
-	bbt_rmdir(dir);
-	free(dir);
-}
-
-TestSuite(concurrency, .init = setup, .fini = teardown, .timeout = 240);
+TestSuite(concurrency, .init = bbt_setup_dir, .fini = bbt_teardown_dir, .timeout = 240);
 
 static int32_t gettid_(void)
 {

@@ -20,23 +20,8 @@
 #include "../common.h"
 #include "collect.h"
 
-static char *dir;
 
-static void setup(void)
-{
-	dir = bbt_mkdtemp();
-	unsetenv("BLACKBOX_SIZE");
-	unsetenv("BLACKBOX_DISABLE");
-	setenv("BLACKBOX_DIR", dir, 1);
-}
-
-static void teardown(void)
-{
-	bbt_rmdir(dir);
-	free(dir);
-}
-
-TestSuite(process, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(process, .init = bbt_setup_dir, .fini = bbt_teardown_dir, .timeout = 120);
 
 /* Start tests/lib/child with @args; wait for its "ready" line. */
 static pid_t start_child(const char *mode, const char *arg)
@@ -83,7 +68,7 @@ Test(process, sigkill_leaves_every_committed_record)
 	char err[256];
 
 	kill9(pid);
-	cr_assert_eq(bb_reader_open_pid(pid, dir, 0, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(bb_reader_open_pid(pid, bbt_dir, 0, &r, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(bb_reader_liveness(r), BB_OWNER_ORPHANED);
 	cr_assert_eq(bb_reader_info(r)->state, BB_STATE_RUNNING);
 	cr_assert_eq(bb_reader_walk(r, BB_WALK_MERGE, tcollect_cb, &c), 0);
@@ -111,7 +96,7 @@ Test(process, clean_exit_removes_the_box)
 	}
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	cr_assert_eq(bbt_count_prefix(dir, BB_NAME_PREFIX), 0, "exit() must unlink the box");
+	cr_assert_eq(bbt_count_prefix(bbt_dir, BB_NAME_PREFIX), 0, "exit() must unlink the box");
 }
 
 Test(process, keep_on_exit_keeps_it_marked_exited)
@@ -130,7 +115,7 @@ Test(process, keep_on_exit_keeps_it_marked_exited)
 	}
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	cr_assert_eq(bb_reader_open_pid(pid, dir, 0, &r, NULL, 0), 0);
+	cr_assert_eq(bb_reader_open_pid(pid, bbt_dir, 0, &r, NULL, 0), 0);
 	cr_assert_eq(bb_reader_info(r)->state, BB_STATE_EXITED);
 	cr_assert_eq(bb_reader_liveness(r), BB_OWNER_EXITED);
 	bb_reader_close(r);
@@ -150,8 +135,8 @@ Test(process, underscore_exit_leaves_the_box)
 	}
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	cr_assert_eq(bbt_count_prefix(dir, BB_NAME_PREFIX), 1);
-	cr_assert_eq(bb_reader_open_pid(pid, dir, 0, &r, NULL, 0), 0);
+	cr_assert_eq(bbt_count_prefix(bbt_dir, BB_NAME_PREFIX), 1);
+	cr_assert_eq(bb_reader_open_pid(pid, bbt_dir, 0, &r, NULL, 0), 0);
 	cr_assert_eq(bb_reader_liveness(r), BB_OWNER_ORPHANED);
 	bb_reader_close(r);
 }
@@ -216,7 +201,7 @@ Test(process, fork_disable_policy)
 		_exit(bb_write_str("x") == 0 && bb_write_i64(1) == 0 ? 0 : 1);
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	cr_assert_eq(bbt_count_prefix(dir, BB_NAME_PREFIX), 1, "only the parent's box");
+	cr_assert_eq(bbt_count_prefix(bbt_dir, BB_NAME_PREFIX), 1, "only the parent's box");
 }
 
 /* exec() keeps pid and start time: each image gets the next name, and the
@@ -227,8 +212,8 @@ Test(process, exec_images_never_collide)
 	struct bb_reader *r;
 	struct tcollect c = { 0 };
 
-	cr_assert_eq(bbt_count_prefix(dir, BB_NAME_PREFIX), 3);
-	cr_assert_eq(bb_reader_open_pid(pid, dir, 0, &r, NULL, 0), 0);
+	cr_assert_eq(bbt_count_prefix(bbt_dir, BB_NAME_PREFIX), 3);
+	cr_assert_eq(bb_reader_open_pid(pid, bbt_dir, 0, &r, NULL, 0), 0);
 	cr_assert_eq(bb_reader_liveness(r), BB_OWNER_ALIVE);
 	cr_assert_eq(bb_reader_info(r)->sequence, 2);
 	cr_assert_eq(bb_reader_walk(r, 0, tcollect_cb, &c), 0);
@@ -237,7 +222,7 @@ Test(process, exec_images_never_collide)
 	free(c.r);
 	kill9(pid);
 	/* After death the newest box it left. */
-	cr_assert_eq(bb_reader_open_pid(pid, dir, 0, &r, NULL, 0), 0);
+	cr_assert_eq(bb_reader_open_pid(pid, bbt_dir, 0, &r, NULL, 0), 0);
 	cr_assert_eq(bb_reader_info(r)->sequence, 2);
 	cr_assert_eq(bb_reader_liveness(r), BB_OWNER_ORPHANED);
 	bb_reader_close(r);

@@ -20,24 +20,9 @@
 #include "../common.h"
 #include "collect.h"
 
-static char *dir;
 static char path[4096];
 
-static void setup(void)
-{
-	dir = bbt_mkdtemp();
-	unsetenv("BLACKBOX_SIZE");
-	unsetenv("BLACKBOX_DISABLE");
-	setenv("BLACKBOX_DIR", dir, 1);
-}
-
-static void teardown(void)
-{
-	bbt_rmdir(dir);
-	free(dir);
-}
-
-TestSuite(records, .init = setup, .fini = teardown, .timeout = 60);
+TestSuite(records, .init = bbt_setup_dir, .fini = bbt_teardown_dir, .timeout = 60);
 
 Test(records, every_writer_reads_back)
 {
