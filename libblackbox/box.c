@@ -124,6 +124,8 @@ static void bb__atexit(void)
 	if (!box || box->pid != getpid())
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
+	/* state_ns first, then state with release: a reader that loads state
+	 * with acquire (reader.c) sees the time of that state (FORMAT.md §3). */
 	BB_STORE_RELAXED(&box->hdr->state_ns, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
 	BB_STORE_RELEASE(&box->hdr->state, (uint32_t)BB_STATE_EXITED);
 	if (!box->keep_on_exit) {
@@ -527,8 +529,11 @@ BB_EXPORT int bb_close(void)
 
 	if (!box)
 		return bb__g.disabled ? 0 : -ENODEV;
+	/* Writers that load NULL from here on return -ENODEV; the caller
+	 * guarantees none is mid-write (blackbox.h), so unmapping is safe. */
 	BB_STORE_RELEASE(&bb__box, (struct bb__box *)NULL);
 	clock_gettime(CLOCK_REALTIME, &ts);
+	/* As in bb__atexit(): the time, then the state with release. */
 	BB_STORE_RELAXED(&box->hdr->state_ns, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
 	BB_STORE_RELEASE(&box->hdr->state, (uint32_t)BB_STATE_CLOSED);
 	bb__remove(box);
@@ -563,6 +568,12 @@ int bb__nobox(void)
 
 	if (bb__g.disabled)
 		return 0;
+	/* The child of a fork may have started threads before its first
+	 * write: the CAS elects the one thread that creates the box; the
+	 * others return -ENODEV (record dropped) meanwhile.  The new box is
+	 * published by bb__open()'s release store of bb__box, which the
+	 * acquire load in bb__begin() pairs with; fork_pending itself guards
+	 * nothing else, so its later plain reset needs no ordering. */
 	if (bb__g.fork_pending == 1 &&
 	    atomic_compare_exchange_strong((_Atomic int *)&bb__g.fork_pending, &expect, 2)) {
 		int ret = bb__open(&bb__g.opts, bb__g.have_dir ? bb__g.dir : NULL, bb__g.opts.size);
@@ -643,6 +654,10 @@ static struct bb__ring *bb__claim(struct bb__box *box, struct bb__tls *t)
 	if (!r)
 		return NULL;
 
+	/* Relaxed: ordered after the previous owner's final stores by the
+	 * acquire CAS above (pairs with its release store of RETIRED).  tid,
+	 * name and generation are descriptive: readers tolerate a torn name
+	 * (bounded, NUL-forced) and attribute records by owner records. */
 	r->head = BB_LOAD_RELAXED(&r->desc->head);
 	r->tail = BB_LOAD_RELAXED(&r->desc->tail);
 	prev_tid = BB_LOAD_RELAXED(&r->desc->tid);
@@ -690,7 +705,9 @@ struct bb__ring *bb__begin_slow(struct bb__box *box, struct bb__tls *t)
 			return shared;
 		}
 		if (expect == t->tid) {
-			/* We interrupted our own shared-ring write. */
+			/* We interrupted our own shared-ring write.  Drop
+			 * counters are statistics: relaxed, ordered with
+			 * nothing (readers report whatever value they see). */
 			BB_FETCH_ADD(&box->hdr->dropped_nested, 1);
 			return NULL;
 		}

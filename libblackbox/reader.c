@@ -230,11 +230,14 @@ static void refresh_info(struct bb_reader *r)
 	struct bb_header *h = (struct bb_header *)(void *)r->base;
 	struct bb_box_info *in = &r->info;
 
-	/* Relaxed: independent counters and a state word, read for display;
-	 * nothing else is read through them. */
-	in->state = (int)BB_LOAD_RELAXED(&h->state);
+	/* Acquire pairs with the writer's release store of state (bb__atexit,
+	 * bb_close): state_signal and state_ns, loaded after it, are at least
+	 * as new as the state they describe (FORMAT.md §3). */
+	in->state = (int)BB_LOAD_ACQUIRE(&h->state);
 	in->state_signal = BB_LOAD_RELAXED(&h->state_signal);
 	in->state_ns = BB_LOAD_RELAXED(&h->state_ns);
+	/* Relaxed: independent counters, read for display; nothing else is
+	 * read through them. */
 	in->dropped_busy = BB_LOAD_RELAXED(&h->dropped_busy);
 	in->dropped_nested = BB_LOAD_RELAXED(&h->dropped_nested);
 	in->truncated = BB_LOAD_RELAXED(&h->truncated);
