@@ -143,9 +143,11 @@ static int check_header(struct bb_reader *r, const struct bb_header *h, uint64_t
 		return say(err, errlen, -EPROTONOSUPPORT,
 			   "%s: format %u.%u is newer than this reader (%u.x)", label,
 			   h->version_major, h->version_minor, BB_FORMAT_MAJOR);
-	if (h->version_major < 1)
-		return say(err, errlen, -EBADMSG, "%s: format %u.%u was never released",
-			   label, h->version_major, h->version_minor);
+	if (h->version_major < BB_FORMAT_MAJOR)
+		/* 1.x was written only by pre-release builds (before 0.1.0) */
+		return say(err, errlen, -EPROTONOSUPPORT,
+			   "%s: format %u.%u is an unreleased older format (this reader reads %u.x)",
+			   label, h->version_major, h->version_minor, BB_FORMAT_MAJOR);
 	if (h->byte_order != BB_BYTE_ORDER_MARK)
 		return say(err, errlen,
 			   h->byte_order == bswap_32(BB_BYTE_ORDER_MARK) ? -EPFNOSUPPORT : -EBADMSG,

@@ -23,7 +23,7 @@ extern "C" {
 
 /* "BLACKBOX" read as a little-endian u64: bytes 42 4c 41 43 4b 42 4f 58. */
 #define BB_MAGIC            UINT64_C(0x584f424b43414c42)
-#define BB_FORMAT_MAJOR     1   /* a reader refuses a newer major */
+#define BB_FORMAT_MAJOR     2   /* a reader refuses a newer major */
 #define BB_FORMAT_MINOR     0   /* a reader reads any minor of its major */
 #define BB_BYTE_ORDER_MARK  UINT32_C(0x01020304) /* stored in writer order */
 
@@ -36,6 +36,13 @@ extern "C" {
 #define BB_RING_MAX_SIZE    (UINT64_C(1) << 30)
 #define BB_RING_MAX_COUNT   1024u
 
+/* The crash area inside the header (2.0). */
+#define BB_CRASH_OFFSET     2048u
+#define BB_CRASH_SIZE       2048u
+#define BB_CRASH_SEQ_EMPTY  0u
+#define BB_CRASH_SEQ_BUSY   1u
+#define BB_CRASH_SEQ_DONE   2u
+
 /* Box file name: <BB_NAME_PREFIX><pid>.<starttime>.<n>, n = 0, 1, ... */
 #define BB_NAME_PREFIX      "blackbox."
 
@@ -44,7 +51,11 @@ enum bb_clock {
 	BB_CLOCK_MONOTONIC = 1, /* CLOCK_MONOTONIC, nanoseconds */
 	BB_CLOCK_REALTIME  = 2, /* CLOCK_REALTIME, nanoseconds */
 	BB_CLOCK_BOOTTIME  = 3, /* CLOCK_BOOTTIME, nanoseconds */
+	BB_CLOCK_TSC       = 4, /* raw x86-64 TSC ticks; header tsc_* convert (2.0) */
 };
+
+/* bb_header.flags (2.0) */
+#define BB_HF_CRC32C      0x0001u /* the writer puts a CRC32C in every record (BB_RF_CRC) */
 
 /* bb_header.state: what became of the owner, as far as the box knows. */
 enum bb_owner_state {
@@ -101,13 +112,43 @@ struct bb_header {
 	uint64_t truncated;          /* 472 records truncated to max_record */
 	uint64_t retire_counter;     /* 480 LRU clock for retired rings */
 	uint64_t dropped_toobig;     /* 488 records that could not fit even truncated */
-	uint8_t  reserved[4096 - 496];
+
+	/*
+	 * Format 2.0 additions (over the pre-release 1.0).  Zero always
+	 * means "absent".
+	 */
+	/* TSC clock (clock == BB_CLOCK_TSC): monotonic_ns =
+	 *   anchor_clock_ns + (((unsigned __int128)(ts - tsc_anchor) * tsc_mult) >> tsc_shift)
+	 * where ts - tsc_anchor is computed as a signed 64-bit difference (a
+	 * record stamped before calibration ends gives a small negative value). */
+	uint64_t tsc_anchor;         /* 496 TSC value at the instant anchor_clock_ns was read */
+	uint64_t tsc_hz;             /* 504 calibrated TSC frequency, informational */
+	uint32_t tsc_mult;           /* 512 */
+	uint32_t tsc_shift;          /* 516 */
+	uint8_t  clock_requested;    /* 520 enum bb_clock asked for (env/options); 0 = default.
+	                              *     clock != clock_requested means a fallback */
+	uint8_t  reserved1[3];       /* 521 */
+	uint32_t state_slot_count;   /* 524 slots in the state table, 0 = no table */
+	uint64_t state_table_offset; /* 528 from the start of the box */
+	uint32_t state_slot_size;    /* 536 bytes per slot, multiple of 8, >= 64 */
+	uint32_t modules_size;       /* 540 bytes of the module area, 0 = none */
+	uint64_t modules_offset;     /* 544 from the start of the box */
+	uint64_t dropped_important;  /* 552 important copies dropped: important ring busy */
+	uint64_t state_errors;       /* 560 bb_set() calls that failed (busy slot, table full) */
+	uint8_t  reserved[BB_CRASH_OFFSET - 568];
+
+	/* The crash area: written once by the crash handler (first fatal
+	 * signal wins), a record envelope + value exactly like a ring record,
+	 * tag BB_TAG_CRASH.  seq: 0 = empty, 1 = being written, 2 = complete. */
+	uint8_t  crash[BB_CRASH_SIZE];  /* 2048 */
 };
 
 /* bb_ring_desc.kind */
 enum bb_ring_kind {
 	BB_RING_PRIVATE = 1, /* one thread writes it at a time */
 	BB_RING_SHARED  = 2, /* serialised by the lock word; records carry a tid */
+	BB_RING_IMPORTANT = 3, /* 2.0: copies of BB_RF_IMPORTANT records only; locked
+	                        * like the shared ring; records carry a tid */
 };
 
 /* bb_ring_desc.state (private rings) */
@@ -161,6 +202,19 @@ struct bb_record_hdr {
 #define BB_RF_TRUNCATED  0x01u /* the value was cut to fit max_record */
 #define BB_RF_TID        0x02u /* an 8-byte extension follows: i32 tid, u32 0 */
 #define BB_RF_IMPORTANT  0x04u /* marked important by the writer */
+#define BB_RF_CRC        0x08u /* 2.0: the record's last 4 bytes (inside len) are
+                                * a CRC32C, docs/FORMAT.md §5 "Checksum" */
+
+/*
+ * CRC32C (Castagnoli, reflected polynomial 0x82f63b78, initial value
+ * 0xffffffff, final xor 0xffffffff: the iSCSI / SSE4.2 crc32 instruction
+ * convention) over: the record's committed seq word BB_SEQ_DONE(pos) as 4
+ * little-endian bytes, then bytes 4 .. len-4 of the record (len, tag,
+ * flags, ts, extensions, value).  Stored little-endian at offset len - 4.
+ * A state slot uses its own committed seq word the same way; the crash
+ * area uses BB_CRASH_SEQ_DONE.
+ */
+#define BB_CRC_SIZE      4u
 
 /* bb_record_hdr.tag: what the CBOR value holds (docs/FORMAT.md §5). */
 enum bb_tag {
@@ -173,9 +227,38 @@ enum bb_tag {
 	BB_TAG_KV    = 7,  /* array(2): [text key, value] */
 	BB_TAG_EVENT = 8,  /* array(2): [text name, map(n) {text key: value}] */
 	BB_TAG_OWNER = 9,  /* array(4): [tid, thread name, previous tid, previous name] */
-	BB_TAG_CRASH = 10, /* reserved: crash record */
-	BB_TAG_STATE = 11, /* reserved: state annotation */
+	BB_TAG_CRASH = 10, /* map {"signal", "code", "addr", "tid", "thread", "frames": [u64...]}
+	                    * (2.0, the crash area; docs/FORMAT.md §11) */
+	BB_TAG_STATE = 11, /* array(2): [text key, value] in a state slot (2.0) */
+	BB_TAG_MODULES = 12, /* array of [path, bias, start, end, build id bytes] (2.0) */
 };
+
+/*
+ * State table (2.0): state_slot_count slots of state_slot_size bytes at
+ * state_table_offset.  A slot is a record envelope + CBOR value, tag
+ * BB_TAG_STATE, value [key, value]; len = 0 marks an empty or unset slot.
+ * The seq word is a per-slot seqlock: even = stable, odd = being written,
+ * incremented by one at the start and the end of every change.  A reader
+ * copies the slot, re-reads seq, and keeps the copy only if seq is even
+ * and unchanged (and the CRC matches when BB_RF_CRC is set).
+ */
+
+/*
+ * Module area (2.0): modules_size bytes at modules_offset.  Starts with
+ * struct bb_modules_hdr, then len bytes of CBOR: an array of arrays
+ * [text path, uint load bias, uint start, uint end, bytes build id], one
+ * per loaded object (dl_iterate_phdr order; the main program first).
+ * Seqlocked like a state slot (seq even = stable) because a refresh after
+ * dlopen rewrites it while the owner runs.
+ */
+struct bb_modules_hdr {
+	uint32_t seq;     /* even = stable, odd = being rewritten */
+	uint32_t len;     /* CBOR bytes that follow, <= modules_size - 24 */
+	uint64_t ts;      /* record clock when gathered */
+	uint32_t count;   /* modules in the array */
+	uint32_t flags;   /* BB_MF_TRUNCATED: modules left out for lack of room */
+};
+#define BB_MF_TRUNCATED  0x1u
 
 #ifdef __cplusplus
 }
