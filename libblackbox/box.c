@@ -241,10 +241,18 @@ static size_t bb__parse_size(const char *s)
 	return *end ? 0 : (size_t)v;
 }
 
+/*
+ * Box layout (docs/FORMAT.md §1, §11): header | ring table | state table |
+ * module area | (page aligned) ring data: nrings private rings, then the
+ * shared ring, then the important ring.  Everything before data_off is
+ * mapped once (box->hdr); the rings twice each.
+ */
 struct bb__layout {
 	uint32_t nrings;      /* private */
 	uint64_t ring_size;
 	uint64_t table_off;
+	uint64_t state_off;
+	uint64_t mod_off;
 	uint64_t data_off;
 	uint64_t box_size;
 };
@@ -257,13 +265,15 @@ static uint64_t bb__round_up(uint64_t v, uint64_t a)
 static int bb__plan(size_t size, unsigned nrings, size_t ring_size, struct bb__layout *l)
 {
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-	uint64_t total = (uint64_t)nrings + 1;
+	uint64_t total = (uint64_t)nrings + BB__EXTRA_RINGS;
 
-	if (nrings == 0 || nrings >= BB_RING_MAX_COUNT)
+	if (nrings == 0 || total > BB_RING_MAX_COUNT)
 		return -EINVAL;
 	l->nrings = nrings;
 	l->table_off = BB_HEADER_SIZE;
-	l->data_off = bb__round_up(BB_HEADER_SIZE + total * BB_RING_DESC_SIZE, page);
+	l->state_off = bb__round_up(l->table_off + total * BB_RING_DESC_SIZE, 64);
+	l->mod_off = l->state_off + (uint64_t)BB__STATE_SLOTS * BB__STATE_SLOT_SIZE;
+	l->data_off = bb__round_up(l->mod_off + BB__MODULES_SIZE, page);
 	if (ring_size) {
 		if (ring_size & (ring_size - 1) || ring_size < page || ring_size > BB_RING_MAX_SIZE)
 			return -EINVAL;
@@ -340,7 +350,7 @@ static void bb__remove(struct bb__box *box)
 static int bb__map_rings(struct bb__box *box, int fd, const struct bb__layout *l)
 {
 	uint64_t c = l->ring_size;
-	uint32_t total = l->nrings + 1;
+	uint32_t total = l->nrings + BB__EXTRA_RINGS;
 
 	box->reserve_len = (size_t)(2 * c * total);
 	box->reserve = mmap(NULL, box->reserve_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -382,7 +392,7 @@ static int bb__open(const struct bb_options *o, const char *dir, size_t size)
 	{
 		/* Cache-line aligned: struct bb__ring is (writer.h, false
 		 * sharing between the rings of different threads). */
-		size_t sz = sizeof(*box) + (l.nrings + 1) * sizeof(struct bb__ring);
+		size_t sz = sizeof(*box) + (l.nrings + BB__EXTRA_RINGS) * sizeof(struct bb__ring);
 		void *mem;
 
 		if (posix_memalign(&mem, BB__CACHELINE, sz))
@@ -417,6 +427,8 @@ static int bb__open(const struct bb_options *o, const char *dir, size_t size)
 
 	box->ring_size = l.ring_size;
 	box->nrings = l.nrings;
+	box->state = (uint8_t *)box->hdr + l.state_off;
+	box->modules = (uint8_t *)box->hdr + l.mod_off;
 	box->max_record = (uint32_t)(l.ring_size / 4 < BB_RECORD_MAX ? l.ring_size / 4 : BB_RECORD_MAX);
 	box->clock = CLOCK_MONOTONIC;
 	box->pid = getpid();
@@ -432,7 +444,7 @@ static int bb__open(const struct bb_options *o, const char *dir, size_t size)
 	h->word_size = (uint8_t)sizeof(void *);
 	h->clock = BB_CLOCK_MONOTONIC;
 	h->box_size = l.box_size;
-	h->ring_count = l.nrings + 1;
+	h->ring_count = l.nrings + BB__EXTRA_RINGS;
 	h->ring_desc_size = BB_RING_DESC_SIZE;
 	h->ring_table_offset = l.table_off;
 	h->ring_size = l.ring_size;
@@ -448,11 +460,17 @@ static int bb__open(const struct bb_options *o, const char *dir, size_t size)
 	h->created_ns = (uint64_t)h->anchor_realtime_ns;
 	h->state = BB_STATE_RUNNING;
 	h->state_ns = h->created_ns;
-	for (uint32_t i = 0; i <= l.nrings; i++) {
+	h->state_slot_count = BB__STATE_SLOTS;
+	h->state_slot_size = BB__STATE_SLOT_SIZE;
+	h->state_table_offset = l.state_off;
+	h->modules_size = BB__MODULES_SIZE;
+	h->modules_offset = l.mod_off;
+	for (uint32_t i = 0; i < l.nrings + BB__EXTRA_RINGS; i++) {
 		struct bb_ring_desc *d = box->rings[i].desc;
 
-		d->kind = i == l.nrings ? BB_RING_SHARED : BB_RING_PRIVATE;
-		d->state = i == l.nrings ? BB_RING_OWNED : BB_RING_FREE;
+		d->kind = i < l.nrings ? BB_RING_PRIVATE :
+			  i == BB__SHARED_IDX(&l) ? BB_RING_SHARED : BB_RING_IMPORTANT;
+		d->state = i < l.nrings ? BB_RING_FREE : BB_RING_OWNED;
 		d->data_offset = l.data_off + l.ring_size * i;
 	}
 	/* The ready word.  Release: a reader that sees the magic (acquire)

@@ -42,13 +42,27 @@ struct __attribute__((aligned(BB__CACHELINE))) bb__ring {
 	uint64_t tail;
 };
 
+/*
+ * Rings after the private ones: rings[nrings] is the shared ring (overflow
+ * and nested writes), rings[nrings + 1] the important ring (copies of
+ * important records, FORMAT.md §11).  Both are serialised by their lock word.
+ */
+#define BB__EXTRA_RINGS      2u
+#define BB__SHARED_IDX(b)    ((b)->nrings)
+#define BB__IMPORTANT_IDX(b) ((b)->nrings + 1)
+
+/* State table and module area sizes (FORMAT.md §11; bounds in blackbox.h). */
+#define BB__STATE_SLOTS      64u
+#define BB__STATE_SLOT_SIZE  256u
+#define BB__MODULES_SIZE     (16u << 10)
+
 struct bb__box {
-	struct bb_header *hdr;     /* header + ring table mapping */
+	struct bb_header *hdr;     /* header, ring table, state table, module area */
 	size_t hdr_map_len;
 	uint8_t *reserve;          /* PROT_NONE reservation holding all rings */
 	size_t reserve_len;
 	uint64_t ring_size;
-	uint32_t nrings;           /* private rings; the shared ring is rings[nrings] */
+	uint32_t nrings;           /* private rings; see BB__EXTRA_RINGS */
 	uint32_t max_record;
 	uint32_t gen;              /* matches bb__tls.gen of threads that claimed here */
 	clockid_t clock;
@@ -57,7 +71,9 @@ struct bb__box {
 	bool shm;                  /* POSIX shm (shm_unlink) or a file in a directory */
 	char name[96];
 	char path[PATH_MAX];
-	struct bb__ring rings[];   /* nrings + 1 */
+	uint8_t *state;            /* state table: BB__STATE_SLOTS slots */
+	uint8_t *modules;          /* module area: BB__MODULES_SIZE bytes */
+	struct bb__ring rings[];   /* nrings + BB__EXTRA_RINGS */
 };
 
 /* Per-thread state.  initial-exec TLS: one %fs-relative access, no call. */

@@ -377,6 +377,7 @@ Test(concurrency, retired_rings_recycled_with_attribution)
 	cr_assert_not_null(bb_reader_ring_stats(r, 2));
 	cr_assert_eq(bb_reader_ring_stats(r, 2)->kind, BB_RING_SHARED);
 	cr_assert_eq(bb_reader_ring_stats(r, 2)->read, 0);
-	cr_assert_null(bb_reader_ring_stats(r, 3));
+	cr_assert_eq(bb_reader_ring_stats(r, 3)->kind, BB_RING_IMPORTANT);
+	cr_assert_null(bb_reader_ring_stats(r, 4));
 	bb_reader_close(r);
 }
