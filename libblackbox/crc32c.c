@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * crc32c.c - CRC32C, hardware (SSE4.2) with a table fallback.
+ *
+ * The table is computed by the constructor, at load, so that the first use
+ * may be in a signal handler (a lazily built table would not be AS-safe).
+ * The hardware choice is made in the same place, once.
+ */
+#include <string.h>
+
+#include <blackbox/format.h>
+
+#include "crc32c.h"
+
+#define BB__CRC32C_POLY 0x82f63b78u /* reflected Castagnoli */
+
+static uint32_t bb__crc_table[256];
+static uint32_t (*bb__crc_impl)(uint32_t, const void *, size_t) = bb__crc32c_sw;
+
+uint32_t bb__crc32c_sw(uint32_t crc, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	while (n--)
+		crc = bb__crc_table[(crc ^ *b++) & 0xff] ^ (crc >> 8);
+	return crc;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2")))
+static uint32_t bb__crc32c_hw(uint32_t crc, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	uint64_t c = crc;
+
+	for (; n >= 8; n -= 8, b += 8) {
+		uint64_t w;
+
+		memcpy(&w, b, 8);
+		c = __builtin_ia32_crc32di(c, w);
+	}
+	crc = (uint32_t)c;
+	if (n >= 4) {
+		uint32_t w;
+
+		memcpy(&w, b, 4);
+		crc = __builtin_ia32_crc32si(crc, w);
+		b += 4;
+		n -= 4;
+	}
+	while (n--)
+		crc = __builtin_ia32_crc32qi(crc, *b++);
+	return crc;
+}
+#endif
+
+__attribute__((constructor))
+static void bb__crc_init(void)
+{
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i;
+
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ BB__CRC32C_POLY : c >> 1;
+		bb__crc_table[i] = c;
+	}
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("sse4.2"))
+		bb__crc_impl = bb__crc32c_hw;
+#endif
+}
+
+uint32_t bb__crc32c(uint32_t crc, const void *p, size_t n)
+{
+	return bb__crc_impl(crc, p, n);
+}
+
+uint32_t bb__record_crc(uint32_t seq, const void *rec, uint32_t len)
+{
+	uint8_t le[4] = { (uint8_t)seq, (uint8_t)(seq >> 8), (uint8_t)(seq >> 16),
+			  (uint8_t)(seq >> 24) };
+	uint32_t crc = bb__crc32c(0xffffffffu, le, 4);
+
+	crc = bb__crc32c(crc, (const uint8_t *)rec + 4, len - 4 - BB_CRC_SIZE);
+	return crc ^ 0xffffffffu;
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * crc32c.h - CRC32C (Castagnoli) for record checksums, docs/FORMAT.md §11.
+ * Internal, shared by the writer and every reader.
+ */
+#ifndef BB_CRC32C_H
+#define BB_CRC32C_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * bb__crc32c - continue a CRC32C over @n bytes at @p.  @crc is the running
+ * value without the final xor: start with 0xffffffff, xor the result with
+ * 0xffffffff at the end.  Uses the SSE4.2 crc32 instruction when the CPU
+ * has it (chosen once at load), a table otherwise.  AS-safe.
+ */
+uint32_t bb__crc32c(uint32_t crc, const void *p, size_t n);
+
+/*
+ * bb__record_crc - the checksum FORMAT.md §11 defines for a record (or a
+ * state slot, or the crash area) of exact length @len at @rec whose
+ * committed seq word is @seq: CRC32C over seq as 4 little-endian bytes,
+ * then rec[4 .. len - 4).  @len must be >= BB_RECORD_HDR_SIZE + 4; the
+ * caller has bounds-checked it.  AS-safe.
+ */
+uint32_t bb__record_crc(uint32_t seq, const void *rec, uint32_t len);
+
+/* bb__crc32c_sw - the table version, always; for tests and benchmarks. */
+uint32_t bb__crc32c_sw(uint32_t crc, const void *p, size_t n);
+
+#endif /* BB_CRC32C_H */
