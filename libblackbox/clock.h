@@ -20,6 +20,9 @@
 
 #include <blackbox/format.h>
 
+/* 128-bit products; __extension__ keeps -Wpedantic quiet (GCC, Clang). */
+__extension__ typedef __int128 bb__i128;
+
 /* Saturating int64 addition (no UB on overflow). */
 static inline int64_t bb__sat_add(int64_t a, int64_t b)
 {
@@ -42,7 +45,7 @@ static inline int64_t bb__sat_add(int64_t a, int64_t b)
 static inline int64_t bb__tsc_to_ns(const struct bb_header *h, uint64_t ts)
 {
 	int64_t d = (int64_t)(ts - h->tsc_anchor);
-	__int128 p = (__int128)d * (__int128)h->tsc_mult;
+	bb__i128 p = (bb__i128)d * (bb__i128)h->tsc_mult;
 
 	p >>= (h->tsc_shift & 63u);   /* arithmetic: GCC and Clang define it */
 	if (p > INT64_MAX)
