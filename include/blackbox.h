@@ -22,7 +22,8 @@
  *   BLACKBOX_DIR=DIR         create the box as a file in DIR instead of POSIX
  *                            shared memory (/dev/shm); tools take --dir DIR
  *   BLACKBOX_DISABLE=1       bb_init() does nothing; every call returns 0
- *   BLACKBOX_CRASH_HANDLER=1 reserved for the crash handler (not yet built)
+ *   BLACKBOX_CRASH_HANDLER=1 install the crash handler (as BB_OPT_CRASH_HANDLER;
+ *                            any value but "" and "0" turns it on)
  */
 #ifndef BLACKBOX_H
 #define BLACKBOX_H
@@ -47,7 +48,8 @@ extern "C" {
 
 /* struct bb_options.flags */
 #define BB_OPT_KEEP_ON_EXIT   0x1u /* exit() leaves the box in place */
-#define BB_OPT_CRASH_HANDLER  0x2u /* reserved for the crash handler */
+#define BB_OPT_CRASH_HANDLER  0x2u /* install the crash handler (see "Crash
+                                    * handler" below; BLACKBOX_CRASH_HANDLER=1) */
 #define BB_OPT_NO_ENV         0x4u /* ignore the BLACKBOX_* environment */
 
 /* struct bb_options.fork_policy: what a child of fork() does. */
@@ -164,6 +166,80 @@ struct bb_field {
  * NULL key, or an unknown type.  AS-safe as the writers above.
  */
 int bb_write_event(const char *name, const struct bb_field *fields, size_t n);
+
+/*
+ * Crash handler (BB_OPT_CRASH_HANDLER or BLACKBOX_CRASH_HANDLER=1, installed
+ * by bb_init() once the box exists; it stays installed after bb_close()).
+ *
+ * Catches SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP and SIGSYS.  On
+ * the first of them in the process it writes one crash record into the
+ * box's header (signal, si_code, fault address, thread id and name, the
+ * faulting PC and the stack's return addresses; docs/FORMAT.md §11) and
+ * marks the box CRASHED with the signal number.  Then the signal does what
+ * it would have done without libblackbox: a handler the application
+ * installed before bb_init() is called (with the same siginfo and
+ * context); otherwise the previous disposition is restored and the signal
+ * happens again (a fault recurs on return, a sent signal is re-sent), so
+ * the exit status and any core dump are unchanged.  A signal the
+ * application ignores that was sent with kill() is not a crash.
+ *
+ * Stack overflows: the thread calling bb_init(), and every thread when it
+ * claims its ring (its first write), gets an alternate signal stack of
+ * max(4 * SIGSTKSZ, 64 KiB) plus a guard page (mmap; unmapped when the
+ * thread exits).  A thread that already has one keeps its own.  A thread
+ * that never writes has none: an overflow there dies without a record.
+ *
+ * Install your own handlers for these signals before bb_init() to be
+ * chained; one installed after replaces ours for that signal.
+ */
+
+/*
+ * State table: the latest value of each key, kept in the box outside the
+ * rings (never evicted by ring traffic): current request id, config
+ * version, build id ...
+ *
+ * bb_set - set @key to the text @value; bb_set_i64/_u64/_f64/_bool the
+ * same with a typed value.  bb_unset - remove @key's value.
+ *
+ * Bounds: a key is at most BB_STATE_KEY_MAX bytes, a text value at most
+ * BB_STATE_VALUE_MAX bytes (both without the NUL; text should be UTF-8).
+ * The table has BB_STATE_SLOTS slots; a key keeps its slot after
+ * bb_unset(), so at most BB_STATE_SLOTS distinct keys can be set over the
+ * life of a box.
+ *
+ * Return 0, or:
+ *  -E2BIG   key or value too long
+ *  -ENOSPC  the table is full (BB_STATE_SLOTS other keys)
+ *  -EBUSY   the key's slot (or a slot on its probe path) is being written
+ *           by another thread, or by the code this signal handler
+ *           interrupted: nothing was written; never waits
+ *  -ENOENT  bb_unset() of a key that was never set
+ *  -EINVAL  NULL key or value
+ *  -ENODEV  no box
+ * -E2BIG, -ENOSPC and -EBUSY are also counted in the header (state_errors).
+ * With BLACKBOX_DISABLE=1 they return 0.  AS-safe: no lock, no malloc, no
+ * system call; safe from any thread.
+ */
+#define BB_STATE_SLOTS      64u
+#define BB_STATE_KEY_MAX    63u
+#define BB_STATE_VALUE_MAX  160u
+
+int bb_set(const char *key, const char *value);
+int bb_set_i64(const char *key, int64_t value);
+int bb_set_u64(const char *key, uint64_t value);
+int bb_set_f64(const char *key, double value);
+int bb_set_bool(const char *key, bool value);
+int bb_unset(const char *key);
+
+/*
+ * bb_refresh_modules - record the loaded objects (path, load bias, address
+ * range, GNU build id) again, after dlopen()/dlclose(), so crash addresses
+ * in new objects can be resolved.  bb_init() records them once.  Objects
+ * that do not fit the module area (16 KiB) are left out and the area is
+ * flagged truncated.  Returns 0, or -ENODEV without a box (0 when
+ * disabled).  Not AS-safe (dl_iterate_phdr takes the loader lock).
+ */
+int bb_refresh_modules(void);
 
 /*
  * bb_dump - write this process's own box to @fd as text, one record per

@@ -88,6 +88,8 @@ static void bb__thread_exit(void *arg)
 	}
 	t->ring = NULL;
 	t->exited = true;
+	/* Unmap the alternate signal stack bb__claim() gave us (crash.c). */
+	bb__crash_thread_exit(t);
 }
 
 static void bb__unmap(struct bb__box *box)
@@ -473,6 +475,8 @@ static int bb__open(const struct bb_options *o, const char *dir, size_t size)
 		d->state = i < l.nrings ? BB_RING_FREE : BB_RING_OWNED;
 		d->data_offset = l.data_off + l.ring_size * i;
 	}
+	/* The loaded objects, for the crash record's addresses (modules.c). */
+	bb__modules_gather(box);
 	/* The ready word.  Release: a reader that sees the magic (acquire)
 	 * sees the whole header and ring table written above. */
 	BB_STORE_RELEASE(&h->magic, BB_MAGIC);
@@ -537,7 +541,14 @@ BB_EXPORT int bb_init_opts(const struct bb_options *opts)
 	}
 	bb__g.disabled = false;
 	bb__g.fork_pending = 0;
-	return bb__open(&bb__g.opts, bb__g.opts.dir, size);
+	{
+		int ret = bb__open(&bb__g.opts, bb__g.opts.dir, size);
+
+		/* The crash handler (crash.c), once the box exists. */
+		if (ret == 0 && (ret = bb__crash_init(&bb__g.opts)) < 0)
+			bb_close();
+		return ret;
+	}
 }
 
 BB_EXPORT int bb_init(size_t size)
@@ -678,6 +689,9 @@ static struct bb__ring *bb__claim(struct bb__box *box, struct bb__tls *t)
 	}
 	if (!r)
 		return NULL;
+	/* Crash handler on: this thread gets an alternate signal stack (an
+	 * mmap; the claim is the slow path), freed by bb__thread_exit(). */
+	bb__crash_thread_start(t);
 
 	/* Relaxed: ordered after the previous owner's final stores by the
 	 * acquire CAS above (pairs with its release store of RETIRED).  tid,

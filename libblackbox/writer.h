@@ -83,6 +83,7 @@ struct bb__tls {
 	uint32_t depth;            /* writes in progress on this thread (nesting) */
 	int32_t tid;               /* cached gettid() */
 	bool exited;               /* TLS destructor ran: shared ring from now on */
+	void *altstack;            /* crash handler's alternate signal stack (crash.c) */
 };
 
 extern struct bb__box *bb__box;     /* NULL: no box (see bb__nobox()) */
@@ -333,5 +334,13 @@ static inline size_t bb__utf8_cut(const char *s, size_t n)
 		k--;
 	return ((unsigned char)s[k] & 0xc0) == 0x80 ? n : k;
 }
+
+/* Crash handler, state table, module area (crash.c, modules.c).  Not
+ * AS-safe; called from bb_init_opts(), bb__open(), bb__claim() and the TLS
+ * destructor. */
+int bb__crash_init(const struct bb_options *o);
+void bb__crash_thread_start(struct bb__tls *t);
+void bb__crash_thread_exit(struct bb__tls *t);
+void bb__modules_gather(struct bb__box *box);
 
 #endif /* BB_WRITER_H */

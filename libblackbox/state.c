@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * state.c - the state table (issue 5, docs/FORMAT.md §11 "State table"):
+ * the latest value per key, in BB__STATE_SLOTS fixed slots of the box that
+ * ring traffic never evicts.
+ *
+ * A slot: record envelope (seq, len, tag BB_TAG_STATE, flags BB_RF_CRC,
+ * ts), then CBOR array(2) [text key, value], then the CRC32C trailer.  The
+ * key bytes sit right after the envelope; the value follows them.
+ *
+ * Finding a key.  Slots are probed linearly from hash(key).  A slot goes
+ * through three phases:
+ *   seq == 0   never used (the file is zero-filled at creation);
+ *   seq == 1   being bound to a key by its first writer;
+ *   seq >= 2   bound: its key bytes never change again (an unset clears
+ *              the value, len = 0, but the key keeps the slot).
+ * A key K lives in the first slot of its probe sequence that is bound to K
+ * or never used.  Proof that two threads setting a new key K concurrently
+ * cannot bind two slots: a thread walks past a slot only when it is bound
+ * to another key (immutable, so that stays true); it binds a slot only by
+ * a CAS from 0 to 1, which one thread wins.  Both threads stop at the same
+ * first never-used slot j: the loser of the CAS finds j busy (-EBUSY) or,
+ * once the winner is done, bound to K (and updates it).  Neither can go
+ * past j, so K is in j alone.  The cost of this simplicity: a key keeps
+ * its slot after bb_unset(), so the table holds BB_STATE_SLOTS distinct
+ * keys over the life of the box (documented in blackbox.h).
+ *
+ * Concurrency: a per-slot seqlock whose odd state is taken by CAS; a
+ * failed CAS is "busy" and returns -EBUSY at once.  No lock, no malloc, no
+ * system call: AS-safe, and a signal handler that interrupts bb_set() on
+ * the same slot gets -EBUSY instead of a deadlock.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "crc32c.h"
+#include "writer.h"
+
+_Static_assert(BB__STATE_SLOTS == BB_STATE_SLOTS, "blackbox.h bound");
+/* envelope + array head + key (head + 63) + string value (head + 160) + CRC */
+_Static_assert(BB_RECORD_HDR_SIZE + 1 + 2 + BB_STATE_KEY_MAX + 2 + BB_STATE_VALUE_MAX +
+	       BB_CRC_SIZE <= BB__STATE_SLOT_SIZE, "a maximal key and value fit a slot");
+_Static_assert(BB_STATE_KEY_MAX < 256 && BB_STATE_VALUE_MAX < 256, "2-byte CBOR heads");
+
+/* CAS retries on a slot whose seq moved on between our load and our CAS
+ * (another writer finished in between).  Bounded: then -EBUSY. */
+#define BB__STATE_RETRIES 4
+
+/* FNV-1a: short keys, no allocation, good enough spread over 64 slots. */
+static uint32_t bb__key_hash(const char *k, size_t n)
+{
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)k[i]) * 16777619u;
+	return h;
+}
+
+static int bb__state_fail(struct bb__box *box, int err)
+{
+	/* A statistic: relaxed, ordered with nothing. */
+	BB_FETCH_ADD(&box->hdr->state_errors, 1);
+	return err;
+}
+
+/* Does the bound slot at @s (key bytes immutable) hold the key encoded as
+ * @kenc (array head, text head, key bytes)?  The heads are compared first
+ * so that we read key bytes only of a key of our length, never the value
+ * bytes a concurrent update may be writing. */
+static bool bb__key_eq(const uint8_t *s, const uint8_t *kenc, uint32_t kh, uint32_t klen)
+{
+	if (memcmp(s, kenc, kh) != 0)
+		return false;
+	return memcmp(s + kh, kenc + kh, klen) == 0;
+}
+
+/*
+ * Write the value (@val, @vlen bytes of CBOR; NULL = unset) into slot @s,
+ * whose seq we made odd (@odd), and release it with the next even seq.
+ * @bind: the slot was never used, write the key too.
+ */
+static void bb__slot_write(struct bb__box *box, uint8_t *s, uint32_t odd, bool bind,
+			   const uint8_t *kenc, uint32_t klen_enc,
+			   const uint8_t *val, uint32_t vlen)
+{
+	struct bb_record_hdr *h = (struct bb_record_hdr *)(void *)s;
+	uint32_t next = odd + 1 ? odd + 1 : 2;   /* 0 means "never used": skip it */
+
+	/* Orders the odd seq (our CAS) before the stores below, like the
+	 * fence after the busy seq in bb__reserve().  Pairs with the
+	 * reader's acquire fence between its copy and its re-read of seq: a
+	 * copy that saw any byte written here sees an odd or newer seq. */
+	BB_FENCE_RELEASE();
+	if (bind)
+		memcpy(s + BB_RECORD_HDR_SIZE, kenc, klen_enc);
+	h->tag = BB_TAG_STATE;
+	h->ts = bb__now(box);
+	if (val) {
+		uint32_t len = BB_RECORD_HDR_SIZE + klen_enc + vlen + BB_CRC_SIZE;
+		uint8_t *c = s + len - BB_CRC_SIZE;
+		uint32_t crc;
+
+		memcpy(s + BB_RECORD_HDR_SIZE + klen_enc, val, vlen);
+		h->len = (uint16_t)len;
+		h->flags = BB_RF_CRC;
+		crc = bb__record_crc(next, s, len);
+		c[0] = (uint8_t)crc;
+		c[1] = (uint8_t)(crc >> 8);
+		c[2] = (uint8_t)(crc >> 16);
+		c[3] = (uint8_t)(crc >> 24);
+	} else {
+		h->len = 0;     /* unset: readers skip the slot */
+		h->flags = 0;
+	}
+	/* Release: the slot's bytes are visible to a reader (or the next
+	 * writer, through its CAS) that loads this seq with acquire. */
+	BB_STORE_RELEASE(&h->seq, next);
+}
+
+static int bb__state_put(const char *key, const uint8_t *val, uint32_t vlen)
+{
+	struct bb__box *box = BB_LOAD_ACQUIRE(&bb__box);
+	uint8_t kenc[1 + 2 + BB_STATE_KEY_MAX];
+	uint32_t kh, klen, start;
+	size_t n;
+
+	if (bb_unlikely(!box)) {
+		int ret = bb__nobox();
+
+		if (ret != -EAGAIN)
+			return ret;
+		/* Acquire pairs with the release store publishing the box. */
+		box = BB_LOAD_ACQUIRE(&bb__box);
+		if (!box)
+			return -ENODEV;
+	}
+	if (!key)
+		return -EINVAL;
+	n = strnlen(key, BB_STATE_KEY_MAX + 1);
+	if (n > BB_STATE_KEY_MAX)
+		return bb__state_fail(box, -E2BIG);
+	klen = (uint32_t)n;
+	kenc[0] = 0x82;   /* array(2) */
+	kh = (uint32_t)(bb__cbor_put_head(3, klen, kenc + 1) - kenc);
+	memcpy(kenc + kh, key, klen);
+	start = bb__key_hash(key, klen);
+
+	for (uint32_t i = 0; i < BB__STATE_SLOTS; i++) {
+		uint8_t *s = box->state + (size_t)((start + i) % BB__STATE_SLOTS) * BB__STATE_SLOT_SIZE;
+		uint32_t *seqp = &((struct bb_record_hdr *)(void *)s)->seq;
+		/* Acquire pairs with the release store of an even seq in
+		 * bb__slot_write(): the key bytes of a bound slot are
+		 * visible.  (A later CAS to odd is a read-modify-write in that
+		 * store's release sequence, so an odd seq >= 3 read here
+		 * carries the same guarantee.) */
+		uint32_t seq = BB_LOAD_ACQUIRE(seqp);
+
+		for (int tries = 0;; tries++) {
+			if (tries > BB__STATE_RETRIES || seq == 1)
+				return bb__state_fail(box, -EBUSY);
+			if (seq == 0) {
+				/* Never used: the end of the key's chain. */
+				if (!val)
+					return -ENOENT;
+				if (BB_CAS_ACQUIRE(seqp, &seq, 1u)) {
+					bb__slot_write(box, s, 1u, true, kenc, kh + klen, val, vlen);
+					return 0;
+				}
+				continue;   /* seq reloaded by the failed CAS */
+			}
+			/* Bound (seq >= 2): its key never changes, even while
+			 * an update makes seq odd. */
+			if (!bb__key_eq(s + BB_RECORD_HDR_SIZE, kenc, kh, klen))
+				break;   /* another key's slot: probe on */
+			if (seq & 1u)
+				return bb__state_fail(box, -EBUSY);
+			if (BB_CAS_ACQUIRE(seqp, &seq, seq + 1u)) {
+				bb__slot_write(box, s, seq + 1u, false, kenc, kh + klen, val, vlen);
+				return 0;
+			}
+		}
+	}
+	return val ? bb__state_fail(box, -ENOSPC) : -ENOENT;
+}
+
+BB_EXPORT int bb_set(const char *key, const char *value)
+{
+	uint8_t v[2 + BB_STATE_VALUE_MAX];
+	uint8_t *p;
+	size_t n;
+
+	if (!value)
+		return -EINVAL;
+	n = strnlen(value, BB_STATE_VALUE_MAX + 1);
+	if (n > BB_STATE_VALUE_MAX) {
+		/* Acquire pairs with the release store publishing the box. */
+		struct bb__box *box = BB_LOAD_ACQUIRE(&bb__box);
+
+		return box ? bb__state_fail(box, -E2BIG) : bb__nobox() == 0 ? 0 : -E2BIG;
+	}
+	p = bb__cbor_put_head(3, n, v);
+	memcpy(p, value, n);
+	return bb__state_put(key, v, (uint32_t)(p - v) + (uint32_t)n);
+}
+
+BB_EXPORT int bb_set_i64(const char *key, int64_t value)
+{
+	uint8_t v[9];
+	uint8_t *p = value < 0 ? bb__cbor_put_head(1, (uint64_t)(-1 - value), v)
+			       : bb__cbor_put_head(0, (uint64_t)value, v);
+
+	return bb__state_put(key, v, (uint32_t)(p - v));
+}
+
+BB_EXPORT int bb_set_u64(const char *key, uint64_t value)
+{
+	uint8_t v[9];
+	uint8_t *p = bb__cbor_put_head(0, value, v);
+
+	return bb__state_put(key, v, (uint32_t)(p - v));
+}
+
+BB_EXPORT int bb_set_f64(const char *key, double value)
+{
+	uint8_t v[9];
+	uint64_t bits, be;
+
+	/* float64, major 7 additional 27, big-endian (RFC 8949 §3.3). */
+	memcpy(&bits, &value, 8);
+	be = bb__be64(bits);
+	v[0] = 0xfb;
+	memcpy(v + 1, &be, 8);
+	return bb__state_put(key, v, 9);
+}
+
+BB_EXPORT int bb_set_bool(const char *key, bool value)
+{
+	uint8_t v = value ? 0xf5 : 0xf4;
+
+	return bb__state_put(key, &v, 1);
+}
+
+BB_EXPORT int bb_unset(const char *key)
+{
+	return bb__state_put(key, NULL, 0);
+}

@@ -1,0 +1,1166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: proof by torture (issue 5).  Kill a multi-threaded writer
+ * with SIGKILL at random moments and prove what survives; let a writer
+ * scribble over its own box and prove the readers never crash, never hang,
+ * report the damage and print nothing that is not intact.
+ *
+ *   bb-torture [--kills N] [--scribbles N] [--seed S] [--threads T]
+ *              [--rings R] [--ring-size BYTES] [--dir D] [--max-delay US]
+ *              [--live] [--extract PATH] [--from I] [-v]
+ *
+ * Kill runs (--kills N).  A child creates a box (R private rings of
+ * --ring-size bytes, the shared ring) and keeps T writer threads busy with
+ * records of mixed sizes, some larger than ring/8 so rings wrap fast.
+ * Threads churn: each writes a random number of records, then a "bye"
+ * record, and exits; a new thread (new serial) takes its place, so rings
+ * are retired and recycled and threads beyond the pool use the shared ring.
+ * Every record is self-verifying (payload.h).  After a random delay the
+ * parent SIGKILLs the child and checks the box with the reader API:
+ *   - every record delivered verifies by content, and is attributed to the
+ *     thread (tid) that wrote it, across ring recycling;
+ *   - nothing is counted corrupt or overwritten (nobody scribbled, nobody
+ *     wrote while we read), at most one record per ring is torn;
+ *   - per ring, the delivered records chain without gaps from the
+ *     descriptor's tail to its head;
+ *   - per thread, sequence numbers are contiguous; a thread's records live
+ *     in one ring; in a private ring the first record after a thread's
+ *     owner record is its sequence number 0, and a thread whose records
+ *     are followed by a new owner record ended with its "bye" record;
+ *   - a ring that has dropped old records (tail > 0) still holds more
+ *     than ring_size - stride(max_record) bytes of records (minus one
+ *     more stride when a torn write had already made room).
+ * With --live, a reader thread inside the child walks the box while the
+ * writers run (and calls bb_dump(), which reads the writer's own mapping:
+ * the seqlock race TSan sees) and requires every delivered record to
+ * verify and nothing to be called corrupt.
+ *
+ * Scribble runs (--scribbles N).  A child writes records, then overwrites
+ * random parts of its own box through a shared mapping of the file (header
+ * fields, ring descriptors, record envelopes, payloads, random ranges) as
+ * a memory-corruption bug would, and dies by _exit() or SIGKILL.  The
+ * reader API (in a child with an alarm) and bb-extract --json and text
+ * (--extract PATH, each with an alarm) must: never die of a signal, never
+ * hang, exit 0, 3 or 4 only; deliver/print only records that verify by
+ * content when the box carries CRCs (BB_RF_CRC); and report damage (a
+ * corrupt count, exit 3 or 4) when a scribble changed a byte of a live
+ * record while leaving header and ring table alone.  Without CRCs only a
+ * scribble over a record's framing (seq, len) is provably detectable; a
+ * scribbled payload or timestamp is then printed as data (counted, not a
+ * failure).  A scribble of the header or ring table can shrink what a
+ * reader sees without a trace (e.g. a smaller head): there we only
+ * require no crash, no hang, a valid exit status and verified content.
+ *
+ * Any violation prints the run's seed and a command that replays it; the
+ * exit status is then 1.  Local long run: bb-torture --kills 10000.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <blackbox.h>
+#include <blackbox/format.h>
+#include <blackbox/reader.h>
+
+#include "payload.h"
+
+/* ---- options and small helpers ---------------------------------------------- */
+
+static struct {
+	long kills, scribbles, from;
+	uint64_t seed;
+	unsigned threads, rings, ring_size, max_delay_us;
+	const char *dir, *extract;
+	bool live, verbose;
+} opt = {
+	.threads = 6, .rings = 3, .ring_size = 8192, .max_delay_us = 20000,
+};
+
+static long violations;
+
+/* Figures over all runs, summed by the checking children (MAP_SHARED). */
+struct figures {
+	_Atomic uint64_t records, rings_wrapped, rings_recycled, torn, owners, serials;
+	_Atomic uint64_t no_box, unfinished, shared_records;
+};
+static struct figures *fig;
+static char argv0[256] = "bb-torture";
+
+static uint64_t run_seed(long i)
+{
+	return tt_mix(opt.seed ^ tt_mix((uint64_t)i * UINT64_C(0x9e3779b97f4a7c15)));
+}
+
+/* xorshift64*: a per-run and per-thread stream; never zero. */
+struct rng {
+	uint64_t s;
+};
+
+static void rng_init(struct rng *g, uint64_t seed)
+{
+	g->s = tt_mix(seed) | 1;
+}
+
+static uint64_t rnd(struct rng *g)
+{
+	g->s ^= g->s >> 12;
+	g->s ^= g->s << 25;
+	g->s ^= g->s >> 27;
+	return g->s * UINT64_C(2685821657736338717);
+}
+
+static uint64_t rnd_in(struct rng *g, uint64_t lo, uint64_t hi) /* [lo, hi] */
+{
+	return lo + rnd(g) % (hi - lo + 1);
+}
+
+static const char *run_mode;
+static long run_index;
+
+/* One violation: say what, and how to replay it. */
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	violations++;
+	fprintf(stderr, "VIOLATION (%s run %ld, seed %" PRIu64 "): ", run_mode, run_index,
+		opt.seed);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n  replay: %s --%s 1 --from %ld --seed %" PRIu64 " --threads %u"
+		" --rings %u --ring-size %u%s\n", argv0, run_mode, run_index, opt.seed,
+		opt.threads, opt.rings, opt.ring_size, opt.live ? " --live" : "");
+}
+
+static int32_t gettid_(void)
+{
+	return (int32_t)syscall(SYS_gettid);
+}
+
+/* Remove every box left in the work directory. */
+static void clean_dir(void)
+{
+	DIR *d = opendir(opt.dir);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, BB_NAME_PREFIX, strlen(BB_NAME_PREFIX)))
+			unlinkat(dirfd(d), e->d_name, 0);
+	closedir(d);
+}
+
+/* The box left by @pid in the work directory: 1 found, 0 none, -1 several. */
+static int find_box(pid_t pid, char *path, size_t len)
+{
+	char prefix[64];
+	DIR *d = opendir(opt.dir);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	snprintf(prefix, sizeof(prefix), "%s%d.", BB_NAME_PREFIX, (int)pid);
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, prefix, strlen(prefix)))
+			continue;
+		snprintf(path, len, "%s/%s", opt.dir, e->d_name);
+		n++;
+	}
+	closedir(d);
+	return n > 1 ? -1 : n;
+}
+
+/* Exact record length from what the reader delivers (FORMAT §5, §11). */
+static uint64_t rec_len(const struct bb_record *rec)
+{
+	return BB_RECORD_HDR_SIZE + ((rec->flags & BB_RF_TID) ? 8u : 0u) + rec->value_len +
+	       ((rec->flags & BB_RF_CRC) ? BB_CRC_SIZE : 0u);
+}
+
+/* Payload sizes: mostly small, some medium, some larger than ring/8. */
+static size_t pick_size(struct rng *g)
+{
+	unsigned r = (unsigned)(rnd(g) % 100);
+	/* largest record: envelope 16 + tid 8 + CBOR head 3 + payload + CRC 4
+	 * must stay within max_record = ring_size / 4 (never truncated) */
+	size_t big_max = opt.ring_size / 4 - 48;
+	size_t big_min = opt.ring_size / 8 + 64;
+
+	if (r < 60)
+		return (size_t)rnd_in(g, TT_HEAD, 96);
+	if (r < 92 || big_min >= big_max)
+		return (size_t)rnd_in(g, 97, 600 < big_max ? 600 : big_max);
+	return (size_t)rnd_in(g, big_min, big_max);
+}
+
+/* ---- the writer child ------------------------------------------------------- */
+
+struct worker {
+	pthread_t th;
+	uint32_t serial;
+	uint64_t seed;
+	uint64_t count; /* records before the bye record */
+};
+
+static _Atomic int write_errors;
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	uint8_t buf[BB_RECORD_MAX];
+	int32_t tid = gettid_();
+	char name[16];
+	struct rng g;
+
+	rng_init(&g, w->seed);
+	snprintf(name, sizeof(name), "tt%u", w->serial);
+	prctl(PR_SET_NAME, name, 0, 0, 0);
+	for (uint64_t seq = 0; seq < w->count; seq++) {
+		size_t n = pick_size(&g);
+
+		tt_make(buf, n, w->serial, tid, seq, TT_KIND_DATA);
+		if (bb_write_bytes(buf, n) != 0)
+			atomic_fetch_add(&write_errors, 1);
+	}
+	tt_make(buf, TT_HEAD, w->serial, tid, w->count, TT_KIND_BYE);
+	if (bb_write_bytes(buf, TT_HEAD) != 0)
+		atomic_fetch_add(&write_errors, 1);
+	return NULL;
+}
+
+static void start_worker(struct worker *w, uint32_t serial, uint64_t seed)
+{
+	struct rng g;
+
+	rng_init(&g, seed ^ serial);
+	w->serial = serial;
+	w->seed = rnd(&g);
+	/* most threads are short-lived (churn), some write for long */
+	w->count = rnd(&g) % 8 == 0 ? rnd_in(&g, 500, 5000) : rnd_in(&g, 0, 200);
+	if (pthread_create(&w->th, NULL, worker_main, w) != 0) {
+		fprintf(stderr, "bb-torture: pthread_create failed\n");
+		_exit(3);
+	}
+}
+
+static struct bb_box_info live_info;
+
+/* Live reader (--live): walk the box while it is written. */
+static int live_cb(const struct bb_record *rec, void *arg)
+{
+	const uint8_t *p;
+	struct tt_head h;
+	const char *why;
+	size_t n;
+
+	(void)arg;
+	if (rec->tag == BB_TAG_OWNER)
+		return 0;
+	if (rec->tag != BB_TAG_BYTES || !(p = tt_cbor_bytes(rec->value, rec->value_len, &n))) {
+		fprintf(stderr, "bb-torture: live reader: ring %u pos %" PRIu64
+			": unexpected tag %u or value\n", rec->ring, rec->pos, rec->tag);
+		_exit(99);
+	}
+	if ((why = tt_verify(p, n, &h))) {
+		fprintf(stderr, "bb-torture: live reader: ring %u pos %" PRIu64 ": %s\n",
+			rec->ring, rec->pos, why);
+		_exit(99);
+	}
+	return 0;
+}
+
+static void *live_main(void *arg)
+{
+	const char *path = arg;
+	struct bb_reader *r;
+	char err[256];
+	int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+	if (bb_reader_open_path(path, 0, &r, err, sizeof(err)) != 0) {
+		fprintf(stderr, "bb-torture: live reader: %s\n", err);
+		_exit(99);
+	}
+	live_info = *bb_reader_info(r);
+	for (unsigned k = 0;; k++) {
+		struct bb_ring_stats sum;
+		int rc = bb_reader_walk(r, k % 2 ? BB_WALK_MERGE : 0, live_cb, NULL);
+
+		if (rc) {
+			fprintf(stderr, "bb-torture: live reader: walk: %d\n", rc);
+			_exit(99);
+		}
+		bb_reader_total_stats(r, &sum);
+		/* A live reader sees lapped records as "overwritten" (FORMAT
+		 * §8: it re-reads tail after the fence before it calls
+		 * anything corrupt); corrupt or torn in a live box is a bug. */
+		if (sum.corrupt || sum.torn) {
+			fprintf(stderr, "bb-torture: live reader: corrupt %" PRIu64 " torn %"
+				PRIu64 " in a live, unscribbled box\n", sum.corrupt, sum.torn);
+			_exit(99);
+		}
+		/* bb_dump() copies from the writers' own mapping while they
+		 * write: the seqlock's intentional race, for TSan. */
+		if (devnull >= 0 && k % 4 == 0) {
+			int d = bb_dump(devnull);
+
+			if (d != 0 && d != -EBUSY) {
+				fprintf(stderr, "bb-torture: live reader: bb_dump: %d\n", d);
+				_exit(99);
+			}
+		}
+	}
+	return NULL;
+}
+
+static void writer_child(uint64_t seed, int ready_fd)
+{
+	struct bb_options o = {
+		.dir = opt.dir, .ring_count = opt.rings, .ring_size = opt.ring_size,
+		.flags = BB_OPT_NO_ENV,
+	};
+	struct worker *w = calloc(opt.threads, sizeof(*w));
+	static char path[4096];
+	uint32_t serial = 1;
+	pthread_t live;
+	int rc;
+
+	/* never outlive a parent that failed to kill us */
+	alarm(120);
+	rc = bb_init_opts(&o);
+	if (rc || !w) {
+		fprintf(stderr, "bb-torture: bb_init_opts: %s\n", strerror(-rc));
+		_exit(2);
+	}
+	for (unsigned i = 0; i < opt.threads; i++)
+		start_worker(&w[i], serial++, seed);
+	if (opt.live) {
+		if (bb_path(path, sizeof(path)) < 0 ||
+		    pthread_create(&live, NULL, live_main, path) != 0)
+			_exit(3);
+	}
+	if (write(ready_fd, "R", 1) != 1)
+		_exit(3);
+	for (unsigned i = 0;; i = (i + 1) % opt.threads) {
+		pthread_join(w[i].th, NULL);
+		start_worker(&w[i], serial++, seed);
+	}
+}
+
+/* ---- checking a killed writer's box ---------------------------------------------- */
+
+struct seen {
+	bool seen, ended;
+	uint32_t ring;
+	uint64_t last;
+};
+
+struct rec {
+	uint32_t ring;
+	int32_t tid;
+	uint8_t tag, flags;
+	uint64_t pos, len;
+	bool ok;           /* BYTES verified, or OWNER decoded */
+	struct tt_head h;  /* BYTES */
+	int32_t owner_tid; /* OWNER */
+};
+
+struct walk {
+	struct rec *v;
+	size_t n, cap;
+	long bad; /* records that failed to verify */
+};
+
+/* OWNER value: array(4) [tid, name, prev_tid, prev_name]; the new tid. */
+static bool owner_tid(const uint8_t *v, size_t n, int32_t *tid)
+{
+	if (n < 2 || v[0] != 0x84)
+		return false;
+	if ((v[1] >> 5) == 0 && (v[1] & 31) < 24) {
+		*tid = v[1] & 31;
+		return true;
+	}
+	if ((v[1] >> 5) != 0 || (v[1] & 31) < 24 || (v[1] & 31) > 26)
+		return false;
+	{
+		size_t hl = (size_t)1 << ((v[1] & 31) - 24);
+		uint32_t t = 0;
+
+		if (n < 2 + hl)
+			return false;
+		for (size_t i = 0; i < hl; i++)
+			t = t << 8 | v[2 + i];
+		*tid = (int32_t)t;
+	}
+	return true;
+}
+
+static int check_cb(const struct bb_record *rec, void *arg)
+{
+	struct walk *w = arg;
+	struct rec *x;
+	const uint8_t *p;
+	const char *why = NULL;
+	size_t n;
+
+	if (w->n == w->cap) {
+		size_t c = w->cap ? w->cap * 2 : 1024;
+		struct rec *v = realloc(w->v, c * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		w->v = v;
+		w->cap = c;
+	}
+	x = &w->v[w->n++];
+	*x = (struct rec){
+		.ring = rec->ring, .tid = rec->tid, .tag = rec->tag, .flags = rec->flags,
+		.pos = rec->pos, .len = rec_len(rec),
+	};
+	if (rec->tag == BB_TAG_OWNER) {
+		x->ok = owner_tid(rec->value, rec->value_len, &x->owner_tid);
+		why = x->ok ? NULL : "owner record does not decode";
+	} else if (rec->tag != BB_TAG_BYTES) {
+		why = "a tag bb-torture never writes";
+	} else if (!(p = tt_cbor_bytes(rec->value, rec->value_len, &n))) {
+		why = "value is not one CBOR byte string";
+	} else {
+		why = tt_verify(p, n, &x->h);
+		x->ok = !why;
+	}
+	if (why) {
+		w->bad++;
+		if (opt.verbose || (w->bad <= 3 && !strcmp(run_mode, "kills")))
+			fprintf(stderr, "  ring %u pos %" PRIu64 " tag %u flags 0x%x: %s\n",
+				rec->ring, rec->pos, rec->tag, rec->flags, why);
+	}
+	return 0;
+}
+
+static struct seen *seen_at(struct seen **v, size_t *cap, uint32_t serial)
+{
+	if (serial >= *cap) {
+		size_t c = *cap ? *cap : 256;
+		struct seen *q;
+
+		while (c <= serial)
+			c *= 2;
+		q = realloc(*v, c * sizeof(*q));
+		if (!q)
+			abort();
+		memset(q + *cap, 0, (c - *cap) * sizeof(*q));
+		*v = q;
+		*cap = c;
+	}
+	return &(*v)[serial];
+}
+
+static const struct bb_ring_desc *desc_of(const uint8_t *data, uint32_t i)
+{
+	const struct bb_header *h = (const void *)data;
+
+	return (const void *)(data + h->ring_table_offset + (uint64_t)i * h->ring_desc_size);
+}
+
+/* Check the box of a killed writer.  Runs in a child of its own (alarm),
+ * so a reader that crashes or hangs is reported, not fatal.  Exit status:
+ * number of violations (capped), 0 = all good. */
+static int check_killed(pid_t pid, bool early)
+{
+	char path[4096], err[256];
+	struct bb_reader *r;
+	struct walk w = { 0 };
+	struct seen *seen = NULL;
+	size_t nseen = 0, len, k = 0;
+	const uint8_t *data;
+	const struct bb_box_info *info;
+	uint64_t max_stride, rec_total = 0;
+	int rc, found = find_box(pid, path, sizeof(path));
+
+	if (found < 0) {
+		fail("several boxes for pid %d", (int)pid);
+		return 1;
+	}
+	if (found == 0) {
+		if (!early)
+			fail("no box left by pid %d after it reported bb_init() done", (int)pid);
+		fig->no_box++;
+		return (int)violations;
+	}
+	rc = bb_reader_open_path(path, BB_OPEN_SNAPSHOT, &r, err, sizeof(err));
+	if (rc) {
+		/* killed inside bb_init(): the box may be unfinished (magic 0) */
+		if (!(early && rc == -ENODATA))
+			fail("open %s: %s (%d)", path, err, rc);
+		fig->unfinished++;
+		return (int)violations;
+	}
+	info = bb_reader_info(r);
+	if (info->pid != pid)
+		fail("header pid %d, expected %d", info->pid, (int)pid);
+	if (bb_reader_liveness(r) == BB_OWNER_ALIVE)
+		fail("a SIGKILLed and reaped owner is reported alive");
+	rc = bb_reader_walk(r, 0, check_cb, &w);
+	if (rc)
+		fail("bb_reader_walk: %d", rc);
+	if (w.bad)
+		fail("%ld delivered record(s) do not verify by content", w.bad);
+	data = bb_reader_data(r, &len);
+	max_stride = BB_RECORD_STRIDE(info->max_record);
+
+	for (uint32_t i = 0; i < info->ring_count; i++) {
+		const struct bb_ring_stats *st = bb_reader_ring_stats(r, i);
+		const struct bb_ring_desc *d = desc_of(data, i);
+		uint64_t head = d->head, tail = d->tail, expect = tail;
+		bool priv = st->kind == BB_RING_PRIVATE, expect_first = false;
+		uint32_t cur = 0; /* private ring: serial writing now, 0 = none */
+
+		if (st->kind != BB_RING_PRIVATE && st->kind != BB_RING_SHARED) {
+			/* other kinds (important ring) get no records from us */
+			continue;
+		}
+		if (st->corrupt || st->overwritten || st->skipped_bytes)
+			fail("ring %u: corrupt %" PRIu64 " overwritten %" PRIu64 " skipped %" PRIu64
+			     " bytes in a SIGKILLed, unscribbled box", i, st->corrupt,
+			     st->overwritten, st->skipped_bytes);
+		if (st->torn > 1)
+			fail("ring %u: %" PRIu64 " torn records (at most 1)", i, st->torn);
+		if (tail)
+			fig->rings_wrapped++;
+		if (d->generation > 1)
+			fig->rings_recycled++;
+		fig->torn += st->torn;
+		if (tail && head - tail <= (uint64_t)info->ring_size - max_stride * (1 + st->torn))
+			fail("ring %u: wrapped ring holds only %" PRIu64 " of %" PRIu64
+			     " bytes (tail %" PRIu64 " head %" PRIu64 ", torn %" PRIu64 ")", i,
+			     head - tail, info->ring_size, tail, head, st->torn);
+		for (; k < w.n && w.v[k].ring == i; k++) {
+			struct rec *x = &w.v[k];
+			struct seen *s;
+
+			rec_total++;
+			if (x->tag == BB_TAG_OWNER)
+				fig->owners++;
+			else if (!priv)
+				fig->shared_records++;
+			if (x->pos != expect) {
+				fail("ring %u: record at %" PRIu64 ", expected %" PRIu64
+				     " (gap in the chain from tail %" PRIu64 ")", i, x->pos, expect, tail);
+				expect = x->pos;
+			}
+			expect += BB_RECORD_STRIDE(x->len);
+			if (!x->ok)
+				continue;
+			if (x->tag == BB_TAG_OWNER) {
+				if (!priv)
+					continue;
+				if (cur && !seen_at(&seen, &nseen, cur)->ended)
+					fail("ring %u: thread serial %u's records are followed by a new "
+					     "owner record at %" PRIu64 " without its bye record", i, cur,
+					     x->pos);
+				cur = 0;
+				expect_first = true;
+				continue;
+			}
+			if (x->tid != x->h.tid)
+				fail("ring %u pos %" PRIu64 ": record of tid %d (serial %u seq %" PRIu64
+				     ") attributed to tid %d", i, x->pos, x->h.tid, x->h.serial,
+				     x->h.seq, x->tid);
+			s = seen_at(&seen, &nseen, x->h.serial);
+			if (s->seen) {
+				if (s->ring != i)
+					fail("serial %u in rings %u and %u", x->h.serial, s->ring, i);
+				else if (s->ended)
+					fail("ring %u: serial %u writes after its bye record", i, x->h.serial);
+				else if (x->h.seq != s->last + 1)
+					fail("ring %u pos %" PRIu64 ": serial %u seq %" PRIu64 " after %" PRIu64
+					     " (not contiguous)", i, x->pos, x->h.serial, x->h.seq, s->last);
+			} else if (priv && expect_first && x->h.seq != 0) {
+				fail("ring %u pos %" PRIu64 ": first record after serial %u's owner "
+				     "record has seq %" PRIu64, i, x->pos, x->h.serial, x->h.seq);
+			}
+			if (priv && cur && cur != x->h.serial)
+				fail("ring %u pos %" PRIu64 ": serials %u and %u interleave in a private ring",
+				     i, x->pos, cur, x->h.serial);
+			if (priv)
+				cur = x->h.serial;
+			expect_first = false;
+			s->seen = true;
+			s->ring = i;
+			s->last = x->h.seq;
+			s->ended = x->h.kind == TT_KIND_BYE;
+		}
+		if (expect != head)
+			fail("ring %u: records end at %" PRIu64 ", head is %" PRIu64, i, expect, head);
+	}
+	if (k != w.n)
+		fail("records delivered out of ring order");
+	fig->records += rec_total;
+	for (size_t k2 = 0; k2 < nseen; k2++)
+		fig->serials += seen[k2].seen;
+	if (opt.verbose)
+		fprintf(stderr, "  pid %d: %" PRIu64 " records\n", (int)pid, rec_total);
+	free(w.v);
+	free(seen);
+	bb_reader_close(r);
+	return violations > 100 ? 100 : (int)violations;
+}
+
+/* Run @fn in a child with an alarm; a signal or a hang is a violation. */
+static void in_child(const char *what, int (*fn)(pid_t, bool), pid_t pid, bool early)
+{
+	pid_t c;
+	int st;
+
+	fflush(stderr);
+	c = fork();
+	if (c == 0) {
+		violations = 0; /* the child counts its own */
+		alarm(60);
+		_exit(fn(pid, early));
+	}
+	if (c < 0 || waitpid(c, &st, 0) != c) {
+		fail("%s: fork/wait failed", what);
+		return;
+	}
+	if (WIFSIGNALED(st))
+		fail("%s died of signal %d (%s)%s", what, WTERMSIG(st), strsignal(WTERMSIG(st)),
+		     WTERMSIG(st) == SIGALRM ? ": a hang" : "");
+	else if (WEXITSTATUS(st))
+		violations += WEXITSTATUS(st); /* already printed by the child */
+}
+
+static void kill_run(long i)
+{
+	uint64_t seed = run_seed(i);
+	struct rng g;
+	int fds[2], st;
+	bool early;
+	pid_t pid;
+	char c;
+
+	rng_init(&g, seed);
+	run_index = i;
+	if (pipe(fds))
+		abort();
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		abort();
+	if (pid == 0) {
+		close(fds[0]);
+		writer_child(seed, fds[1]);
+		_exit(0);
+	}
+	close(fds[1]);
+	/* one run in 16 is killed without waiting for bb_init(): the box may
+	 * be missing or unfinished, never wrong */
+	early = rnd(&g) % 16 == 0;
+	if (!early && read(fds[0], &c, 1) != 1)
+		fail("writer child died before it was ready");
+	{
+		uint64_t r = rnd(&g) % 4;
+		/* a quarter of kills land in the first 200 us (claims, first
+		 * laps), the rest anywhere up to --max-delay */
+		uint64_t us = r == 0 ? rnd(&g) % 200 : rnd(&g) % (opt.max_delay_us + 1);
+		struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
+
+		nanosleep(&ts, NULL);
+	}
+	kill(pid, SIGKILL);
+	close(fds[0]);
+	if (waitpid(pid, &st, 0) != pid)
+		abort();
+	if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL)
+		fail("writer child ended by %s %d, not SIGKILL", WIFSIGNALED(st) ? "signal" :
+		     "exit status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+	in_child("reader check", check_killed, pid, early);
+	clean_dir();
+}
+
+/* ---- scribble runs --------------------------------------------------------------- */
+
+/* What the scribbling child did, sent to the parent before it dies. */
+struct scribble_report {
+	uint32_t crc;         /* the writer checksummed its records (BB_HF_CRC32C) */
+	uint32_t hit_live;    /* changed a byte of a live record */
+	uint32_t hit_framing; /* changed a live record's seq or len */
+	uint32_t hit_meta;    /* changed a byte of the header or ring table */
+	uint32_t nscribbles;
+	uint32_t classes;     /* bit per class used */
+	uint64_t live_records;
+};
+
+/* live[off]: 1 = byte of a live record's payload area, 2 = its seq or len */
+static void mark_live(const uint8_t *base, uint64_t size, uint8_t *live, uint64_t *nrec,
+		      uint64_t **recs, size_t *nrecs)
+{
+	const struct bb_header *h = (const void *)base;
+
+	for (uint32_t i = 0; i < h->ring_count; i++) {
+		const struct bb_ring_desc *d = desc_of(base, i);
+		uint64_t c = h->ring_size;
+
+		if (d->kind != BB_RING_PRIVATE && d->kind != BB_RING_SHARED)
+			continue;
+		for (uint64_t pos = d->tail; pos < d->head;) {
+			const struct bb_record_hdr *rh =
+				(const void *)(base + d->data_offset + (pos & (c - 1)));
+			uint64_t len = rh->len;
+
+			if (len < BB_RECORD_HDR_SIZE || d->data_offset + c > size)
+				break;
+			for (uint64_t b = 0; b < len; b++)
+				live[d->data_offset + ((pos + b) & (c - 1))] = b < 6 ? 2 : 1;
+			*recs = realloc(*recs, (*nrecs + 1) * sizeof(**recs));
+			(*recs)[(*nrecs)++] = d->data_offset + (pos & (c - 1));
+			(*nrec)++;
+			pos += BB_RECORD_STRIDE(len);
+		}
+	}
+}
+
+static void scribble_child(uint64_t seed, int fd_report)
+{
+	struct bb_options o = {
+		.dir = opt.dir, .ring_count = opt.rings, .ring_size = opt.ring_size,
+		.flags = BB_OPT_NO_ENV,
+	};
+	struct scribble_report rep = { 0 };
+	struct worker w[4];
+	unsigned nw;
+	struct rng g;
+	char path[4096];
+	uint8_t *base, *live;
+	uint64_t *recs = NULL;
+	size_t nrecs = 0;
+	struct stat sb;
+	int fd;
+
+	alarm(60);
+	rng_init(&g, seed);
+	if (bb_init_opts(&o))
+		_exit(2);
+	nw = (unsigned)rnd_in(&g, 1, 4);
+	for (unsigned i = 0; i < nw; i++)
+		start_worker(&w[i], i + 1, seed);
+	for (unsigned i = 0; i < nw; i++)
+		pthread_join(w[i].th, NULL);
+	if (rnd(&g) % 2) { /* the main thread keeps an OWNED ring */
+		uint8_t buf[128];
+
+		for (uint64_t s = 0; s < 5; s++) {
+			tt_make(buf, 64, 99, gettid_(), s, TT_KIND_DATA);
+			bb_write_bytes(buf, 64);
+		}
+	}
+
+	if (bb_path(path, sizeof(path)) < 0 || (fd = open(path, O_RDWR | O_CLOEXEC)) < 0 ||
+	    fstat(fd, &sb) || !(live = calloc(1, (size_t)sb.st_size)))
+		_exit(3);
+	base = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED)
+		_exit(3);
+	rep.crc = !!(((const struct bb_header *)(void *)base)->flags & BB_HF_CRC32C);
+	mark_live(base, (uint64_t)sb.st_size, live, &rep.live_records, &recs, &nrecs);
+	{
+		const struct bb_header *h = (const void *)base;
+		uint64_t meta_end = h->ring_table_offset + (uint64_t)h->ring_count * h->ring_desc_size;
+		uint64_t data0 = desc_of(base, 0)->data_offset;
+
+		rep.nscribbles = (uint32_t)rnd_in(&g, 1, 4);
+		for (uint32_t s = 0; s < rep.nscribbles; s++) {
+			unsigned cls = (unsigned)(rnd(&g) % 6);
+			uint64_t off, n;
+
+			switch (cls) {
+			case 0: /* header fields (not the reserved space, not the crash area) */
+				off = rnd(&g) % 568;
+				n = rnd_in(&g, 1, 8);
+				break;
+			case 1: /* a ring descriptor */
+				off = h->ring_table_offset +
+				      (rnd(&g) % h->ring_count) * h->ring_desc_size + rnd(&g) % 128;
+				n = rnd_in(&g, 1, 8);
+				break;
+			case 2: /* a live record's envelope */
+			case 3: /* a live record's value */
+				if (!nrecs) {
+					cls = 4;
+					off = data0 + rnd(&g) % ((uint64_t)sb.st_size - data0);
+					n = 1;
+					break;
+				}
+				off = recs[rnd(&g) % nrecs];
+				if (cls == 2) {
+					off += rnd(&g) % 16;
+					n = rnd_in(&g, 1, 4);
+				} else {
+					off += 16 + rnd(&g) % 32;
+					n = rnd_in(&g, 1, 16);
+				}
+				break;
+			case 4: /* a random range anywhere */
+				off = rnd(&g) % (uint64_t)sb.st_size;
+				n = rnd_in(&g, 1, 256);
+				break;
+			default: /* many single bytes in the ring data */
+				off = 0;
+				n = 0;
+				for (uint64_t k = rnd_in(&g, 1, 64); k; k--) {
+					uint64_t b = data0 + rnd(&g) % ((uint64_t)sb.st_size - data0);
+
+					base[b] ^= (uint8_t)rnd_in(&g, 1, 255);
+					rep.hit_live |= live[b] != 0;
+					rep.hit_framing |= live[b] == 2;
+				}
+				break;
+			}
+			rep.classes |= 1u << cls;
+			for (uint64_t b = off; b < off + n && b < (uint64_t)sb.st_size; b++) {
+				/* xor with non-zero: every chosen byte really changes */
+				base[b] ^= (uint8_t)rnd_in(&g, 1, 255);
+				rep.hit_live |= live[b] != 0;
+				rep.hit_framing |= live[b] == 2;
+				rep.hit_meta |= b < meta_end;
+			}
+		}
+	}
+	if (write(fd_report, &rep, sizeof(rep)) != (ssize_t)sizeof(rep))
+		_exit(3);
+	/* die as a crashing process would, without the atexit handler */
+	if (rnd(&g) % 2)
+		_exit(0);
+	raise(SIGKILL);
+	_exit(4);
+}
+
+static struct scribble_report srep;
+static char sbox[4096];
+
+/* The reader API on a scribbled box; in its own child (alarm).  Exit:
+ * violations (capped); 0 fine. */
+static int check_scribbled_api(pid_t pid, bool unused)
+{
+	struct walk w = { 0 };
+	struct bb_ring_stats sum;
+	struct bb_reader *r;
+	char err[256];
+	size_t len;
+	int rc;
+
+	(void)pid;
+	(void)unused;
+	rc = bb_reader_open_path(sbox, BB_OPEN_SNAPSHOT, &r, err, sizeof(err));
+	if (rc) {
+		/* refusing the box is a report of damage; only these errnos
+		 * describe a damaged file (reader.h) */
+		if (rc != -EBADMSG && rc != -ENODATA && rc != -EPROTONOSUPPORT &&
+		    rc != -EPFNOSUPPORT && rc != -EPERM)
+			fail("open of a scribbled box: unexpected %d (%s)", rc, err);
+		if (!srep.hit_meta)
+			fail("box refused (%s) though only ring data was scribbled", err);
+		return violations > 100 ? 100 : (int)violations;
+	}
+	rc = bb_reader_walk(r, 0, check_cb, &w);
+	if (rc)
+		fail("walk of a scribbled box: %d", rc);
+	w.bad = 0;
+	for (size_t k = 0; k < w.n; k++) {
+		if (w.v[k].ok)
+			continue;
+		/* With CRCs (the writer set BB_HF_CRC32C), a record that does
+		 * not verify by content must not be delivered: the CRC covers
+		 * every byte we check.  A record without BB_RF_CRC in a box
+		 * whose header still says every record carries one was not
+		 * written that way either.  Before CRCs (srep.crc == 0) a
+		 * scribbled payload, ts or tag is undetectable and is printed
+		 * as data: counted by nothing, not a failure; even a scribble
+		 * that sets the BB_RF_CRC bit is then just an unknown flag. */
+		if (srep.crc && ((w.v[k].flags & BB_RF_CRC) ||
+		    (((const struct bb_header *)bb_reader_data(r, &len))->flags & BB_HF_CRC32C)))
+			w.bad++;
+	}
+	if (w.bad)
+		fail("%ld record(s) delivered from a scribbled CRC box do not verify", w.bad);
+	bb_reader_total_stats(r, &sum);
+	if (srep.hit_live && !srep.hit_meta && srep.crc && !sum.corrupt)
+		fail("a live record was scribbled (CRC box) but the reader reports no corruption");
+	if (srep.hit_framing && !srep.hit_meta && !sum.corrupt && !sum.skipped_bytes)
+		fail("a live record's seq/len was scribbled but the reader reports no corruption");
+	free(w.v);
+	bb_reader_close(r);
+	return violations > 100 ? 100 : (int)violations;
+}
+
+/* Verify every "bytes" value that bb-extract --json printed. */
+static long check_json(FILE *f, bool crc)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	long bad = 0;
+	ssize_t n;
+
+	while ((n = getline(&line, &cap, f)) > 0) {
+		char *v = strstr(line, "\"type\":\"bytes\"");
+		uint8_t buf[BB_RECORD_MAX];
+		struct tt_head h;
+		size_t k = 0;
+
+		if (!v || !(v = strstr(line, "\"value\":\"")))
+			continue;
+		for (v += 9; v[0] && v[1] && v[0] != '"' && k < sizeof(buf); v += 2) {
+			unsigned x;
+
+			if (sscanf(v, "%2x", &x) != 1)
+				break;
+			buf[k++] = (uint8_t)x;
+		}
+		if (tt_verify(buf, k, &h) && crc)
+			bad++;
+	}
+	free(line);
+	return bad;
+}
+
+/* Run bb-extract on the scribbled box; return its exit status (or -1). */
+static int run_extract(bool json, FILE **out)
+{
+	FILE *f = tmpfile();
+	pid_t c;
+	int st;
+
+	if (!f)
+		abort();
+	fflush(stderr);
+	c = fork();
+	if (c == 0) {
+		int dn = open("/dev/null", O_WRONLY);
+
+		dup2(fileno(f), 1);
+		dup2(dn, 2);
+		alarm(30); /* survives execve: a hang dies of SIGALRM */
+		if (json)
+			execl(opt.extract, "bb-extract", "--path", sbox, "--json", (char *)NULL);
+		else
+			execl(opt.extract, "bb-extract", "--path", sbox, (char *)NULL);
+		_exit(127);
+	}
+	if (c < 0 || waitpid(c, &st, 0) != c)
+		abort();
+	rewind(f);
+	*out = f;
+	if (WIFSIGNALED(st)) {
+		fail("bb-extract%s died of signal %d (%s)%s", json ? " --json" : "", WTERMSIG(st),
+		     strsignal(WTERMSIG(st)), WTERMSIG(st) == SIGALRM ? ": a hang" : "");
+		return -1;
+	}
+	st = WEXITSTATUS(st);
+	if (st != 0 && st != 3 && st != 4)
+		fail("bb-extract%s exit status %d (0, 3 or 4 only)", json ? " --json" : "", st);
+	return st;
+}
+
+static long scr_stats[3]; /* exit 0, 3, 4 from bb-extract --json */
+
+static void scribble_run(long i)
+{
+	uint64_t seed = run_seed(i);
+	int fds[2], st;
+	pid_t pid;
+
+	run_index = i;
+	if (pipe(fds))
+		abort();
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		abort();
+	if (pid == 0) {
+		close(fds[0]);
+		scribble_child(seed, fds[1]);
+		_exit(0);
+	}
+	close(fds[1]);
+	memset(&srep, 0, sizeof(srep));
+	if (read(fds[0], &srep, sizeof(srep)) != (ssize_t)sizeof(srep))
+		fail("scribbling child failed before it scribbled");
+	close(fds[0]);
+	if (waitpid(pid, &st, 0) != pid)
+		abort();
+	if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0) && !(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL))
+		fail("scribbling child ended with status 0x%x", st);
+	if (find_box(pid, sbox, sizeof(sbox)) != 1) {
+		fail("no (single) box left by the scribbling child");
+		clean_dir();
+		return;
+	}
+	in_child("reader API on a scribbled box", check_scribbled_api, pid, false);
+	if (opt.extract) {
+		FILE *fj = NULL, *ft = NULL;
+		int sj = run_extract(true, &fj), stxt = run_extract(false, &ft);
+		long bad = fj ? check_json(fj, srep.crc) : 0;
+
+		if (bad)
+			fail("bb-extract --json printed %ld record(s) that do not verify "
+			     "(CRC box)", bad);
+		if (sj >= 0 && stxt >= 0 && sj != stxt)
+			fail("bb-extract exit %d with --json, %d without", sj, stxt);
+		if (srep.hit_live && !srep.hit_meta && srep.crc && sj == 0)
+			fail("a live record was scribbled (CRC box) but bb-extract exits 0");
+		if (srep.hit_framing && !srep.hit_meta && sj == 0)
+			fail("a live record's seq/len was scribbled but bb-extract exits 0");
+		if (sj == 0 || sj == 3 || sj == 4)
+			scr_stats[sj == 0 ? 0 : sj == 3 ? 1 : 2]++;
+		if (fj)
+			fclose(fj);
+		if (ft)
+			fclose(ft);
+	}
+	if (opt.verbose)
+		fprintf(stderr, "  scribble %ld: crc %u live %u framing %u meta %u classes 0x%x\n", i,
+			srep.crc, srep.hit_live, srep.hit_framing, srep.hit_meta, srep.classes);
+	clean_dir();
+}
+
+/* ---- main --------------------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: bb-torture [--kills N] [--scribbles N] [--seed S] [--threads T]\n"
+		"                  [--rings R] [--ring-size BYTES] [--dir DIR] [--max-delay US]\n"
+		"                  [--live] [--extract PATH-TO-bb-extract] [--from I] [-v]\n"
+		"Environment: BB_TORTURE_KILLS, BB_TORTURE_SCRIBBLES, BB_TORTURE_SEED\n"
+		"override the counts and the seed.  Exit 0: no violation; 1: violations\n"
+		"(each printed with a replay command); 2: usage.\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "kills", required_argument, NULL, 'k' },
+		{ "scribbles", required_argument, NULL, 's' },
+		{ "seed", required_argument, NULL, 'S' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "rings", required_argument, NULL, 'r' },
+		{ "ring-size", required_argument, NULL, 'z' },
+		{ "dir", required_argument, NULL, 'd' },
+		{ "max-delay", required_argument, NULL, 'D' },
+		{ "live", no_argument, NULL, 'l' },
+		{ "extract", required_argument, NULL, 'x' },
+		{ "from", required_argument, NULL, 'f' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	bool seeded = false, own_dir = false;
+	char tmpl[] = "/tmp/bb-torture.XXXXXX";
+	struct timespec t0;
+	const char *e;
+	int c;
+
+	snprintf(argv0, sizeof(argv0), "%s", argv[0]);
+	while ((c = getopt_long(argc, argv, "k:s:S:t:r:z:d:D:lx:f:vh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'k': opt.kills = atol(optarg); break;
+		case 's': opt.scribbles = atol(optarg); break;
+		case 'S': opt.seed = strtoull(optarg, NULL, 0); seeded = true; break;
+		case 't': opt.threads = (unsigned)atoi(optarg); break;
+		case 'r': opt.rings = (unsigned)atoi(optarg); break;
+		case 'z': opt.ring_size = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'd': opt.dir = optarg; break;
+		case 'D': opt.max_delay_us = (unsigned)atoi(optarg); break;
+		case 'l': opt.live = true; break;
+		case 'x': opt.extract = optarg; break;
+		case 'f': opt.from = atol(optarg); break;
+		case 'v': opt.verbose = true; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if ((e = getenv("BB_TORTURE_KILLS")) && *e)
+		opt.kills = atol(e);
+	if ((e = getenv("BB_TORTURE_SCRIBBLES")) && *e)
+		opt.scribbles = atol(e);
+	if ((e = getenv("BB_TORTURE_SEED")) && *e) {
+		opt.seed = strtoull(e, NULL, 0);
+		seeded = true;
+	}
+	if (opt.threads < 1 || opt.threads > 64 || opt.rings < 1 || opt.rings > 64 ||
+	    opt.ring_size < 4096 || (opt.ring_size & (opt.ring_size - 1)) ||
+	    opt.ring_size > (1u << 20) || opt.kills < 0 || opt.scribbles < 0 || opt.from < 0) {
+		usage(stderr);
+		return 2;
+	}
+	if (!seeded) {
+		clock_gettime(CLOCK_REALTIME, &t0);
+		opt.seed = tt_mix((uint64_t)t0.tv_nsec ^ ((uint64_t)t0.tv_sec << 30) ^
+				  (uint64_t)getpid()) % 1000000000u;
+	}
+	if (!opt.dir) {
+		if (!mkdtemp(tmpl)) {
+			perror("bb-torture: mkdtemp");
+			return 2;
+		}
+		opt.dir = tmpl;
+		own_dir = true;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("bb-torture: seed %" PRIu64 ", %ld kills, %ld scribbles from run %ld, "
+	       "%u threads, %u rings of %u bytes%s, dir %s\n", opt.seed, opt.kills,
+	       opt.scribbles, opt.from, opt.threads, opt.rings, opt.ring_size,
+	       opt.live ? ", live reader" : "", opt.dir);
+
+	fig = mmap(NULL, sizeof(*fig), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (fig == MAP_FAILED) {
+		perror("bb-torture: mmap");
+		return 2;
+	}
+	run_mode = "kills";
+	for (long i = opt.from; i < opt.from + opt.kills; i++) {
+		kill_run(i);
+		if ((i - opt.from + 1) % 1000 == 0)
+			printf("bb-torture: %ld kills, %ld violations\n", i - opt.from + 1, violations);
+	}
+	if (opt.kills)
+		printf("bb-torture: kills checked %" PRIu64 " records of %" PRIu64 " threads "
+		       "(%" PRIu64 " in the shared ring), %" PRIu64 " owner records; %" PRIu64
+		       " wrapped rings, %" PRIu64 " recycled rings, %" PRIu64 " torn records; "
+		       "killed before bb_init() finished: %" PRIu64 " no box, %" PRIu64
+		       " unfinished box\n", (uint64_t)fig->records, (uint64_t)fig->serials,
+		       (uint64_t)fig->shared_records, (uint64_t)fig->owners,
+		       (uint64_t)fig->rings_wrapped, (uint64_t)fig->rings_recycled,
+		       (uint64_t)fig->torn, (uint64_t)fig->no_box, (uint64_t)fig->unfinished);
+	run_mode = "scribbles";
+	for (long i = opt.from; i < opt.from + opt.scribbles; i++)
+		scribble_run(i);
+	if (opt.scribbles && opt.extract)
+		printf("bb-torture: bb-extract on scribbled boxes: %ld clean (exit 0), %ld damaged "
+		       "(3), %ld refused (4)\n", scr_stats[0], scr_stats[1], scr_stats[2]);
+	printf("bb-torture: %ld kills, %ld scribbles, %ld violations (seed %" PRIu64 ")\n",
+	       opt.kills, opt.scribbles, violations, opt.seed);
+	if (own_dir) {
+		clean_dir();
+		rmdir(opt.dir);
+	}
+	return violations ? 1 : 0;
+}
