@@ -185,6 +185,36 @@ double bt_median(const double *v, size_t n)
 	return bt_quantile(c, n, 0.5);
 }
 
+/* ---- command line ------------------------------------------------------ */
+
+unsigned long bt_parse_ul(const char *s, unsigned long lo, unsigned long hi,
+			  void (*usage)(void))
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (end == s || *end || errno || *s == '-' || v < lo || v > hi)
+		usage();
+	return v;
+}
+
+unsigned bt_parse_list(char *s, unsigned long *out, unsigned max, unsigned long lo,
+		       unsigned long hi, void (*usage)(void))
+{
+	unsigned n = 0;
+
+	for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ",")) {
+		if (n == max)
+			usage();
+		out[n++] = bt_parse_ul(tok, lo, hi, usage);
+	}
+	if (!n)
+		usage();
+	return n;
+}
+
 /* ---- threads ------------------------------------------------------------- */
 
 int bt_ncpu(void)

@@ -130,6 +130,16 @@ double bt_quantile(double *v, size_t n, double p);
 uint32_t bt_quantile_u32(uint32_t *v, size_t n, double p);   /* sorts v */
 double bt_median(const double *v, size_t n);                 /* copies v */
 
+/* ---- command line ------------------------------------------------------ */
+
+/* A decimal number in [lo, hi], or @usage() (which must not return). */
+unsigned long bt_parse_ul(const char *s, unsigned long lo, unsigned long hi,
+			  void (*usage)(void));
+/* A comma-separated list of such numbers into @out (at most @max; at
+ * least one).  Returns the count; @s is modified (strtok). */
+unsigned bt_parse_list(char *s, unsigned long *out, unsigned max, unsigned long lo,
+		       unsigned long hi, void (*usage)(void));
+
 /* ---- threads ------------------------------------------------------------- */
 
 /* Online CPUs (>= 1). */

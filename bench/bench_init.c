@@ -116,20 +116,11 @@ static int one_thread_per_ring(unsigned rings)
 
 /* ---- main ---------------------------------------------------------------- */
 
+static void usage(void) __attribute__((noreturn));
 static void usage(void)
 {
 	fprintf(stderr, "usage: bench_init [-r REPEAT] [-s MIB[,MIB...]]  (0 = default size)\n");
 	exit(2);
-}
-
-static unsigned long parse_ul(const char *s, unsigned long lo, unsigned long hi)
-{
-	char *end;
-	unsigned long v = strtoul(s, &end, 10);
-
-	if (end == s || *end || v < lo || v > hi)
-		usage();
-	return v;
 }
 
 static int cmp_dbl(const void *a, const void *b)
@@ -172,14 +163,9 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt(argc, argv, "r:s:h")) != -1) {
 		switch (opt) {
-		case 'r': cfg_repeat = (unsigned)parse_ul(optarg, 1, MAX_REPEAT); break;
+		case 'r': cfg_repeat = (unsigned)bt_parse_ul(optarg, 1, MAX_REPEAT, usage); break;
 		case 's':
-			cfg_nsizes = 0;
-			for (char *tok = strtok(optarg, ","); tok && cfg_nsizes < MAX_SIZES;
-			     tok = strtok(NULL, ","))
-				cfg_sizes[cfg_nsizes++] = parse_ul(tok, 0, 1u << 20);
-			if (!cfg_nsizes)
-				usage();
+			cfg_nsizes = bt_parse_list(optarg, cfg_sizes, MAX_SIZES, 0, 1u << 20, usage);
 			break;
 		default: usage();
 		}

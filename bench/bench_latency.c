@@ -299,10 +299,12 @@ static int run_threads(unsigned ti, unsigned nt, unsigned rep, uint32_t *all)
 		ws[i].nt = nt;
 		ws[i].samples = malloc((size_t)samples_per_thread(&ops[OP_FLOOR], nt) * sizeof(uint32_t));
 		ret = ws[i].samples ? bt_ctx_open(&ws[i].c) : -ENOMEM;
-		if (ret < 0)
+		if (!ret && pthread_create(&ws[i].th, NULL, worker_main, &ws[i]))
+			ret = -EAGAIN;
+		if (ret < 0) {
+			fprintf(stderr, "%u threads: %s\n", nt, strerror(-ret));
 			return ret;
-		if (pthread_create(&ws[i].th, NULL, worker_main, &ws[i]))
-			return -EAGAIN;
+		}
 	}
 	for (int op = 0; op < NOPS; op++) {
 		struct lat *l = &lat_res[ti][op][rep];
@@ -402,6 +404,7 @@ static double thr_med(unsigned ti, int op, size_t off)
 #define LAT(ti, op, f) lat_med((ti), (op), offsetof(struct lat, f))
 #define THR(ti, op, f) thr_med((ti), (op), offsetof(struct thr, f))
 
+static void usage(void) __attribute__((noreturn));
 static void usage(void)
 {
 	fprintf(stderr, "usage: bench_latency [-r REPEAT] [-n SAMPLES] [-c COUNT] "
@@ -411,16 +414,6 @@ static void usage(void)
 			fprintf(stderr, " %s", ops[op].key);
 	fprintf(stderr, "\n");
 	exit(2);
-}
-
-static unsigned parse_u(const char *s, unsigned lo, unsigned hi)
-{
-	char *end;
-	unsigned long v = strtoul(s, &end, 10);
-
-	if (end == s || *end || v < lo || v > hi)
-		usage();
-	return (unsigned)v;
 }
 
 static void parse_ops(char *s)
@@ -449,20 +442,17 @@ int main(int argc, char **argv)
 		cfg_op[op] = 1;
 	while ((opt = getopt(argc, argv, "r:n:c:t:R:o:h")) != -1) {
 		switch (opt) {
-		case 'r': cfg_repeat = parse_u(optarg, 1, MAX_REPEAT); break;
-		case 'n': cfg_samples = parse_u(optarg, 1, 1u << 30); break;
-		case 'c': cfg_count = parse_u(optarg, 1, 1u << 30); break;
-		case 'R': cfg_rings = parse_u(optarg, 1, 1000); break;
+		case 'r': cfg_repeat = (unsigned)bt_parse_ul(optarg, 1, MAX_REPEAT, usage); break;
+		case 'n': cfg_samples = (unsigned)bt_parse_ul(optarg, 1, 1u << 30, usage); break;
+		case 'c': cfg_count = (unsigned)bt_parse_ul(optarg, 1, 1u << 30, usage); break;
+		case 'R': cfg_rings = (unsigned)bt_parse_ul(optarg, 1, 1000, usage); break;
 		case 'o': parse_ops(optarg); break;
 		case 't': {
-			char *s = optarg;
+			unsigned long t[MAX_TCOUNTS];
 
-			cfg_ntc = 0;
-			for (char *tok = strtok(s, ","); tok && cfg_ntc < MAX_TCOUNTS;
-			     tok = strtok(NULL, ","))
-				cfg_threads[cfg_ntc++] = parse_u(tok, 1, MAX_THREADS);
-			if (!cfg_ntc)
-				usage();
+			cfg_ntc = bt_parse_list(optarg, t, MAX_TCOUNTS, 1, MAX_THREADS, usage);
+			for (unsigned i = 0; i < cfg_ntc; i++)
+				cfg_threads[i] = (unsigned)t[i];
 			break;
 		}
 		default:
@@ -509,14 +499,13 @@ int main(int argc, char **argv)
 	       cfg_repeat, cfg_samples, cfg_count, bt_ncpu());
 	fflush(stdout);
 
-	for (unsigned r = 0; r < cfg_repeat; r++)
-		for (unsigned ti = 0; ti < cfg_ntc; ti++) {
-			ret = run_threads(ti, cfg_threads[ti], r, all);
-			if (ret < 0) {
-				fprintf(stderr, "run failed: %s\n", strerror(-ret));
-				return 1;
-			}
-		}
+	/* Repetitions outermost: a burst of load from elsewhere on the
+	 * machine then spoils one repetition of everything, which the
+	 * median over repetitions discards, rather than every repetition of
+	 * one figure. */
+	for (unsigned r = 0; r < cfg_repeat * cfg_ntc; r++)
+		if (run_threads(r % cfg_ntc, cfg_threads[r % cfg_ntc], r / cfg_ntc, all) < 0)
+			return 1;
 
 	printf("\nLatency of one call, ns (timer floor included), all threads' samples;\n"
 	       "slow = samples > %.0f us, vcsw/ivcsw = voluntary/involuntary context\n"

@@ -81,20 +81,11 @@ static double measure(void (*fn)(size_t, unsigned), size_t n, double *samples)
 	return bt_quantile(samples, cfg_batches, 0.5);
 }
 
+static void usage(void) __attribute__((noreturn));
 static void usage(void)
 {
 	fprintf(stderr, "usage: bench_size [-r REPEAT] [-b BATCHES] [-n BATCH] [-m MAXSIZE]\n");
 	exit(2);
-}
-
-static unsigned parse_u(const char *s, unsigned lo, unsigned hi)
-{
-	char *end;
-	unsigned long v = strtoul(s, &end, 10);
-
-	if (end == s || *end || v < lo || v > hi)
-		usage();
-	return (unsigned)v;
 }
 
 int main(int argc, char **argv)
@@ -108,10 +99,10 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt(argc, argv, "r:b:n:m:h")) != -1) {
 		switch (opt) {
-		case 'r': cfg_repeat = parse_u(optarg, 1, MAX_REPEAT); break;
-		case 'b': cfg_batches = parse_u(optarg, 1, 1u << 20); break;
-		case 'n': cfg_batch = parse_u(optarg, 1, 1u << 20); break;
-		case 'm': cfg_max = parse_u(optarg, 8, 65536); break;
+		case 'r': cfg_repeat = (unsigned)bt_parse_ul(optarg, 1, MAX_REPEAT, usage); break;
+		case 'b': cfg_batches = (unsigned)bt_parse_ul(optarg, 1, 1u << 20, usage); break;
+		case 'n': cfg_batch = (unsigned)bt_parse_ul(optarg, 1, 1u << 20, usage); break;
+		case 'm': cfg_max = (unsigned)bt_parse_ul(optarg, 8, 65536, usage); break;
 		default: usage();
 		}
 	}
