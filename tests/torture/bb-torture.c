@@ -98,6 +98,7 @@ static long violations;
 struct figures {
 	_Atomic uint64_t records, rings_wrapped, rings_recycled, torn, owners, serials;
 	_Atomic uint64_t no_box, unfinished, shared_records;
+	_Atomic uint64_t live_walks, live_records; /* --live */
 };
 static struct figures *fig;
 static char argv0[256] = "bb-torture";
@@ -285,6 +286,7 @@ static int live_cb(const struct bb_record *rec, void *arg)
 			rec->ring, rec->pos, why);
 		_exit(99);
 	}
+	fig->live_records++;
 	return 0;
 }
 
@@ -309,6 +311,7 @@ static void *live_main(void *arg)
 			_exit(99);
 		}
 		bb_reader_total_stats(r, &sum);
+		fig->live_walks++;
 		/* A live reader sees lapped records as "overwritten" (FORMAT
 		 * §8: it re-reads tail after the fence before it calls
 		 * anything corrupt); corrupt or torn in a live box is a bug. */
@@ -648,17 +651,13 @@ static void in_child(const char *what, int (*fn)(pid_t, bool), pid_t pid, bool e
 		violations += WEXITSTATUS(st); /* already printed by the child */
 }
 
-static void kill_run(long i)
+/* Fork a child that runs @body(seed, write end of a pipe); returns its pid
+ * and the read end in *rfd. */
+static pid_t spawn(void (*body)(uint64_t, int), uint64_t seed, int *rfd)
 {
-	uint64_t seed = run_seed(i);
-	struct rng g;
-	int fds[2], st;
-	bool early;
+	int fds[2];
 	pid_t pid;
-	char c;
 
-	rng_init(&g, seed);
-	run_index = i;
 	if (pipe(fds))
 		abort();
 	fflush(stderr);
@@ -667,14 +666,30 @@ static void kill_run(long i)
 		abort();
 	if (pid == 0) {
 		close(fds[0]);
-		writer_child(seed, fds[1]);
+		body(seed, fds[1]);
 		_exit(0);
 	}
 	close(fds[1]);
+	*rfd = fds[0];
+	return pid;
+}
+
+static void kill_run(long i)
+{
+	uint64_t seed = run_seed(i);
+	struct rng g;
+	int rfd, st;
+	bool early;
+	pid_t pid;
+	char c;
+
+	rng_init(&g, seed);
+	run_index = i;
+	pid = spawn(writer_child, seed, &rfd);
 	/* one run in 16 is killed without waiting for bb_init(): the box may
 	 * be missing or unfinished, never wrong */
 	early = rnd(&g) % 16 == 0;
-	if (!early && read(fds[0], &c, 1) != 1)
+	if (!early && read(rfd, &c, 1) != 1)
 		fail("writer child died before it was ready");
 	{
 		uint64_t r = rnd(&g) % 4;
@@ -686,7 +701,7 @@ static void kill_run(long i)
 		nanosleep(&ts, NULL);
 	}
 	kill(pid, SIGKILL);
-	close(fds[0]);
+	close(rfd);
 	if (waitpid(pid, &st, 0) != pid)
 		abort();
 	if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL)
@@ -984,26 +999,15 @@ static long scr_stats[3]; /* exit 0, 3, 4 from bb-extract --json */
 static void scribble_run(long i)
 {
 	uint64_t seed = run_seed(i);
-	int fds[2], st;
+	int rfd, st;
 	pid_t pid;
 
 	run_index = i;
-	if (pipe(fds))
-		abort();
-	fflush(stderr);
-	pid = fork();
-	if (pid < 0)
-		abort();
-	if (pid == 0) {
-		close(fds[0]);
-		scribble_child(seed, fds[1]);
-		_exit(0);
-	}
-	close(fds[1]);
+	pid = spawn(scribble_child, seed, &rfd);
 	memset(&srep, 0, sizeof(srep));
-	if (read(fds[0], &srep, sizeof(srep)) != (ssize_t)sizeof(srep))
+	if (read(rfd, &srep, sizeof(srep)) != (ssize_t)sizeof(srep))
 		fail("scribbling child failed before it scribbled");
-	close(fds[0]);
+	close(rfd);
 	if (waitpid(pid, &st, 0) != pid)
 		abort();
 	if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0) && !(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL))
@@ -1150,6 +1154,9 @@ int main(int argc, char **argv)
 		       (uint64_t)fig->shared_records, (uint64_t)fig->owners,
 		       (uint64_t)fig->rings_wrapped, (uint64_t)fig->rings_recycled,
 		       (uint64_t)fig->torn, (uint64_t)fig->no_box, (uint64_t)fig->unfinished);
+	if (opt.live)
+		printf("bb-torture: live reader: %" PRIu64 " walks verified %" PRIu64 " records "
+		       "while written\n", (uint64_t)fig->live_walks, (uint64_t)fig->live_records);
 	run_mode = "scribbles";
 	for (long i = opt.from; i < opt.from + opt.scribbles; i++)
 		scribble_run(i);
