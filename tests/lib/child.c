@@ -4,10 +4,26 @@
  *   child exec N      bb_init, write "image" N; if N < 2 exec self with N+1,
  *                     else print "ready" and wait to be killed
  *   child records N   bb_init, write N kv records ("i", 0..N-1), "ready", wait
+ *   child state N     bb_init, bb_set "request" = "req-N", "n" = N, "ok" =
+ *                     true, then unset "gone"; "ready", wait
+ *   child crash KIND  RLIMIT_CORE 0, bb_init (crash handler as the
+ *                     environment says), then die of KIND: segv (store to
+ *                     address 16), bus (truncated mmap), abort, overflow
+ *                     (infinite recursion), inwrite (SIGSEGV inside
+ *                     bb_write_bytes), handler (abort() in an application
+ *                     SIGSEGV handler that interrupted bb_write_bytes),
+ *                     chain (segv with an application handler installed
+ *                     before bb_init: prints "chained N", restores SIG_DFL).
+ *                     Prints "addr 0x..." (expected fault address) first.
  */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <blackbox.h>
@@ -20,12 +36,115 @@ static void ready_and_wait(void)
 		pause();
 }
 
+static void say_addr(const void *a)
+{
+	printf("addr %p\n", a);
+	fflush(stdout);
+}
+
+/* Three pages, the last two inaccessible: a copy of 8 KiB from here faults
+ * one page in, in the middle of a write. */
+static const uint8_t *fault_src(void)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uint8_t *m = mmap(NULL, (size_t)pg * 3, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED || mprotect(m + pg, (size_t)pg * 2, PROT_NONE))
+		exit(5);
+	memset(m, 'x', (size_t)pg);
+	say_addr(m + pg);
+	return m;
+}
+
+static volatile int never = -1;   /* keeps the compiler from seeing the loop */
+
+static __attribute__((noinline)) int recurse(int n)
+{
+	volatile char pad[512];
+
+	if (n == never)
+		return 0;
+	pad[0] = (char)n;
+	return recurse(n + 1) + pad[0];
+}
+
+static void chained(int sig, siginfo_t *si, void *uc)
+{
+	char msg[] = "chained 00\n";
+
+	(void)si;
+	(void)uc;
+	msg[8] = (char)('0' + sig / 10);
+	msg[9] = (char)('0' + sig % 10);
+	if (write(1, msg, sizeof(msg) - 1) < 0)
+		_exit(6);
+	signal(sig, SIG_DFL);   /* the fault recurs and kills us */
+}
+
+static void abort_in_handler(int sig)
+{
+	(void)sig;
+	bb_write_kv("in", "handler");   /* nested: the shared ring */
+	abort();
+}
+
+static int crash(const char *kind)
+{
+	struct rlimit no_core = { 0, 0 };
+	long pg = sysconf(_SC_PAGESIZE);
+
+	setrlimit(RLIMIT_CORE, &no_core);
+	if (!strcmp(kind, "chain")) {
+		struct sigaction sa = { .sa_sigaction = chained, .sa_flags = SA_SIGINFO };
+
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGSEGV, &sa, NULL);
+	}
+	if (bb_init(0) != 0)
+		return 3;
+	bb_write_kv("before", kind);   /* claims this thread's ring */
+	if (!strcmp(kind, "segv") || !strcmp(kind, "chain")) {
+		volatile uintptr_t bad = 16;
+
+		say_addr((void *)bad);
+		*(volatile int *)bad = 1;
+	} else if (!strcmp(kind, "bus")) {
+		char path[] = "/tmp/bbchild.XXXXXX";
+		int fd = mkstemp(path);
+		volatile uint8_t *m;
+
+		if (fd < 0 || ftruncate(fd, pg * 2))
+			return 5;
+		m = mmap(NULL, (size_t)pg * 2, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		unlink(path);
+		if (m == MAP_FAILED || ftruncate(fd, 0))
+			return 5;
+		say_addr((const void *)(m + pg));
+		m[pg] = 1;
+	} else if (!strcmp(kind, "abort")) {
+		say_addr(NULL);
+		abort();
+	} else if (!strcmp(kind, "overflow")) {
+		say_addr(NULL);
+		return recurse(0);
+	} else if (!strcmp(kind, "inwrite")) {
+		bb_write_bytes(fault_src(), (size_t)pg * 2);
+	} else if (!strcmp(kind, "handler")) {
+		signal(SIGSEGV, abort_in_handler);   /* after bb_init: ours is replaced */
+		bb_write_bytes(fault_src(), (size_t)pg * 2);
+	}
+	return 4;
+}
+
 int main(int argc, char **argv)
 {
 	long n;
 
 	if (argc != 3)
 		return 2;
+	if (!strcmp(argv[1], "crash"))
+		return crash(argv[2]);
 	n = strtol(argv[2], NULL, 10);
 	if (bb_init(0) != 0)
 		return 3;
@@ -38,6 +157,15 @@ int main(int argc, char **argv)
 			execl("/proc/self/exe", argv[0], "exec", next, (char *)NULL);
 			return 4;
 		}
+		ready_and_wait();
+	}
+	if (!strcmp(argv[1], "state")) {
+		char req[32];
+
+		snprintf(req, sizeof(req), "req-%ld", n);
+		if (bb_set("request", req) || bb_set_i64("n", n) || bb_set_bool("ok", true) ||
+		    bb_set("gone", "x") || bb_unset("gone"))
+			return 5;
 		ready_and_wait();
 	}
 	if (!strcmp(argv[1], "records")) {

@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: the crash handler with real crashes in real processes
+ * (tests/lib/child.c "crash" modes): SIGSEGV, SIGBUS, abort(), a stack
+ * overflow, a fault inside bb_write_bytes(), abort() in an application
+ * handler that interrupted a write, and chaining to an application handler
+ * installed before bb_init().  Each kind runs twice, with the handler off
+ * (BLACKBOX_CRASH_HANDLER=0) and on: the wait status must be identical;
+ * with it on, the header says CRASHED with the signal and the crash area
+ * holds a complete, CRC-valid record with the right signal, code, address,
+ * thread and >= 2 frames, one inside the main program's range in the
+ * module area.
+ */
+#include <cbor.h>
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <blackbox.h>
+#include <blackbox/format.h>
+#include <blackbox/reader.h>
+
+#include "../common.h"
+
+TestSuite(crash, .init = bbt_setup_dir, .fini = bbt_teardown_dir, .timeout = 120);
+
+/* CRC32C, bit by bit: the test's own, independent of the library's. */
+static uint32_t crc32c(uint32_t c, const uint8_t *p, size_t n)
+{
+	while (n--) {
+		c ^= *p++;
+		for (int k = 0; k < 8; k++)
+			c = (c >> 1) ^ (0x82f63b78u & (0u - (c & 1u)));
+	}
+	return c;
+}
+
+static uint32_t record_crc(uint32_t seq, const uint8_t *rec, uint32_t len)
+{
+	uint8_t s[4] = { (uint8_t)seq, (uint8_t)(seq >> 8), (uint8_t)(seq >> 16), (uint8_t)(seq >> 24) };
+	uint32_t c = crc32c(0xffffffffu, s, 4);
+
+	return crc32c(c, rec + 4, len - 8) ^ 0xffffffffu;
+}
+
+static uint32_t get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+struct run {
+	pid_t pid;
+	int status;
+	char out[512];
+	uint64_t addr;     /* from the child's "addr 0x..." line */
+};
+
+/* Run tests/lib/child crash @kind with the handler @on or off. */
+static void run_child(const char *kind, bool on, struct run *r)
+{
+	const char *exe = getenv("BB_TEST_CHILD");
+	size_t got = 0;
+	ssize_t n;
+	int p[2];
+	char *a;
+
+	cr_assert_not_null(exe, "BB_TEST_CHILD not set");
+	cr_assert_eq(pipe(p), 0);
+	r->pid = fork();
+	cr_assert_geq(r->pid, 0);
+	if (r->pid == 0) {
+		setenv("BLACKBOX_CRASH_HANDLER", on ? "1" : "0", 1);
+		dup2(p[1], 1);
+		close(p[0]);
+		execl(exe, exe, "crash", kind, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	while ((n = read(p[0], r->out + got, sizeof(r->out) - 1 - got)) > 0)
+		got += (size_t)n;
+	r->out[got] = '\0';
+	close(p[0]);
+	cr_assert_eq(waitpid(r->pid, &r->status, 0), r->pid);
+	a = strstr(r->out, "addr ");
+	cr_assert_not_null(a, "child said: %s", r->out);
+	r->addr = strncmp(a + 5, "(nil)", 5) ? strtoull(a + 5, NULL, 16) : 0;
+}
+
+struct crash {
+	int64_t signal, code, tid;
+	uint64_t addr;
+	char thread[32];
+	uint64_t frames[256];
+	size_t nframes;
+	int keys;
+};
+
+static int64_t int_of(cbor_item_t *it)
+{
+	if (cbor_isa_uint(it))
+		return (int64_t)cbor_get_int(it);
+	cr_assert(cbor_isa_negint(it));
+	return -1 - (int64_t)cbor_get_int(it);
+}
+
+/* Validate and decode the crash area like a reader must. */
+static void decode_crash(const struct bb_header *h, struct crash *c)
+{
+	const struct bb_record_hdr *e = (const void *)h->crash;
+	struct cbor_load_result res;
+	cbor_item_t *m;
+
+	memset(c, 0, sizeof(*c));
+	cr_assert_eq(e->seq, BB_CRASH_SEQ_DONE, "crash area seq %u", e->seq);
+	cr_assert_eq(e->tag, BB_TAG_CRASH);
+	cr_assert(e->flags & BB_RF_CRC);
+	cr_assert(e->len > BB_RECORD_HDR_SIZE + BB_CRC_SIZE && e->len <= BB_CRASH_SIZE, "len %u", e->len);
+	cr_assert_eq(get_le32(h->crash + e->len - 4), record_crc(BB_CRASH_SEQ_DONE, h->crash, e->len),
+		     "crash record CRC");
+	m = cbor_load(h->crash + BB_RECORD_HDR_SIZE, e->len - BB_RECORD_HDR_SIZE - BB_CRC_SIZE, &res);
+	cr_assert_not_null(m);
+	cr_assert_eq(res.read, e->len - BB_RECORD_HDR_SIZE - BB_CRC_SIZE, "value fills the record");
+	cr_assert(cbor_isa_map(m));
+	for (size_t i = 0; i < cbor_map_size(m); i++) {
+		struct cbor_pair pr = cbor_map_handle(m)[i];
+		char key[16] = "";
+
+		cr_assert(cbor_isa_string(pr.key) && cbor_string_length(pr.key) < sizeof(key));
+		memcpy(key, cbor_string_handle(pr.key), cbor_string_length(pr.key));
+		c->keys++;
+		if (!strcmp(key, "signal"))
+			c->signal = int_of(pr.value);
+		else if (!strcmp(key, "code"))
+			c->code = int_of(pr.value);
+		else if (!strcmp(key, "addr"))
+			c->addr = (uint64_t)int_of(pr.value);
+		else if (!strcmp(key, "tid"))
+			c->tid = int_of(pr.value);
+		else if (!strcmp(key, "thread")) {
+			cr_assert(cbor_isa_string(pr.value) && cbor_string_length(pr.value) < sizeof(c->thread));
+			memcpy(c->thread, cbor_string_handle(pr.value), cbor_string_length(pr.value));
+		} else if (!strcmp(key, "frames")) {
+			cr_assert(cbor_isa_array(pr.value));
+			c->nframes = cbor_array_size(pr.value);
+			cr_assert_leq(c->nframes, 256);
+			for (size_t k = 0; k < c->nframes; k++)
+				c->frames[k] = (uint64_t)int_of(cbor_array_handle(pr.value)[k]);
+		} else {
+			cr_assert_fail("unknown key %s", key);
+		}
+	}
+	cbor_decref(&m);
+	cr_assert_eq(c->keys, 6);
+}
+
+/* The main program's [start, end) and path from the module area. */
+static void main_module(const uint8_t *box, size_t len, uint64_t *start, uint64_t *end, char *path, size_t plen)
+{
+	const struct bb_header *h = (const void *)box;
+	const struct bb_modules_hdr *mh;
+	struct cbor_load_result res;
+	cbor_item_t *a, *m0;
+
+	cr_assert(h->modules_size > sizeof(*mh) && h->modules_offset + h->modules_size <= len);
+	mh = (const void *)(box + h->modules_offset);
+	cr_assert_eq(mh->seq % 2, 0);
+	cr_assert(mh->seq >= 2 && mh->len <= h->modules_size - sizeof(*mh) && mh->count >= 2);
+	a = cbor_load(box + h->modules_offset + sizeof(*mh), mh->len, &res);
+	cr_assert_not_null(a);
+	cr_assert_eq(res.read, mh->len);
+	cr_assert(cbor_isa_array(a) && cbor_array_size(a) == mh->count);
+	m0 = cbor_array_handle(a)[0];
+	cr_assert(cbor_isa_array(m0) && cbor_array_size(m0) == 5);
+	cr_assert(cbor_isa_string(cbor_array_handle(m0)[0]));
+	cr_assert_lt(cbor_string_length(cbor_array_handle(m0)[0]), plen);
+	memset(path, 0, plen);
+	memcpy(path, cbor_string_handle(cbor_array_handle(m0)[0]), cbor_string_length(cbor_array_handle(m0)[0]));
+	*start = (uint64_t)int_of(cbor_array_handle(m0)[2]);
+	*end = (uint64_t)int_of(cbor_array_handle(m0)[3]);
+	cr_assert(cbor_isa_bytestring(cbor_array_handle(m0)[4]));
+	cr_assert_geq(cbor_bytestring_length(cbor_array_handle(m0)[4]), 8, "main program has a build id");
+	cbor_decref(&a);
+}
+
+static int count_cb(const struct bb_record *rec, void *arg)
+{
+	(void)rec;
+	++*(int *)arg;
+	return 0;
+}
+
+/*
+ * One kind of crash: same wait status with and without the handler; the
+ * record as described at the top.  Returns the number of torn records.
+ */
+static uint64_t check_crash(const char *kind, int sig, int64_t code, bool addr_exact)
+{
+	struct run off, on;
+	struct bb_reader *r;
+	const struct bb_box_info *info;
+	const uint8_t *box;
+	const struct bb_header *h;
+	struct crash c;
+	struct bb_ring_stats st;
+	uint64_t start, end;
+	char err[256], path[4096];
+	size_t len;
+	bool in_main = false;
+	int nrec = 0;
+
+	run_child(kind, false, &off);
+	run_child(kind, true, &on);
+	cr_assert(WIFSIGNALED(on.status) && WTERMSIG(on.status) == sig,
+		  "%s: status %#x, output %s", kind, on.status, on.out);
+	cr_assert_eq(on.status, off.status, "%s: status %#x with the handler, %#x without",
+		     kind, on.status, off.status);
+	cr_assert(!WCOREDUMP(on.status), "RLIMIT_CORE is 0: no core");
+
+	/* Without the handler: no crash record, the box says nothing. */
+	cr_assert_eq(bb_reader_open_pid(off.pid, bbt_dir, 0, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(bb_reader_info(r)->state, BB_STATE_RUNNING);
+	h = bb_reader_data(r, &len);
+	cr_assert_eq(((const struct bb_record_hdr *)(const void *)h->crash)->seq, BB_CRASH_SEQ_EMPTY);
+	bb_reader_close(r);
+
+	cr_assert_eq(bb_reader_open_pid(on.pid, bbt_dir, 0, &r, err, sizeof(err)), 0, "%s", err);
+	info = bb_reader_info(r);
+	cr_assert_eq(info->state, BB_STATE_CRASHED, "%s: state %d", kind, info->state);
+	cr_assert_eq(info->state_signal, sig);
+	box = bb_reader_data(r, &len);
+	cr_assert_geq(len, BB_HEADER_SIZE);
+	decode_crash((const void *)box, &c);
+	cr_assert_eq(c.signal, sig);
+	cr_assert_eq(c.code, code, "%s: si_code %lld", kind, (long long)c.code);
+	if (sig == SIGABRT)
+		cr_assert_eq(c.addr, 0, "a sent signal has no fault address");
+	else if (addr_exact)
+		cr_assert_eq(c.addr, on.addr, "%s: addr %#llx, expected %#llx", kind,
+			     (unsigned long long)c.addr, (unsigned long long)on.addr);
+	cr_assert_eq(c.tid, on.pid, "the main thread crashed");
+	cr_assert_str_eq(c.thread, info->comm);
+	cr_assert_geq(c.nframes, 2, "%s: %zu frames", kind, c.nframes);
+	main_module(box, len, &start, &end, path, sizeof(path));
+	cr_assert(strstr(path, "bb-test-child"), "main module %s", path);
+	for (size_t i = 0; i < c.nframes; i++)
+		in_main |= c.frames[i] >= start && c.frames[i] < end;
+	cr_assert(in_main, "%s: no frame in the main program [%#llx, %#llx)", kind,
+		  (unsigned long long)start, (unsigned long long)end);
+
+	/* The records before the crash are intact; one interrupted by it
+	 * (if any) is torn, never data. */
+	cr_assert_eq(bb_reader_walk(r, 0, count_cb, &nrec), 0);
+	bb_reader_total_stats(r, &st);
+	cr_assert_geq(nrec, 2, "owner record and 'before'");
+	cr_assert_eq(st.corrupt, 0);
+	bb_reader_close(r);
+	return st.torn;
+}
+
+Test(crash, segv_null_page)
+{
+	cr_assert_eq(check_crash("segv", SIGSEGV, SEGV_MAPERR, true), 0);
+}
+
+Test(crash, sigbus_truncated_mapping)
+{
+	cr_assert_eq(check_crash("bus", SIGBUS, BUS_ADRERR, true), 0);
+}
+
+Test(crash, abort)
+{
+	/* abort() raises with tgkill: SI_TKILL, no address. */
+	cr_assert_eq(check_crash("abort", SIGABRT, SI_TKILL, true), 0);
+}
+
+Test(crash, stack_overflow_on_the_alternate_stack)
+{
+	/* Without an alternate stack the kernel cannot run the handler and
+	 * kills the process: no record, and check_crash() fails. */
+	cr_assert_eq(check_crash("overflow", SIGSEGV, SEGV_MAPERR, false), 0);
+}
+
+Test(crash, fault_inside_a_write_leaves_it_torn)
+{
+	/* SIGSEGV in the middle of bb_write_bytes()'s copy: the crash record
+	 * is complete and the interrupted record is reported torn. */
+	cr_assert_eq(check_crash("inwrite", SIGSEGV, SEGV_ACCERR, true), 1);
+}
+
+Test(crash, abort_in_a_handler_that_interrupted_a_write)
+{
+	/* The application's SIGSEGV handler (installed after bb_init, so it
+	 * replaced ours) interrupted bb_write_bytes(), wrote a nested record
+	 * and called abort(): recorded as SIGABRT, the write stays torn. */
+	cr_assert_eq(check_crash("handler", SIGABRT, SI_TKILL, false), 1);
+}
+
+Test(crash, chains_to_the_application_handler)
+{
+	struct run on;
+
+	cr_assert_eq(check_crash("chain", SIGSEGV, SEGV_MAPERR, true), 0);
+	run_child("chain", true, &on);
+	cr_assert(strstr(on.out, "chained 11"), "the application's handler ran: %s", on.out);
+}
