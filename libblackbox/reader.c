@@ -30,6 +30,7 @@
  * "skipped_bytes" the bytes passed over to find the next valid record.
  */
 #include <byteswap.h>
+#include <stddef.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -46,6 +47,8 @@
 #include <blackbox/reader.h>
 
 #include "barrier.h"
+#include "clock.h"
+#include "crc32c.h"
 #include "internal.h"
 #include "ring.h"
 #include "text.h"
@@ -57,6 +60,7 @@ struct rring {
 	uint64_t end;        /* where the current walk's collection ended */
 	uint64_t torn_head;  /* head at which a torn record was counted */
 	bool has_next, torn_counted;
+	bool bad;            /* descriptor rejected at open: never read */
 };
 
 /* A record collected during a walk; its value lives in the value arena. */
@@ -66,11 +70,21 @@ struct ent {
 	uint32_t ring;
 	int32_t tid;
 	uint8_t tag, flags;
+	bool skip;           /* important copy whose original is delivered */
+	bool copy;           /* from the important ring, shown */
 	char name[16];
+};
+
+/* An important record's identity (FORMAT §11): thread and raw timestamp. */
+struct ikey {
+	uint64_t ts;
+	int32_t tid;
 };
 
 struct bb_reader {
 	struct bb_box_info info;
+	struct bb_header clk;  /* validated header copy: the clock fields convert
+				  timestamps (clock.h) */
 	uint8_t *base;         /* the box: mapping, snapshot or copy */
 	size_t len;
 	bool mapped;           /* base is a live mapping (munmap), else malloc'd */
@@ -83,6 +97,14 @@ struct bb_reader {
 	size_t nents, cents;
 	uint8_t *vals;         /* their values */
 	size_t nvals, cvals;
+	struct ikey *shown;    /* BB_WALK_FOLLOW: important records delivered */
+	size_t nshown, cshown;
+	uint64_t state_off, modules_off; /* validated areas (count/size 0: none) */
+	uint32_t slot_size;
+	uint8_t *slot;         /* one state slot copy */
+	uint8_t *modbuf;       /* module area copy */
+	struct bb_module *mods;
+	char *modstr;          /* NUL-terminated module paths */
 };
 
 __attribute__((format(printf, 4, 5)))
@@ -117,6 +139,62 @@ static void copy_str(char *dst, const char *src, size_t n)
 {
 	memcpy(dst, src, n);
 	dst[n - 1] = '\0';
+}
+
+/*
+ * check_areas - bounds-check the 2.0 state table and module area against
+ * the @lim bytes the box really has (overflow-safe: each size is compared
+ * with lim - offset after offset <= lim).  A bad area is disabled with a
+ * precise message in info, never fatal: the rings are still worth reading.
+ */
+static void check_areas(struct bb_reader *r, const struct bb_header *h, uint64_t lim,
+			uint64_t table_len)
+{
+	struct bb_box_info *in = &r->info;
+	uint64_t off = h->state_table_offset, len;
+
+	in->state_slot_count = 0;
+	in->modules_size = 0;
+	in->state_problem[0] = in->modules_problem[0] = '\0';
+	r->state_off = r->modules_off = 0;
+	r->slot_size = 0;
+	if (h->state_slot_count) {
+		len = (uint64_t)h->state_slot_count * h->state_slot_size; /* < 2^64 */
+		if (h->state_slot_size < 64 || h->state_slot_size % 8 ||
+		    h->state_slot_size > BB_RECORD_MAX + 8)
+			snprintf(in->state_problem, sizeof(in->state_problem),
+				 "state slot size %" PRIu32 " is not a multiple of 8 in [64, %u]",
+				 h->state_slot_size, BB_RECORD_MAX + 8);
+		else if (off < h->header_size || off % 8 || off > lim || len > lim - off)
+			snprintf(in->state_problem, sizeof(in->state_problem),
+				 "state table [%" PRIu64 ", +%" PRIu64 ") lies outside the %"
+				 PRIu64 "-byte box or overlaps the header", off, len, lim);
+		else if (off < h->ring_table_offset + table_len &&
+			 h->ring_table_offset < off + len)
+			snprintf(in->state_problem, sizeof(in->state_problem),
+				 "state table [%" PRIu64 ", +%" PRIu64 ") overlaps the ring table",
+				 off, len);
+		else {
+			in->state_slot_count = h->state_slot_count;
+			r->slot_size = h->state_slot_size;
+			r->state_off = off;
+		}
+	}
+	off = h->modules_offset;
+	len = h->modules_size;
+	if (len) {
+		if (len < sizeof(struct bb_modules_hdr) + 1)
+			snprintf(in->modules_problem, sizeof(in->modules_problem),
+				 "module area of %" PRIu64 " bytes is smaller than its header", len);
+		else if (off < h->header_size || off % 8 || off > lim || len > lim - off)
+			snprintf(in->modules_problem, sizeof(in->modules_problem),
+				 "module area [%" PRIu64 ", +%" PRIu64 ") lies outside the %"
+				 PRIu64 "-byte box or overlaps the header", off, len, lim);
+		else {
+			in->modules_size = (uint32_t)len;
+			r->modules_off = off;
+		}
+	}
 }
 
 /*
@@ -194,6 +272,8 @@ static int check_header(struct bb_reader *r, const struct bb_header *h, uint64_t
 			   "-byte %s or overlaps the header", label, h->ring_table_offset,
 			   table_len, lim, lim < size ? "box (box_size)" : "file");
 
+	check_areas(r, h, lim, table_len);
+	r->clk = *h;
 	r->table_off = h->ring_table_offset;
 	r->limit = lim;
 	r->page_size = h->page_size;
@@ -212,6 +292,14 @@ static int check_header(struct bb_reader *r, const struct bb_header *h, uint64_t
 	copy_str(in->comm, h->comm, sizeof(in->comm));
 	copy_str(in->cmdline, h->cmdline, sizeof(in->cmdline));
 	in->clock = h->clock;
+	in->clock_requested = h->clock_requested;
+	in->flags = h->flags;
+	if (h->clock == BB_CLOCK_TSC) {
+		in->tsc_hz = h->tsc_hz;
+		in->tsc_anchor = h->tsc_anchor;
+		in->tsc_mult = h->tsc_mult;
+		in->tsc_shift = h->tsc_shift;
+	}
 	in->anchor_realtime_ns = h->anchor_realtime_ns;
 	in->anchor_clock_ns = h->anchor_clock_ns;
 	in->created_ns = h->created_ns;
@@ -223,6 +311,8 @@ static int check_header(struct bb_reader *r, const struct bb_header *h, uint64_t
 	in->dropped_nested = h->dropped_nested;
 	in->truncated = h->truncated;
 	in->dropped_toobig = h->dropped_toobig;
+	in->dropped_important = h->dropped_important;
+	in->state_errors = h->state_errors;
 	return 0;
 }
 
@@ -244,6 +334,8 @@ static void refresh_info(struct bb_reader *r)
 	in->dropped_nested = BB_LOAD_RELAXED(&h->dropped_nested);
 	in->truncated = BB_LOAD_RELAXED(&h->truncated);
 	in->dropped_toobig = BB_LOAD_RELAXED(&h->dropped_toobig);
+	in->dropped_important = BB_LOAD_RELAXED(&h->dropped_important);
+	in->state_errors = BB_LOAD_RELAXED(&h->state_errors);
 }
 
 static void refresh_ring(struct rring *rr)
@@ -271,38 +363,53 @@ static int setup(struct bb_reader *r, const char *label, char *err, size_t errle
 		const struct bb_ring_desc *d = desc_at(r, r->base, i);
 		uint64_t off, head;
 
+		struct rring *rr = &r->rings[i];
+		char *why = rr->st.problem;
+		size_t wl = sizeof(rr->st.problem);
+
+		rr->v = (struct bb__ring_view){
+			.desc = d, .size = in->ring_size, .max_record = in->max_record,
+		};
+		refresh_ring(rr);
+		/*
+		 * A descriptor that points outside the box (a scribble, FORMAT
+		 * §9.5) condemns its ring only: counted corrupt once, with the
+		 * reason, never read; the other rings still are.
+		 */
 		memcpy(&off, &d->data_offset, sizeof(off)); /* validated once, cached */
 		if (off < table_end || off > r->limit || in->ring_size > r->limit - off)
-			return say(err, errlen, -EBADMSG,
-				   "%s: ring %" PRIu32 " data [%" PRIu64 ", %" PRIu64
-				   ") lies outside the %" PRIu64 "-byte %s or overlaps the ring table",
-				   label, i, off, off + in->ring_size, r->limit, what);
-		if (off % r->page_size)
-			return say(err, errlen, -EBADMSG,
-				   "%s: ring %" PRIu32 " data offset %" PRIu64
-				   " is not a multiple of the page size %" PRIu32, label, i, off,
-				   r->page_size);
+			snprintf(why, wl, "data [%" PRIu64 ", +%" PRIu64 ") lies outside the %"
+				 PRIu64 "-byte %s or overlaps the ring table", off,
+				 in->ring_size, r->limit, what);
+		else if (off % r->page_size)
+			snprintf(why, wl, "data offset %" PRIu64
+				 " is not a multiple of the page size %" PRIu32, off, r->page_size);
 		/* rings are ring_size apart at least: one overlap test per pair */
-		for (uint32_t j = 0; j < i; j++) {
-			uint64_t o = (uint64_t)(r->rings[j].v.data - r->base);
+		for (uint32_t j = 0; j < i && !why[0]; j++) {
+			uint64_t o;
 
+			if (r->rings[j].bad)
+				continue;
+			o = (uint64_t)(r->rings[j].v.data - r->base);
 			if (bb__pos_diff(off, o) < (int64_t)in->ring_size &&
 			    bb__pos_diff(o, off) < (int64_t)in->ring_size)
-				return say(err, errlen, -EBADMSG,
-					   "%s: ring %" PRIu32 " data at %" PRIu64
-					   " overlaps ring %" PRIu32 " at %" PRIu64, label, i, off, j, o);
+				snprintf(why, wl, "data at %" PRIu64 " overlaps ring %" PRIu32
+					 " at %" PRIu64, off, j, o);
 		}
-		r->rings[i].v = (struct bb__ring_view){
-			.desc = d, .data = r->base + off,
-			.size = in->ring_size, .max_record = in->max_record,
-		};
-		refresh_ring(&r->rings[i]);
+		if (why[0]) {
+			rr->bad = true;
+			rr->st.corrupt = 1;
+			in->rings_used++;
+			continue;
+		}
+		rr->v.data = r->base + off;
 		/* Relaxed: only counts rings that were ever written. */
 		head = BB_LOAD_RELAXED((uint64_t *)(uintptr_t)&d->head);
-		if (r->rings[i].st.state != BB_RING_FREE || head)
+		if (rr->st.state != BB_RING_FREE || head)
 			in->rings_used++;
 	}
 	refresh_info(r);
+	(void)label, (void)err, (void)errlen;
 	return 0;
 }
 
@@ -316,9 +423,11 @@ static struct bb_reader *reader_new(const struct bb_reader *tmp)
 	*r = *tmp;
 	r->rings = calloc(r->info.ring_count, sizeof(*r->rings));
 	r->rec = malloc(r->info.max_record);
-	if (!r->rings || !r->rec) {
+	r->slot = r->slot_size ? malloc(r->slot_size) : NULL;
+	if (!r->rings || !r->rec || (r->slot_size && !r->slot)) {
 		free(r->rings);
 		free(r->rec);
+		free(r->slot);
 		free(r);
 		return NULL;
 	}
@@ -337,6 +446,11 @@ BB_EXPORT void bb_reader_close(struct bb_reader *r)
 	free(r->rec);
 	free(r->ents);
 	free(r->vals);
+	free(r->shown);
+	free(r->slot);
+	free(r->modbuf);
+	free(r->mods);
+	free(r->modstr);
 	free(r);
 }
 
@@ -475,7 +589,8 @@ static int open_owned_fd(int fd, const char *label, unsigned flags,
 		if (rc)
 			goto fail;
 		if (tmp.info.ring_count != r->info.ring_count ||
-		    tmp.info.max_record != r->info.max_record) {
+		    tmp.info.max_record != r->info.max_record ||
+		    tmp.slot_size != r->slot_size) {
 			rc = say(err, errlen, -EBADMSG, "%s: header changed while being read", label);
 			goto fail;
 		}
@@ -900,7 +1015,9 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-/* Keep the record just copied into r->rec (len bytes, proven intact). */
+/* Keep the record just copied into r->rec (len bytes, proven intact
+ * framing): verify its checksum first (FORMAT §11) so that a scribbled
+ * payload is counted corrupt and never decoded. */
 static int keep(struct bb_reader *r, uint32_t ring, uint64_t pos, uint32_t len)
 {
 	const struct bb_record_hdr *h = (const struct bb_record_hdr *)(const void *)r->rec;
@@ -909,8 +1026,13 @@ static int keep(struct bb_reader *r, uint32_t ring, uint64_t pos, uint32_t len)
 	struct ent *e;
 	size_t vlen;
 
+	if (!bb__record_crc_ok(r->rec, len, BB_SEQ_DONE(pos), r->info.flags & BB_HF_CRC32C)) {
+		r->rings[ring].st.crc_bad++;
+		r->rings[ring].st.corrupt++;
+		return 0;
+	}
 	v = bb__record_value(r->rec, len, &tid, &vlen);
-	if (!v) { /* BB_RF_TID without room for the extension */
+	if (!v) { /* BB_RF_TID or BB_RF_CRC without room for them */
 		r->rings[ring].st.corrupt++;
 		return 0;
 	}
@@ -957,8 +1079,12 @@ static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
 	uint64_t head, tail, pos;
 	int rc;
 
+	*endp = 0;
+	if (rr->bad)
+		return 0; /* descriptor rejected at open (counted then) */
 	refresh_ring(rr);
-	if (rr->st.kind != BB_RING_PRIVATE && rr->st.kind != BB_RING_SHARED)
+	if (rr->st.kind != BB_RING_PRIVATE && rr->st.kind != BB_RING_SHARED &&
+	    rr->st.kind != BB_RING_IMPORTANT)
 		return 0; /* a kind of a later minor version: skipped (FORMAT §10) */
 	for (int tries = 0;; tries++) {
 		/* Acquire: pairs with the writer's release store of head (§7
@@ -1057,7 +1183,7 @@ static void attribute(struct bb_reader *r, uint32_t i, size_t first)
 	int32_t cur_tid = rr->st.tid, t, pt;
 	char cur[16], name[16], prev[16];
 
-	if (rr->st.kind == BB_RING_SHARED) {
+	if (rr->st.kind == BB_RING_SHARED || rr->st.kind == BB_RING_IMPORTANT) {
 		for (size_t k = first; k < r->nents; k++)
 			set_name(&r->ents[k], "");
 		return;
@@ -1100,26 +1226,126 @@ static int by_time(const void *a, const void *b)
 	return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-/* Deliver r->ents[k]. */
-static int deliver_one(struct bb_reader *r, size_t k, bb_record_fn fn, void *arg)
+BB_EXPORT uint64_t bb_reader_ts_ns(const struct bb_box_info *info, uint64_t raw)
+{
+	struct bb_header h = { 0 };
+
+	if (!info || info->clock != BB_CLOCK_TSC)
+		return raw;
+	h.clock = BB_CLOCK_TSC;
+	h.tsc_anchor = info->tsc_anchor;
+	h.tsc_mult = info->tsc_mult;
+	h.tsc_shift = info->tsc_shift;
+	h.anchor_clock_ns = info->anchor_clock_ns;
+	return (uint64_t)bb__ts_to_ns(&h, raw);
+}
+
+/* A raw stamp in ns of the box clock, and as wall-clock time (clock.h:
+ * FORMAT §3 and §11, saturating, never UB on a scribbled header). */
+static uint64_t ns_of(const struct bb_reader *r, uint64_t raw)
+{
+	return (uint64_t)bb__ts_to_ns(&r->clk, raw);
+}
+
+static int64_t wall_of(const struct bb_reader *r, uint64_t raw)
+{
+	return bb__ts_to_wall_ns(&r->clk, raw);
+}
+
+static int ikey_cmp(const void *a, const void *b)
+{
+	const struct ikey *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+static bool ikey_in(const struct ikey *set, size_t n, const struct ent *e)
+{
+	struct ikey k = { .ts = e->ts, .tid = e->tid };
+
+	return n && bsearch(&k, set, n, sizeof(k), ikey_cmp);
+}
+
+/* Deliver r->ents[k] (or pass over a suppressed important copy). */
+static int deliver_one(struct bb_reader *r, size_t k, bb_record_fn fn, void *arg,
+		       bool follow)
 {
 	static const uint8_t none[1];
 	const struct ent *e = &r->ents[k];
 	struct rring *rr = &r->rings[e->ring];
 	struct bb_record rec = {
 		.ring = e->ring, .tid = e->tid, .thread_name = e->name,
-		.pos = e->pos, .ts = e->ts,
-		/* wall = anchor_realtime + (ts - anchor_clock), modulo 2^64 */
-		.wall_ns = (int64_t)((uint64_t)r->info.anchor_realtime_ns +
-				     (e->ts - (uint64_t)r->info.anchor_clock_ns)),
+		.pos = e->pos, .ts = ns_of(r, e->ts), .ts_raw = e->ts,
+		.wall_ns = wall_of(r, e->ts),
 		.tag = e->tag, .flags = e->flags,
 		.value = e->vlen ? r->vals + e->voff : none, .value_len = e->vlen,
+		.important_copy = e->copy,
 	};
 
-	rr->st.read++;
 	rr->next = e->next;
 	rr->has_next = true;
+	if (e->skip)
+		return 0;
+	if (follow && (e->flags & BB_RF_IMPORTANT)) {
+		/* remembered so that a later walk never shows its twin */
+		if (grow((void **)&r->shown, &r->cshown, r->nshown + 1, sizeof(*r->shown)))
+			return -ENOMEM;
+		r->shown[r->nshown++] = (struct ikey){ .ts = e->ts, .tid = e->tid };
+	}
+	rr->st.read++;
 	return fn(&rec, arg);
+}
+
+/*
+ * dedupe - FORMAT §11: every important record is shown once.  A copy in
+ * the important ring is suppressed when its original (same tid and ts,
+ * BB_RF_IMPORTANT) was collected from another ring by this walk or was
+ * delivered by an earlier BB_WALK_FOLLOW walk; an original is suppressed
+ * when an earlier follow walk already showed its copy (the copy can be
+ * committed, and seen, before a walk reaches the original's ring).
+ * Attribution has run: private-ring originals carry their thread's tid.
+ */
+static int dedupe(struct bb_reader *r, bool follow)
+{
+	struct ikey *orig = NULL;
+	size_t n = 0;
+
+	if (!follow)
+		r->nshown = 0;
+	else if (r->nshown > 1)
+		qsort(r->shown, r->nshown, sizeof(*r->shown), ikey_cmp);
+	for (size_t k = 0; k < r->nents; k++) {
+		struct ent *e = &r->ents[k];
+
+		if (!(e->flags & BB_RF_IMPORTANT) ||
+		    r->rings[e->ring].st.kind == BB_RING_IMPORTANT)
+			continue;
+		if (follow && ikey_in(r->shown, r->nshown, e)) {
+			e->skip = true;
+			continue;
+		}
+		if (!orig && !(orig = malloc(r->nents * sizeof(*orig))))
+			return -ENOMEM;
+		orig[n++] = (struct ikey){ .ts = e->ts, .tid = e->tid };
+	}
+	if (n > 1)
+		qsort(orig, n, sizeof(*orig), ikey_cmp);
+	for (size_t k = 0; k < r->nents; k++) {
+		struct ent *e = &r->ents[k];
+
+		if (r->rings[e->ring].st.kind != BB_RING_IMPORTANT)
+			continue;
+		if (ikey_in(orig, n, e) || (follow && ikey_in(r->shown, r->nshown, e))) {
+			e->skip = true;
+			r->rings[e->ring].st.dup_suppressed++;
+		} else {
+			e->copy = true;
+		}
+	}
+	free(orig);
+	return 0;
 }
 
 /* One ring's run of collected records, [at, end) of r->ents. */
@@ -1165,7 +1391,7 @@ static void sift_down(const struct bb_reader *r, const struct run *runs, uint32_
  * full sort in O(n log rings) instead of O(n log n).
  */
 static int deliver_merged(struct bb_reader *r, const size_t *first, bb_record_fn fn,
-			  void *arg)
+			  void *arg, bool follow)
 {
 	uint32_t nr = r->info.ring_count, n = 0;
 	struct run *runs;
@@ -1198,10 +1424,10 @@ static int deliver_merged(struct bb_reader *r, const size_t *first, bb_record_fn
 
 		if (n == 1) { /* the last ring: no more comparisons */
 			for (; top->at < top->end && !rc; top->at++)
-				rc = deliver_one(r, top->at, fn, arg);
+				rc = deliver_one(r, top->at, fn, arg, follow);
 			break;
 		}
-		rc = deliver_one(r, top->at++, fn, arg);
+		rc = deliver_one(r, top->at++, fn, arg, follow);
 		if (rc)
 			break;
 		if (top->at == top->end)
@@ -1212,60 +1438,47 @@ static int deliver_merged(struct bb_reader *r, const size_t *first, bb_record_fn
 	return rc;
 }
 
-static int deliver(struct bb_reader *r, bb_record_fn fn, void *arg)
-{
-	for (size_t k = 0; k < r->nents; k++) {
-		int rc = deliver_one(r, k, fn, arg);
-
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
+/*
+ * bb_reader_walk: every ring is collected (and attributed) before anything
+ * is delivered, also ring by ring, because hiding an important copy needs
+ * to know whether its original is present in another ring.
+ */
 BB_EXPORT int bb_reader_walk(struct bb_reader *r, unsigned flags, bb_record_fn fn, void *arg)
 {
-	bool merge = flags & BB_WALK_MERGE, alive;
-	size_t *firsts = NULL;
-	int rc;
+	bool merge = flags & BB_WALK_MERGE, follow = flags & BB_WALK_FOLLOW, alive;
+	size_t *firsts;
+	int rc = 0;
 
 	if (!r || !fn)
 		return -EINVAL;
 	refresh_info(r);
 	alive = bb_reader_liveness(r) == BB_OWNER_ALIVE;
 	r->nents = r->nvals = 0;
-	if (merge && !(firsts = malloc(r->info.ring_count * sizeof(*firsts) + 1)))
+	firsts = malloc(r->info.ring_count * sizeof(*firsts) + 1);
+	if (!firsts)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < r->info.ring_count; i++) {
-		size_t first = r->nents;
-
+	for (uint32_t i = 0; i < r->info.ring_count && !rc; i++) {
+		firsts[i] = r->nents;
 		rc = collect(r, i, flags, alive, &r->rings[i].end);
-		if (rc) {
-			free(firsts);
-			return rc;
-		}
-		attribute(r, i, first);
-		if (merge)
-			firsts[i] = first;
-		if (merge)
-			continue;
-		rc = deliver(r, fn, arg);
-		r->nents = r->nvals = 0;
-		r->rings[i].has_next = true;
-		if (rc)
-			return rc;
-		/* everything up to end was delivered or passed over */
-		r->rings[i].next = r->rings[i].end;
+		attribute(r, i, firsts[i]);
 	}
-	if (!merge)
-		return 0;
-	/* stable in effect: ties broken by ring, then position */
-	rc = deliver_merged(r, firsts, fn, arg);
+	if (!rc)
+		rc = dedupe(r, follow);
+	if (!rc && merge) {
+		rc = deliver_merged(r, firsts, fn, arg, follow);
+	} else if (!rc) {
+		/* ring by ring: ents are in ring order already */
+		for (size_t k = 0; k < r->nents && !rc; k++)
+			rc = deliver_one(r, k, fn, arg, follow);
+	}
 	free(firsts);
 	r->nents = r->nvals = 0;
 	if (rc)
 		return rc;
+	/* everything up to each ring's end was delivered or passed over */
 	for (uint32_t i = 0; i < r->info.ring_count; i++) {
+		if (r->rings[i].bad)
+			continue;
 		r->rings[i].next = r->rings[i].end;
 		r->rings[i].has_next = true;
 	}
@@ -1291,7 +1504,483 @@ BB_EXPORT void bb_reader_total_stats(const struct bb_reader *r, struct bb_ring_s
 		sum->overwritten += s->overwritten;
 		sum->corrupt += s->corrupt;
 		sum->skipped_bytes += s->skipped_bytes;
+		sum->crc_bad += s->crc_bad;
+		sum->dup_suppressed += s->dup_suppressed;
 	}
+}
+
+/* ---- crash area, state table, module area (FORMAT §11) ------------------ */
+
+/*
+ * A bounded CBOR cursor for the 2.0 areas: definite lengths only, no tags
+ * (FORMAT §6); every length is checked against the bytes left before use.
+ */
+struct cur {
+	const uint8_t *p, *end;
+};
+
+static size_t cur_left(const struct cur *c)
+{
+	return (size_t)(c->end - c->p);
+}
+
+/* Initial byte and argument.  Major 7: the argument of a float is its bits. */
+static int cur_head(struct cur *c, int *major, uint64_t *arg)
+{
+	uint8_t ib, ai;
+	size_t n;
+
+	if (!cur_left(c))
+		return -1;
+	ib = *c->p++;
+	*major = ib >> 5;
+	ai = ib & 31;
+	if (ai < 24) {
+		*arg = ai;
+		return 0;
+	}
+	if (ai > 27) /* reserved, or indefinite length: refused */
+		return -1;
+	n = (size_t)1 << (ai - 24);
+	if (cur_left(c) < n)
+		return -1;
+	*arg = 0;
+	while (n--)
+		*arg = *arg << 8 | *c->p++;
+	return 0;
+}
+
+static int cur_skip(struct cur *c, int depth)
+{
+	uint64_t a, n;
+	int m;
+
+	if (depth > 4 || cur_head(c, &m, &a))
+		return -1;
+	switch (m) {
+	case 0: case 1: case 7:
+		return 0;
+	case 2: case 3:
+		if (a > cur_left(c))
+			return -1;
+		c->p += a;
+		return 0;
+	case 4: case 5:
+		/* each item takes a byte at least: bound the count first */
+		if (a > cur_left(c))
+			return -1;
+		n = m == 5 ? 2 * a : a;
+		for (uint64_t k = 0; k < n; k++)
+			if (cur_skip(c, depth + 1))
+				return -1;
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+static int cur_uint(struct cur *c, uint64_t *v)
+{
+	int m;
+
+	return cur_head(c, &m, v) || m != 0 ? -1 : 0;
+}
+
+static int cur_int(struct cur *c, int64_t *v)
+{
+	uint64_t a;
+	int m;
+
+	if (cur_head(c, &m, &a) || (m != 0 && m != 1) || a > INT64_MAX)
+		return -1;
+	*v = m == 0 ? (int64_t)a : -1 - (int64_t)a;
+	return 0;
+}
+
+/* A text (major 3) or byte (major 2) string in place. */
+static int cur_string(struct cur *c, int major, const uint8_t **s, size_t *n)
+{
+	uint64_t a;
+	int m;
+
+	if (cur_head(c, &m, &a) || m != major || a > cur_left(c))
+		return -1;
+	*s = c->p;
+	*n = (size_t)a;
+	c->p += a;
+	return 0;
+}
+
+static int cur_container(struct cur *c, int major, uint64_t *n)
+{
+	int m;
+
+	if (cur_head(c, &m, n) || m != major || *n > cur_left(c))
+		return -1;
+	return 0;
+}
+
+static bool key_is(const uint8_t *k, size_t n, const char *want)
+{
+	return strlen(want) == n && !memcmp(k, want, n);
+}
+
+BB_EXPORT const char *bb_crash_status_name(int status)
+{
+	switch (status) {
+	case BB_CRASH_NONE:     return "none";
+	case BB_CRASH_TORN:     return "torn";
+	case BB_CRASH_COMPLETE: return "complete";
+	case BB_CRASH_CORRUPT:  return "corrupt";
+	default:                return "unknown";
+	}
+}
+
+/* Decode the crash map of FORMAT §11 into @c; keys it does not know are
+ * skipped.  Returns NULL or what is wrong. */
+static const char *crash_decode(struct cur *in, struct bb_crash *c)
+{
+	uint64_t n, nf, u;
+	int64_t i;
+	const uint8_t *k, *t;
+	size_t kn, tn;
+
+	if (cur_container(in, 5, &n))
+		return "value is not a CBOR map";
+	for (uint64_t e = 0; e < n; e++) {
+		if (cur_string(in, 3, &k, &kn))
+			return "a key is not a text string";
+		if (key_is(k, kn, "signal")) {
+			if (cur_uint(in, &u) || u > INT32_MAX)
+				return "\"signal\" is not a small unsigned integer";
+			c->signal = (int32_t)u;
+		} else if (key_is(k, kn, "code")) {
+			if (cur_int(in, &i) || i < INT32_MIN || i > INT32_MAX)
+				return "\"code\" is not a 32-bit integer";
+			c->code = (int32_t)i;
+		} else if (key_is(k, kn, "addr")) {
+			if (cur_uint(in, &c->addr))
+				return "\"addr\" is not an unsigned integer";
+		} else if (key_is(k, kn, "tid")) {
+			if (cur_int(in, &i) || i < INT32_MIN || i > INT32_MAX)
+				return "\"tid\" is not a 32-bit integer";
+			c->tid = (int32_t)i;
+		} else if (key_is(k, kn, "thread")) {
+			if (cur_string(in, 3, &t, &tn))
+				return "\"thread\" is not a text string";
+			if (tn >= sizeof(c->thread))
+				tn = sizeof(c->thread) - 1;
+			memcpy(c->thread, t, tn);
+			c->thread[tn] = '\0';
+		} else if (key_is(k, kn, "frames")) {
+			if (cur_container(in, 4, &nf))
+				return "\"frames\" is not an array";
+			for (uint64_t f = 0; f < nf; f++) {
+				if (cur_uint(in, &u))
+					return "a frame is not an unsigned integer";
+				if (c->nframes < BB_CRASH_MAX_FRAMES)
+					c->frames[c->nframes++] = u;
+				else
+					c->frames_truncated = true;
+			}
+		} else if (cur_skip(in, 1)) {
+			return "an unknown key's value is not well-formed CBOR";
+		}
+	}
+	if (in->p != in->end)
+		return "trailing bytes after the CBOR map";
+	return NULL;
+}
+
+BB_EXPORT int bb_reader_crash(struct bb_reader *r, struct bb_crash *out)
+{
+	const struct bb_header *hd;
+	uint8_t area[BB_CRASH_SIZE];
+	struct bb_record_hdr h;
+	const char *why = NULL;
+	const uint8_t *v;
+	struct cur c;
+	int32_t tid = 0;
+	uint32_t seq;
+	size_t vlen;
+
+	if (!r || !out)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	hd = (const struct bb_header *)(const void *)r->base;
+	/* Acquire: pairs with the crash handler's release store of seq =
+	 * DONE after the last byte of the area: a DONE seen here means the
+	 * copy below holds the whole record.  The area is written once (the
+	 * first fatal signal wins), so no re-check is needed after the copy;
+	 * a concurrent second writer would be the CRC's to catch. */
+	seq = BB_LOAD_ACQUIRE((uint32_t *)(uintptr_t)hd->crash);
+	memcpy(area, hd->crash, sizeof(area));
+	memcpy(&h, area, sizeof(h));
+	h.seq = seq;
+	if (seq == BB_CRASH_SEQ_EMPTY) {
+		out->status = BB_CRASH_NONE;
+		return 0;
+	}
+	if (seq == BB_CRASH_SEQ_BUSY) {
+		out->status = BB_CRASH_TORN;
+		snprintf(out->problem, sizeof(out->problem),
+			 "crash record torn: the handler started and did not finish");
+		return 0;
+	}
+	out->status = BB_CRASH_CORRUPT;
+	if (seq != BB_CRASH_SEQ_DONE)
+		why = "seq word is not empty, busy or complete";
+	else if (h.len < BB_RECORD_HDR_SIZE + BB_CRC_SIZE + 1 || h.len > BB_CRASH_SIZE)
+		why = "length outside the crash area";
+	else if (h.tag != BB_TAG_CRASH)
+		why = "tag is not BB_TAG_CRASH";
+	else if (!(h.flags & BB_RF_CRC))
+		why = "no checksum (BB_RF_CRC missing)";
+	else if (!(out->crc_ok = bb__record_crc_ok(area, h.len, BB_CRASH_SEQ_DONE, 1)))
+		why = "CRC32C mismatch";
+	else if (!(v = bb__record_value(area, h.len, &tid, &vlen)) || !vlen)
+		why = "no room for the value";
+	if (!why) {
+		c = (struct cur){ .p = v, .end = v + vlen };
+		why = crash_decode(&c, out);
+	}
+	if (why) { /* keep nothing half-decoded */
+		memset(out, 0, offsetof(struct bb_crash, problem));
+		out->status = BB_CRASH_CORRUPT;
+		out->crc_ok = seq == BB_CRASH_SEQ_DONE && h.len >= BB_RECORD_HDR_SIZE +
+			BB_CRC_SIZE && h.len <= BB_CRASH_SIZE &&
+			bb__record_crc_ok(area, h.len, BB_CRASH_SEQ_DONE, 1);
+		snprintf(out->problem, sizeof(out->problem), "crash area: %s", why);
+		return 0;
+	}
+	out->status = BB_CRASH_COMPLETE;
+	out->ts = ns_of(r, h.ts);
+	out->wall_ns = wall_of(r, h.ts);
+	return 0;
+}
+
+/*
+ * copy_seqlocked - copy @n bytes at @src, guarded by the seqlock word @seqp
+ * (even = stable; FORMAT §11), into @dst.  Returns the stable seq, or -1
+ * if the word was odd or changed on every one of BB_STATE_RETRIES tries:
+ * bounded, so a live writer (or one that died holding the slot) can never
+ * make the reader hang.
+ */
+static int64_t copy_seqlocked(const uint32_t *seqp, const uint8_t *src, uint8_t *dst,
+			      size_t n)
+{
+	for (int tries = 0; tries < BB_STATE_RETRIES; tries++) {
+		/* Acquire: pairs with the writer's release store that makes
+		 * seq even after its last byte: an even seq seen here means
+		 * the bytes of that change are visible to the copy. */
+		uint32_t s1 = BB_LOAD_ACQUIRE((uint32_t *)(uintptr_t)seqp), s2;
+
+		if (s1 & 1)
+			continue;
+		/* The intended seqlock race: a writer may change the bytes
+		 * while we copy; the re-read below tells. */
+		memcpy(dst, src, n);
+		/* Pairs with the writer's release fence after it makes seq
+		 * odd and before its first byte: if the copy saw any byte of
+		 * a later change, the odd (or newer) seq is visible below
+		 * (fence-fence synchronisation, as in bb__ring_read()). */
+		BB_FENCE_ACQUIRE();
+		s2 = BB_LOAD_RELAXED((uint32_t *)(uintptr_t)seqp);
+		if (s1 == s2)
+			return s1;
+	}
+	return -1;
+}
+
+/* Check and decode one slot copy; NULL if fine, else what is wrong. */
+static const char *slot_decode(struct bb_reader *r, const uint8_t *slot, uint32_t seq,
+			       struct bb_state_entry *e)
+{
+	const struct bb_record_hdr *h = (const struct bb_record_hdr *)(const void *)slot;
+	const uint8_t *v, *k;
+	uint64_t n;
+	int32_t tid = 0;
+	size_t vlen, kn;
+	struct cur c;
+
+	if (h->len < BB_RECORD_HDR_SIZE + 1 || h->len > r->slot_size)
+		return "length outside the slot";
+	if (h->tag != BB_TAG_STATE)
+		return "tag is not BB_TAG_STATE";
+	if (!bb__record_crc_ok(slot, h->len, seq, r->info.flags & BB_HF_CRC32C))
+		return (h->flags & BB_RF_CRC) ? "CRC32C mismatch" : "no checksum (BB_RF_CRC missing)";
+	v = bb__record_value(slot, h->len, &tid, &vlen);
+	if (!v || !vlen)
+		return "no room for the value";
+	c = (struct cur){ .p = v, .end = v + vlen };
+	if (cur_container(&c, 4, &n) || n != 2)
+		return "value is not an array of 2";
+	if (cur_string(&c, 3, &k, &kn))
+		return "key is not a text string";
+	if (cur_skip(&c, 1) || c.p != c.end)
+		return "value is not one well-formed CBOR item";
+	e->key = (const char *)k;
+	e->key_len = kn;
+	e->value = v;
+	e->value_len = vlen;
+	e->ts = ns_of(r, h->ts);
+	e->wall_ns = wall_of(r, h->ts);
+	e->flags = h->flags;
+	return NULL;
+}
+
+BB_EXPORT int bb_reader_state(struct bb_reader *r, bb_state_fn fn, void *arg,
+			      struct bb_state_stats *st)
+{
+	struct bb_state_stats tot = { 0 };
+	int rc = 0;
+
+	if (st)
+		memset(st, 0, sizeof(*st));
+	if (!r || !fn)
+		return -EINVAL;
+	if (!r->info.state_slot_count)
+		return -ENODATA;
+	tot.slots = r->info.state_slot_count;
+	for (uint32_t i = 0; i < tot.slots && !rc; i++) {
+		const uint8_t *src = r->base + r->state_off + (uint64_t)i * r->slot_size;
+		struct bb_state_entry e = { .slot = i, .problem = "" };
+		int64_t seq = copy_seqlocked((const uint32_t *)(const void *)src, src, r->slot,
+					     r->slot_size);
+		const struct bb_record_hdr *h = (const struct bb_record_hdr *)(void *)r->slot;
+		const char *why;
+
+		if (seq < 0) {
+			e.status = BB_SLOT_BUSY;
+			e.problem = "slot busy: being written through every retry, or its "
+				    "writer died mid-write";
+			tot.busy++;
+		} else if (h->len == 0) {
+			continue; /* empty or unset */
+		} else if ((why = slot_decode(r, r->slot, (uint32_t)seq, &e))) {
+			e.status = BB_SLOT_CORRUPT;
+			e.problem = why;
+			e.key = NULL;
+			e.value = NULL;
+			e.key_len = e.value_len = 0;
+			tot.corrupt++;
+		} else {
+			e.status = BB_SLOT_OK;
+			tot.used++;
+		}
+		rc = fn(&e, arg);
+	}
+	if (st)
+		*st = tot;
+	return rc;
+}
+
+BB_EXPORT const struct bb_module *bb_module_find(const struct bb_module *mods, size_t n,
+						 uint64_t addr)
+{
+	for (size_t i = 0; mods && i < n; i++)
+		if (mods[i].start <= addr && addr < mods[i].end)
+			return &mods[i];
+	return NULL;
+}
+
+/* Decode the module array (r->modbuf, @len bytes) into r->mods. */
+static const char *modules_decode(struct bb_reader *r, const uint8_t *p, size_t len,
+				  size_t *count)
+{
+	struct cur c = { .p = p, .end = p + len };
+	char *str;
+	uint64_t n, m;
+
+	if (cur_container(&c, 4, &n))
+		return "not a CBOR array";
+	free(r->mods);
+	free(r->modstr);
+	r->mods = calloc(n + 1, sizeof(*r->mods)); /* n <= len: bounded */
+	r->modstr = malloc(len + n + 1);
+	if (!r->mods || !r->modstr)
+		return "out of memory";
+	str = r->modstr;
+	for (uint64_t i = 0; i < n; i++) {
+		struct bb_module *md = &r->mods[i];
+		const uint8_t *s;
+		size_t sn;
+
+		if (cur_container(&c, 4, &m) || m < 5)
+			return "an entry is not an array of 5";
+		if (cur_string(&c, 3, &s, &sn))
+			return "a path is not a text string";
+		memcpy(str, s, sn);
+		str[sn] = '\0';
+		md->path = str;
+		str += sn + 1;
+		if (cur_uint(&c, &md->bias) || cur_uint(&c, &md->start) ||
+		    cur_uint(&c, &md->end))
+			return "bias, start or end is not an unsigned integer";
+		if (md->end < md->start)
+			return "an entry ends before it starts";
+		if (cur_string(&c, 2, &md->build_id, &md->build_id_len))
+			return "a build id is not a byte string";
+		for (uint64_t k = 5; k < m; k++) /* later minor versions: ignored */
+			if (cur_skip(&c, 1))
+				return "an extra field is not well-formed CBOR";
+	}
+	if (c.p != c.end)
+		return "trailing bytes after the array";
+	*count = (size_t)n;
+	return NULL;
+}
+
+BB_EXPORT int bb_reader_modules(struct bb_reader *r, const struct bb_module **mods,
+				size_t *count, unsigned *flags, char *err, size_t errlen)
+{
+	struct bb_modules_hdr mh;
+	const uint8_t *src;
+	const char *why;
+	size_t size;
+	int64_t seq;
+
+	if (!r || !mods || !count)
+		return say(err, errlen, -EINVAL, "no reader or output");
+	*mods = NULL;
+	*count = 0;
+	if (flags)
+		*flags = 0;
+	if (!r->info.modules_size)
+		return say(err, errlen, -ENODATA, "%s",
+			   r->info.modules_problem[0] ? r->info.modules_problem
+						     : "the box has no module area");
+	size = r->info.modules_size;
+	src = r->base + r->modules_off;
+	if (!r->modbuf && !(r->modbuf = malloc(size)))
+		return say(err, errlen, -ENOMEM, "out of memory");
+	seq = copy_seqlocked((const uint32_t *)(const void *)src, src, r->modbuf, size);
+	if (seq < 0)
+		return say(err, errlen, -EBUSY,
+			   "module area: being rewritten through %d tries", BB_STATE_RETRIES);
+	memcpy(&mh, r->modbuf, sizeof(mh));
+	if (mh.len > size - sizeof(mh))
+		return say(err, errlen, -EBADMSG,
+			   "module area: %" PRIu32 " bytes of CBOR do not fit its %zu bytes",
+			   mh.len, size - sizeof(mh));
+	why = modules_decode(r, r->modbuf + sizeof(mh), mh.len, count);
+	if (why) {
+		*count = 0;
+		return say(err, errlen, strcmp(why, "out of memory") ? -EBADMSG : -ENOMEM,
+			   "module area: %s", why);
+	}
+	if (mh.count != *count) {
+		size_t n = *count;
+
+		*count = 0;
+		return say(err, errlen, -EBADMSG,
+			   "module area: header says %" PRIu32 " modules, the array has %zu",
+			   mh.count, n);
+	}
+	if (flags && (mh.flags & BB_MF_TRUNCATED))
+		*flags |= BB_MODULES_TRUNCATED;
+	*mods = r->mods;
+	return 0;
 }
 
 /* ---- save and scan ----------------------------------------------------------- */

@@ -16,6 +16,7 @@
 #include <blackbox/format.h>
 
 #include "barrier.h"
+#include "crc32c.h"
 
 /* A read-only view of one ring. */
 struct bb__ring_view {
@@ -120,13 +121,42 @@ bad:
 	return bb__ring_lapped(v, pos) ? BB__RD_OVERWRITTEN : BB__RD_CORRUPT;
 }
 
+/*
+ * bb__record_crc_ok - check the CRC32C trailer of a copied record (FORMAT
+ * §11) whose committed seq word is @seq.  A record without BB_RF_CRC passes
+ * unless @required (the header promises BB_HF_CRC32C: a cleared flag bit
+ * is then a scribble, not an old writer).  Works on the private copy only,
+ * after the seqlock proved the copy consistent: a mismatch is damage, never
+ * a race.  AS-safe.
+ */
+static inline int bb__record_crc_ok(const uint8_t *rec, uint32_t len, uint32_t seq,
+				    int required)
+{
+	const struct bb_record_hdr *h = (const struct bb_record_hdr *)(const void *)rec;
+	uint32_t min = BB_RECORD_HDR_SIZE + BB_CRC_SIZE, want;
+	const uint8_t *t;
+
+	if (!(h->flags & BB_RF_CRC))
+		return !required;
+	if (h->flags & BB_RF_TID)
+		min += 8;
+	if (len < min)
+		return 0;
+	t = rec + len - BB_CRC_SIZE; /* stored little-endian whatever the host */
+	want = (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 |
+	       (uint32_t)t[3] << 24;
+	return bb__record_crc(seq, rec, len) == want;
+}
+
 /* Value bytes of a copied record: after the envelope and, with BB_RF_TID,
- * the 8-byte tid extension.  Returns NULL if the record is too short. */
+ * the 8-byte tid extension, up to len or, with BB_RF_CRC, to the 4-byte
+ * checksum trailer.  Returns NULL if the record is too short for them. */
 static inline const uint8_t *bb__record_value(const uint8_t *rec, uint32_t len,
 					      int32_t *tid, size_t *vlen)
 {
 	const struct bb_record_hdr *h = (const struct bb_record_hdr *)(const void *)rec;
 	uint32_t off = BB_RECORD_HDR_SIZE;
+	uint32_t trailer = (h->flags & BB_RF_CRC) ? BB_CRC_SIZE : 0;
 
 	if (h->flags & BB_RF_TID) {
 		if (len < BB_RECORD_HDR_SIZE + 8)
@@ -134,7 +164,9 @@ static inline const uint8_t *bb__record_value(const uint8_t *rec, uint32_t len,
 		memcpy(tid, rec + BB_RECORD_HDR_SIZE, sizeof(*tid));
 		off += 8;
 	}
-	*vlen = len - off;
+	if (len < off + trailer)
+		return NULL;
+	*vlen = len - off - trailer;
 	return rec + off;
 }
 

@@ -67,13 +67,28 @@ struct bb_box_info {
 	char     boot_id[40];
 	char     comm[32];
 	char     cmdline[256];
-	int      clock;        /* enum bb_clock */
+	int      clock;        /* enum bb_clock of the record timestamps */
+	int      clock_requested; /* enum bb_clock asked for, 0 = default; differs
+				     from clock when the writer fell back (2.0) */
+	uint64_t tsc_hz;       /* calibrated TSC frequency (BB_CLOCK_TSC), else 0 */
+	uint64_t tsc_anchor;   /* TSC calibration (FORMAT.md §11); struct
+				  bb_record.ts is already converted with it */
+	uint32_t tsc_mult, tsc_shift;
+	uint32_t flags;        /* header flags, BB_HF_* */
 	int64_t  anchor_realtime_ns, anchor_clock_ns;
 	uint64_t created_ns;
 	int      state;        /* enum bb_owner_state */
 	int      state_signal;
 	uint64_t state_ns;
 	uint64_t dropped_busy, dropped_nested, truncated, dropped_toobig;
+	uint64_t dropped_important; /* important copies dropped (ring busy) */
+	uint64_t state_errors;      /* bb_set() calls that failed in the owner */
+	uint32_t state_slot_count;  /* 0: no state table */
+	uint32_t modules_size;      /* 0: no module area */
+	/* Areas that fail their bounds check are disabled, not fatal: the
+	 * rings are still read.  "" when fine, else what is wrong. */
+	char     state_problem[128];
+	char     modules_problem[128];
 };
 
 /*
@@ -144,12 +159,17 @@ struct bb_record {
 	int32_t        tid;         /* thread that wrote it; 0 if unknown */
 	const char    *thread_name; /* its name at claim, "" if unknown */
 	uint64_t       pos;         /* byte position in its ring */
-	uint64_t       ts;          /* timestamp in the box's clock (ns) */
+	uint64_t       ts;          /* timestamp in ns of the box's clock; a TSC
+				       box's ticks converted to CLOCK_MONOTONIC ns */
 	int64_t        wall_ns;     /* CLOCK_REALTIME ns, from the anchors */
 	uint8_t        tag;         /* enum bb_tag */
-	uint8_t        flags;       /* BB_RF_* */
-	const uint8_t *value;       /* CBOR item, value_len bytes; valid in the callback */
+	uint8_t        flags;       /* BB_RF_* (BB_RF_CRC: the checksum was verified) */
+	const uint8_t *value;       /* CBOR item, value_len bytes (the CRC trailer
+				       excluded); valid in the callback */
 	size_t         value_len;
+	uint64_t       ts_raw;      /* the timestamp as stored (TSC ticks in a TSC box) */
+	bool           important_copy; /* delivered from the important ring because
+					  its original is gone (overwritten) */
 };
 
 /* Per-ring verification counts, accumulated over every walk of a reader. */
@@ -157,12 +177,21 @@ struct bb_ring_stats {
 	uint64_t read;         /* records delivered intact */
 	uint64_t torn;         /* write interrupted by the owner's death (busy at head) */
 	uint64_t overwritten;  /* lapped by the live writer before or while read */
-	uint64_t corrupt;      /* failed validation: bad seq, length, position */
+	uint64_t corrupt;      /* failed validation: bad seq, length, position,
+				  checksum (crc_bad included), bad descriptor */
 	uint64_t skipped_bytes;/* bytes passed over after corruption */
+	uint64_t crc_bad;      /* framing intact but the CRC32C did not match, or
+				  BB_RF_CRC missing in a BB_HF_CRC32C box (2.0) */
+	uint64_t dup_suppressed; /* important ring: copies not shown because
+				    their original was delivered (2.0) */
 	int32_t  tid;          /* current / last owner */
 	uint32_t kind;         /* enum bb_ring_kind */
 	uint32_t state;        /* enum bb_ring_state */
 	char     thread_name[16];
+	/* "" or why the ring's descriptor was rejected (data outside the
+	 * file, misaligned, overlapping): such a ring is never read, counted
+	 * corrupt once, and the other rings are read normally (FORMAT §9.5). */
+	char     problem[128];
 };
 
 /* bb_reader_walk flags */
@@ -196,6 +225,144 @@ const void *bb_reader_data(const struct bb_reader *r, size_t *len);
  * overwritten during the copy.  Returns 0 or a negative errno.
  */
 int bb_reader_save(struct bb_reader *r, int fd);
+
+/* ---- crash area, state table, module area (format 2.0, FORMAT.md §11) ---- */
+
+/* struct bb_crash.status */
+enum bb_crash_status {
+	BB_CRASH_NONE     = 0, /* no crash recorded (seq 0) */
+	BB_CRASH_TORN     = 1, /* the handler started and never finished (seq 1),
+				  or is writing right now: nothing is trusted */
+	BB_CRASH_COMPLETE = 2, /* seq 2, envelope sane, CRC matches, value decoded */
+	BB_CRASH_CORRUPT  = 3, /* anything else: bad seq word, envelope, CRC or
+				  CBOR; ->problem says which */
+};
+
+#define BB_CRASH_MAX_FRAMES 256 /* more than a 2 KiB area can hold */
+
+/* The crash record, decoded.  Fields other than status/problem are
+ * meaningful only for BB_CRASH_COMPLETE (fields absent from the map are 0). */
+struct bb_crash {
+	int      status;       /* enum bb_crash_status */
+	bool     crc_ok;       /* the CRC32C matched */
+	int32_t  signal;       /* signal number */
+	int32_t  code;         /* si_code */
+	uint64_t addr;         /* fault address */
+	int32_t  tid;          /* the thread that took the signal */
+	char     thread[16];   /* its name, NUL-terminated, cut to 15 bytes */
+	uint64_t ts;           /* when, in ns of the box clock (TSC converted) */
+	int64_t  wall_ns;      /* the same as CLOCK_REALTIME ns */
+	uint32_t nframes;      /* entries of frames[] */
+	bool     frames_truncated; /* more frames than BB_CRASH_MAX_FRAMES */
+	uint64_t frames[BB_CRASH_MAX_FRAMES]; /* return addresses, innermost first */
+	char     problem[128]; /* "" or what is wrong (TORN / CORRUPT) */
+};
+
+/*
+ * bb_reader_crash - read and decode the crash area of the box's header.
+ * Never fails on a damaged box: the damage is the status.  A live owner
+ * may be writing the area (first fatal signal): the area is copied once and
+ * a busy seq reads as BB_CRASH_TORN.  Not AS-safe.
+ * Returns 0, or -EINVAL if @r or @out is NULL.
+ */
+int bb_reader_crash(struct bb_reader *r, struct bb_crash *out);
+
+/* Names for output: "none", "torn", "complete", "corrupt", "unknown". */
+const char *bb_crash_status_name(int status);
+
+/* struct bb_state_entry.status */
+enum bb_slot_status {
+	BB_SLOT_OK      = 0, /* a consistent copy: key and value are valid */
+	BB_SLOT_BUSY    = 1, /* odd or changing seq through every retry (a live
+				writer, or a bb_set() that died mid-write) */
+	BB_SLOT_CORRUPT = 2, /* stable but wrong: length, tag, CRC or CBOR */
+};
+
+/* One slot of the state table, as delivered to a bb_state_fn. */
+struct bb_state_entry {
+	uint32_t       slot;      /* index in the table */
+	int            status;    /* enum bb_slot_status */
+	const char    *key;       /* BB_SLOT_OK: the key (not NUL-terminated) */
+	size_t         key_len;
+	const uint8_t *value;     /* BB_SLOT_OK: the whole CBOR [key, value] item,
+				     shaped like a BB_TAG_KV value (bb_format_value
+				     with BB_TAG_KV prints it) */
+	size_t         value_len;
+	uint64_t       ts;        /* last change, ns of the box clock */
+	int64_t        wall_ns;
+	uint8_t        flags;     /* BB_RF_* of the slot */
+	const char    *problem;   /* "" or what is wrong (BUSY / CORRUPT) */
+};
+
+/* Totals of one bb_reader_state() call. */
+struct bb_state_stats {
+	uint32_t slots;   /* slots in the table */
+	uint32_t used;    /* slots delivered OK */
+	uint32_t busy;    /* BB_SLOT_BUSY */
+	uint32_t corrupt; /* BB_SLOT_CORRUPT */
+};
+
+typedef int (*bb_state_fn)(const struct bb_state_entry *e, void *arg);
+
+/* Seqlock retries per slot before it is reported busy. */
+#define BB_STATE_RETRIES 16
+
+/*
+ * bb_reader_state - call @fn for every used slot of the state table, in
+ * slot order: a copy taken under the slot's seqlock (seq even and equal
+ * before and after, FORMAT.md §11), CRC-checked, decoded.  Empty slots
+ * (len 0) are skipped; busy and corrupt slots are delivered with their
+ * status so a tool can report them.  A live writer can never make this
+ * hang: each slot is tried BB_STATE_RETRIES times.  @st (may be NULL)
+ * receives the totals.  Not AS-safe (copies into the reader's buffer).
+ * Returns 0, @fn's non-zero value, -EINVAL (@r or @fn NULL), or
+ * -ENODATA when the box has no usable state table (see
+ * info.state_problem for a table rejected by its bounds check).
+ */
+int bb_reader_state(struct bb_reader *r, bb_state_fn fn, void *arg,
+		    struct bb_state_stats *st);
+
+/* One loaded object of the owner process. */
+struct bb_module {
+	const char    *path;      /* NUL-terminated, as the loader named it ("" for
+				     the main program when the loader gave none) */
+	uint64_t       bias;      /* load bias: offset = address - bias */
+	uint64_t       start, end;/* [start, end) covers its loaded segments */
+	const uint8_t *build_id;  /* GNU build id bytes (build_id_len may be 0) */
+	size_t         build_id_len;
+};
+
+/* Module set flags */
+#define BB_MODULES_TRUNCATED 0x1u /* the writer left some out (BB_MF_TRUNCATED) */
+
+/*
+ * bb_reader_modules - decode the module area: a consistent copy under its
+ * seqlock (bounded retries), then the CBOR array of FORMAT.md §11.  On
+ * success *@mods points to @*count entries owned by the reader, valid
+ * until the next call or bb_reader_close(); @flags (may be NULL) gets
+ * BB_MODULES_*.  Errors (@err says more):
+ *  -ENODATA  the box has no module area (or one rejected at open)
+ *  -EBUSY    the area was being rewritten through every retry
+ *  -EBADMSG  the area is not what FORMAT.md §11 says (garbage)
+ *  -EINVAL   @r, @mods or @count NULL;  -ENOMEM
+ */
+int bb_reader_modules(struct bb_reader *r, const struct bb_module **mods, size_t *count,
+		      unsigned *flags, char *err, size_t errlen);
+
+/*
+ * bb_module_find - the module of @mods (@n entries) whose [start, end)
+ * holds @addr, or NULL.  The offset to give a symboliser is addr - bias.
+ * Pure function, AS-safe.
+ */
+const struct bb_module *bb_module_find(const struct bb_module *mods, size_t n,
+				       uint64_t addr);
+
+/*
+ * bb_reader_ts_ns - convert a raw timestamp of the box to nanoseconds of its
+ * clock: the identity unless info->clock is BB_CLOCK_TSC, then the
+ * calibration of FORMAT.md §11.  Pure function, AS-safe.
+ */
+uint64_t bb_reader_ts_ns(const struct bb_box_info *info, uint64_t raw);
 
 /*
  * Names, for output: "str", "i64", "u64", "f64", "bool", "bytes", "kv",

@@ -24,6 +24,7 @@ struct synth {
 	size_t len;
 	uint32_t rings;
 	uint64_t ring_size;
+	int crc;         /* synth_put adds a CRC32C trailer (set by synth_use_crc) */
 };
 
 static inline struct bb_header *synth_hdr(struct synth *s)
@@ -78,6 +79,7 @@ static inline void synth_init(struct synth *s, uint32_t rings, uint64_t ring_siz
 
 	s->rings = rings;
 	s->ring_size = ring_size;
+	s->crc = 0;
 	s->len = data0 + rings * ring_size;
 	s->buf = calloc(1, s->len);
 	if (!s->buf)
@@ -151,19 +153,73 @@ static inline void synth_read(struct synth *s, uint32_t i, uint64_t pos, void *p
 		((uint8_t *)p)[k] = d[(pos + k) & (s->ring_size - 1)];
 }
 
+/*
+ * CRC32C written independently of libblackbox/crc32c.c (bit by bit, the
+ * reflected Castagnoli polynomial), so the reader tests check the library
+ * against the FORMAT.md §11 definition, not against itself.
+ */
+static inline uint32_t synth_crc32c(uint32_t crc, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	while (n--) {
+		crc ^= *b++;
+		for (int k = 0; k < 8; k++)
+			crc = (crc >> 1) ^ (0x82f63b78u & (0u - (crc & 1u)));
+	}
+	return crc;
+}
+
+/* FORMAT.md §11: CRC32C over seq (4 LE bytes), then rec[4 .. len-4). */
+static inline uint32_t synth_record_crc(uint32_t seq, const uint8_t *rec, uint32_t len)
+{
+	uint8_t s4[4] = { (uint8_t)seq, (uint8_t)(seq >> 8), (uint8_t)(seq >> 16),
+			  (uint8_t)(seq >> 24) };
+	uint32_t c = synth_crc32c(0xffffffffu, s4, 4);
+
+	c = synth_crc32c(c, rec + 4, len - 8);
+	return c ^ 0xffffffffu;
+}
+
+/* Store the CRC trailer of the record of length @len at @rec. */
+static inline void synth_seal(uint8_t *rec, uint32_t len, uint32_t seq)
+{
+	uint32_t c = synth_record_crc(seq, rec, len);
+
+	for (int k = 0; k < 4; k++)
+		rec[len - 4 + k] = (uint8_t)(c >> (8 * k));
+}
+
+/* From now on records carry BB_RF_CRC and the header says BB_HF_CRC32C. */
+static inline void synth_use_crc(struct synth *s)
+{
+	s->crc = 1;
+	synth_hdr(s)->flags |= BB_HF_CRC32C;
+}
+
+static inline uint64_t synth_put_tid(struct synth *s, uint32_t i, uint8_t tag, uint8_t flags,
+				     uint64_t ts, const void *val, size_t vlen, int32_t tid);
+
 /* Append a record to ring @i as the writer does; returns its position. */
 static inline uint64_t synth_put(struct synth *s, uint32_t i, uint8_t tag, uint8_t flags,
 				 uint64_t ts, const void *val, size_t vlen)
 {
+	return synth_put_tid(s, i, tag, flags, ts, val, vlen, synth_desc(s, i)->tid);
+}
+
+/* The same with @tid in the BB_RF_TID extension (important-ring copies). */
+static inline uint64_t synth_put_tid(struct synth *s, uint32_t i, uint8_t tag, uint8_t flags,
+				     uint64_t ts, const void *val, size_t vlen, int32_t tid)
+{
 	struct bb_ring_desc *d = synth_desc(s, i);
-	size_t ext = (flags & BB_RF_TID) ? 8 : 0;
+	size_t ext = (flags & BB_RF_TID) ? 8 : 0, crc = s->crc ? 4 : 0;
 	struct bb_record_hdr h = {
-		.len = (uint16_t)(BB_RECORD_HDR_SIZE + ext + vlen), .tag = tag,
-		.flags = flags, .ts = ts,
+		.len = (uint16_t)(BB_RECORD_HDR_SIZE + ext + vlen + crc), .tag = tag,
+		.flags = (uint8_t)(flags | (crc ? BB_RF_CRC : 0)), .ts = ts,
 	};
 	uint64_t pos = d->head, stride = BB_RECORD_STRIDE(h.len);
 	static const uint8_t zero[8];
-	int32_t tid = d->tid;
+	uint8_t *lin;
 
 	while (pos + stride - d->tail > s->ring_size) {
 		struct bb_record_hdr old;
@@ -172,13 +228,18 @@ static inline uint64_t synth_put(struct synth *s, uint32_t i, uint8_t tag, uint8
 		d->tail += BB_RECORD_STRIDE(old.len);
 	}
 	h.seq = BB_SEQ_DONE(pos);
-	synth_copy(s, i, pos, &h, sizeof(h));
-	if (ext) {
-		synth_copy(s, i, pos + 16, &tid, 4);
-		synth_copy(s, i, pos + 20, zero, 4);
-	}
-	synth_copy(s, i, pos + 16 + ext, val, vlen);
-	synth_copy(s, i, pos + h.len, zero, stride - h.len);
+	lin = calloc(1, stride);
+	if (!lin)
+		abort();
+	memcpy(lin, &h, sizeof(h));
+	if (ext)
+		memcpy(lin + 16, &tid, 4);
+	memcpy(lin + 16 + ext, val, vlen);
+	if (crc)
+		synth_seal(lin, h.len, h.seq);
+	synth_copy(s, i, pos, lin, stride);
+	free(lin);
+	(void)zero;
 	d->head = pos + stride;
 	return pos;
 }
@@ -275,6 +336,131 @@ static inline uint64_t synth_owner(struct synth *s, uint32_t i, uint64_t ts, int
 	n += cb_int(v + n, ptid);
 	n += cb_text(v + n, pname);
 	return synth_put(s, i, BB_TAG_OWNER, 0, ts, v, n);
+}
+
+/* ---- format 2.0 areas ---------------------------------------------------- */
+
+/* Append @n bytes (page rounded) at the end of the box; their offset. */
+static inline uint64_t synth_grow(struct synth *s, size_t n)
+{
+	uint64_t off = s->len;
+	size_t add = (n + 4095) & ~(size_t)4095;
+
+	s->buf = realloc(s->buf, s->len + add);
+	if (!s->buf)
+		abort();
+	memset(s->buf + off, 0, add);
+	s->len += add;
+	synth_hdr(s)->box_size = s->len;
+	return off;
+}
+
+/* A state table of @slots slots of @size bytes, after the ring data. */
+static inline void synth_add_state(struct synth *s, uint32_t slots, uint32_t size)
+{
+	uint64_t off = synth_grow(s, (size_t)slots * size);
+	struct bb_header *h = synth_hdr(s);
+
+	h->state_table_offset = off;
+	h->state_slot_count = slots;
+	h->state_slot_size = size;
+}
+
+static inline uint8_t *synth_slot(struct synth *s, uint32_t k)
+{
+	struct bb_header *h = synth_hdr(s);
+
+	return s->buf + h->state_table_offset + (uint64_t)k * h->state_slot_size;
+}
+
+/*
+ * Write slot @k as bb_set() leaves it: seq @seq (even), envelope, value
+ * [key, <@vlen bytes of CBOR at @val>], CRC computed with @seq when the box
+ * uses CRCs.  Returns the slot's len.
+ */
+static inline uint16_t synth_state(struct synth *s, uint32_t k, uint32_t seq, uint64_t ts,
+				   const char *key, const void *val, size_t vlen)
+{
+	uint8_t *p = synth_slot(s, k);
+	size_t n = BB_RECORD_HDR_SIZE;
+	struct bb_record_hdr h = { .seq = seq, .tag = BB_TAG_STATE, .ts = ts };
+
+	p[n++] = 0x82;
+	n += cb_text(p + n, key);
+	memcpy(p + n, val, vlen);
+	n += vlen;
+	if (s->crc) {
+		h.flags |= BB_RF_CRC;
+		n += 4;
+	}
+	h.len = (uint16_t)n;
+	memcpy(p, &h, sizeof(h));
+	if (s->crc)
+		synth_seal(p, h.len, seq);
+	return h.len;
+}
+
+/* The crash area as the crash handler leaves it (complete, with CRC). */
+static inline void synth_crash(struct synth *s, uint64_t ts, int sig, int code, uint64_t addr,
+			       int tid, const char *thread, const uint64_t *frames, size_t nf)
+{
+	uint8_t *p = synth_hdr(s)->crash;
+	size_t n = BB_RECORD_HDR_SIZE;
+	struct bb_record_hdr h = { .seq = BB_CRASH_SEQ_DONE, .tag = BB_TAG_CRASH,
+				   .flags = BB_RF_CRC, .ts = ts };
+
+	p[n++] = 0xa6;
+	n += cb_text(p + n, "signal");
+	n += cb_int(p + n, sig);
+	n += cb_text(p + n, "code");
+	n += cb_int(p + n, code);
+	n += cb_text(p + n, "addr");
+	n += cb_head(p + n, 0, addr);
+	n += cb_text(p + n, "tid");
+	n += cb_int(p + n, tid);
+	n += cb_text(p + n, "thread");
+	n += cb_text(p + n, thread);
+	n += cb_text(p + n, "frames");
+	n += cb_head(p + n, 4, nf);
+	for (size_t k = 0; k < nf; k++)
+		n += cb_head(p + n, 0, frames[k]);
+	h.len = (uint16_t)(n + 4);
+	memcpy(p, &h, sizeof(h));
+	synth_seal(p, h.len, BB_CRASH_SEQ_DONE);
+}
+
+struct synth_mod {
+	const char *path;
+	uint64_t bias, start, end;
+	const char *build_id; /* bytes, as a C string */
+};
+
+/* A module area of @size bytes holding @mods (seq @seq). */
+static inline void synth_modules(struct synth *s, size_t size, uint32_t seq,
+				 const struct synth_mod *mods, size_t n)
+{
+	uint64_t off = synth_grow(s, size);
+	struct bb_header *h = synth_hdr(s);
+	uint8_t *p = s->buf + off + sizeof(struct bb_modules_hdr), *q = p;
+	struct bb_modules_hdr mh = { .seq = seq, .ts = 5, .count = (uint32_t)n };
+
+	h->modules_offset = off;
+	h->modules_size = (uint32_t)size;
+	q += cb_head(q, 4, n);
+	for (size_t k = 0; k < n; k++) {
+		size_t bl = strlen(mods[k].build_id);
+
+		*q++ = 0x85;
+		q += cb_text(q, mods[k].path);
+		q += cb_head(q, 0, mods[k].bias);
+		q += cb_head(q, 0, mods[k].start);
+		q += cb_head(q, 0, mods[k].end);
+		q += cb_head(q, 2, bl);
+		memcpy(q, mods[k].build_id, bl);
+		q += bl;
+	}
+	mh.len = (uint32_t)(q - p);
+	memcpy(s->buf + off, &mh, sizeof(mh));
 }
 
 #endif /* BB_TESTS_SYNTH_H */
