@@ -26,32 +26,9 @@
 #include <blackbox/reader.h>
 
 #include "../common.h"
+#include "crash_util.h"
 
 TestSuite(crash, .init = bbt_setup_dir, .fini = bbt_teardown_dir, .timeout = 120);
-
-/* CRC32C, bit by bit: the test's own, independent of the library's. */
-static uint32_t crc32c(uint32_t c, const uint8_t *p, size_t n)
-{
-	while (n--) {
-		c ^= *p++;
-		for (int k = 0; k < 8; k++)
-			c = (c >> 1) ^ (0x82f63b78u & (0u - (c & 1u)));
-	}
-	return c;
-}
-
-static uint32_t record_crc(uint32_t seq, const uint8_t *rec, uint32_t len)
-{
-	uint8_t s[4] = { (uint8_t)seq, (uint8_t)(seq >> 8), (uint8_t)(seq >> 16), (uint8_t)(seq >> 24) };
-	uint32_t c = crc32c(0xffffffffu, s, 4);
-
-	return crc32c(c, rec + 4, len - 8) ^ 0xffffffffu;
-}
-
-static uint32_t get_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 struct run {
 	pid_t pid;
@@ -63,28 +40,16 @@ struct run {
 /* Run tests/lib/child crash @kind with the handler @on or off. */
 static void run_child(const char *kind, bool on, struct run *r)
 {
-	const char *exe = getenv("BB_TEST_CHILD");
 	size_t got = 0;
 	ssize_t n;
-	int p[2];
+	int fd;
 	char *a;
 
-	cr_assert_not_null(exe, "BB_TEST_CHILD not set");
-	cr_assert_eq(pipe(p), 0);
-	r->pid = fork();
-	cr_assert_geq(r->pid, 0);
-	if (r->pid == 0) {
-		setenv("BLACKBOX_CRASH_HANDLER", on ? "1" : "0", 1);
-		dup2(p[1], 1);
-		close(p[0]);
-		execl(exe, exe, "crash", kind, (char *)NULL);
-		_exit(127);
-	}
-	close(p[1]);
-	while ((n = read(p[0], r->out + got, sizeof(r->out) - 1 - got)) > 0)
+	r->pid = tspawn("crash", kind, on ? "1" : "0", &fd);
+	while ((n = read(fd, r->out + got, sizeof(r->out) - 1 - got)) > 0)
 		got += (size_t)n;
 	r->out[got] = '\0';
-	close(p[0]);
+	close(fd);
 	cr_assert_eq(waitpid(r->pid, &r->status, 0), r->pid);
 	a = strstr(r->out, "addr ");
 	cr_assert_not_null(a, "child said: %s", r->out);
@@ -120,8 +85,7 @@ static void decode_crash(const struct bb_header *h, struct crash *c)
 	cr_assert_eq(e->tag, BB_TAG_CRASH);
 	cr_assert(e->flags & BB_RF_CRC);
 	cr_assert(e->len > BB_RECORD_HDR_SIZE + BB_CRC_SIZE && e->len <= BB_CRASH_SIZE, "len %u", e->len);
-	cr_assert_eq(get_le32(h->crash + e->len - 4), record_crc(BB_CRASH_SEQ_DONE, h->crash, e->len),
-		     "crash record CRC");
+	cr_assert(trecord_crc_ok(BB_CRASH_SEQ_DONE, h->crash, e->len), "crash record CRC");
 	m = cbor_load(h->crash + BB_RECORD_HDR_SIZE, e->len - BB_RECORD_HDR_SIZE - BB_CRC_SIZE, &res);
 	cr_assert_not_null(m);
 	cr_assert_eq(res.read, e->len - BB_RECORD_HDR_SIZE - BB_CRC_SIZE, "value fills the record");
