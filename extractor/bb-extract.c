@@ -28,6 +28,7 @@
 
 #include "emit.h"
 #include "out.h"
+#include "symbols.h"
 #include "prefetch.h"
 
 #define PROG "bb-extract"
@@ -48,7 +49,7 @@ enum fmt { FMT_TEXT, FMT_JSON, FMT_CBOR };
 struct opts {
 	const char *path, *dir, *save;
 	pid_t pid;
-	bool  list, all, follow, quiet, any_owner, uring;
+	bool  list, all, follow, quiet, any_owner, uring, no_symbols;
 	enum fmt fmt;
 };
 
@@ -73,6 +74,9 @@ struct ctx {
 	uint64_t bad_values; /* intact records whose value did not decode */
 	uint64_t lapped;     /* --follow: times the writer lapped us between polls */
 	char *scratch;       /* text: room for a value too long for the fast path */
+	struct bb_crash crash;       /* the crash area, read before the records */
+	struct bb_state_stats state; /* the state table, likewise */
+	bool has_state;
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -111,7 +115,8 @@ static void usage(FILE *f)
 "       %s [OPTION]... --all | --list\n"
 "Read the flight-recorder box of process PID (the box it maps now, or the\n"
 "newest one it left), of a box file, or of every box in the directory.\n"
-"Records of all rings are printed merged in timestamp order.\n"
+"The crash record (if any) comes first, then the state table, then the\n"
+"records of all rings merged in timestamp order.\n"
 "\n"
 "  -p, --path FILE   read the box file FILE (e.g. a --save copy)\n"
 "  -d, --dir DIR     look for boxes in DIR instead of %s\n"
@@ -126,6 +131,7 @@ static void usage(FILE *f)
 "                    is gone (or SIGINT); report records lost in between\n"
 "  -q, --quiet       no verification report on stderr unless damage is found\n"
 "      --any-owner   accept a box file owned by another uid than its header's\n"
+"      --no-symbols  crash frames as module+offset only (no addr2line runs)\n"
 "      --uring       write output with io_uring when the kernel allows it\n"
 "      --no-uring    write output with write(2) (the default; also\n"
 "                    BB_EXTRACT_NO_URING=1)\n"
@@ -140,8 +146,9 @@ static void usage(FILE *f)
 "     they are the ring's normal contract, not damage)\n"
 "  1  output or --save failed (write error, file exists, out of memory)\n"
 "  2  usage error\n"
-"  3  box damaged: corrupt records or malformed values were skipped; the\n"
-"     output is partial\n"
+"  3  box damaged: corrupt records (CRC mismatches included), corrupt state\n"
+"     slots, a corrupt crash area or malformed values were skipped; the\n"
+"     output is partial (a complete crash record is not damage)\n"
 "  4  box not found, not readable, or not a valid box\n",
 		PROG, PROG, PROG, BB_DEFAULT_DIR);
 }
@@ -319,11 +326,249 @@ static int struct_record(const struct bb_record *rec, void *arg)
 	return c->out->err;
 }
 
+/* ---- crash record and state table (format 2.0) ----------------------- */
+
+/* Symboliser timeout per module batch; BB_EXTRACT_SYMBOL_TIMEOUT_MS
+ * overrides it (bb-extract(1)). */
+#define SYMBOL_TIMEOUT_MS 10000
+
+static void sym_opts(const struct opts *o, struct bbx_sym_opts *so)
+{
+	const char *t = getenv("BB_EXTRACT_SYMBOL_TIMEOUT_MS");
+	const char *prog = getenv("BB_EXTRACT_ADDR2LINE");
+	long v = t && *t ? strtol(t, NULL, 10) : 0;
+
+	so->symbolise = !o->no_symbols;
+	so->addr2line = prog && *prog ? prog : NULL;
+	so->timeout_ms = v > 0 && v < INT_MAX ? (int)v : SYMBOL_TIMEOUT_MS;
+}
+
+/* Text: "  #1  0x401136  /usr/bin/prog+0x1136  main at /src/prog.c:12" */
+static void text_frame(struct bbx_out *o, size_t i, const struct bbx_frame *f)
+{
+	char line[8192];
+	int n;
+
+	n = snprintf(line, sizeof(line), "  #%-2zu 0x%016llx", i, (unsigned long long)f->addr);
+	if (f->module)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "  %s+0x%llx", f->module,
+			      (unsigned long long)f->offset);
+	else
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "  ?");
+	if (f->function && n < (int)sizeof(line))
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "  %s", f->function);
+	if (f->file && n < (int)sizeof(line))
+		n += snprintf(line + n, sizeof(line) - (size_t)n, " at %s:%u", f->file, f->line);
+	if (n >= (int)sizeof(line))
+		n = (int)sizeof(line) - 1;
+	/* paths and names come from the box and the binaries: one line each */
+	for (int k = 0; k < n; k++)
+		if ((unsigned char)line[k] < ' ' || line[k] == 0x7f)
+			line[k] = '?';
+	bbx_out_put(o, line, (size_t)n);
+	bbx_out_char(o, '\n');
+}
+
+static void struct_frame(struct bbx_em *em, const struct bbx_frame *f)
+{
+	bbx_em_map(em);
+	bbx_em_kv_u64(em, "addr", f->addr);
+	if (f->module) {
+		bbx_em_kv_str(em, "module", f->module);
+		bbx_em_kv_u64(em, "offset", f->offset);
+	}
+	if (f->function)
+		bbx_em_kv_str(em, "function", f->function);
+	if (f->file) {
+		bbx_em_kv_str(em, "file", f->file);
+		bbx_em_kv_u64(em, "line", f->line);
+	}
+	bbx_em_end(em);
+}
+
+/*
+ * The crash block, first of all output: signal, code, fault address,
+ * thread, frames as module+offset and, when the binaries allow, function
+ * and file:line.  Text: a few lines; JSON / CBOR: one {"type":"crash"}
+ * record.  A torn or corrupt crash area is reported as such.
+ */
+static int emit_crash(struct ctx *c)
+{
+	const struct bb_crash *cr = &c->crash;
+	const struct bb_module *mods = NULL;
+	struct bbx_frame *fr = NULL;
+	struct bbx_sym_opts so;
+	char note[1024] = "", err[256] = "", t[BBX_TIME_MAX];
+	const char *sig, *code;
+	size_t nmods = 0;
+	int rc = 0;
+
+	if (cr->status == BB_CRASH_NONE)
+		return 0;
+	if (cr->status != BB_CRASH_COMPLETE) {
+		if (c->opt->fmt == FMT_TEXT) {
+			char line[256];
+			int n = snprintf(line, sizeof(line), "*** %s\n", cr->problem);
+
+			bbx_out_put(c->out, line, n > 0 ? (size_t)n : 0);
+			return 0;
+		}
+		bbx_em_map(&c->em);
+		bbx_em_kv_str(&c->em, "type", "crash");
+		bbx_em_kv_str(&c->em, "status", bb_crash_status_name(cr->status));
+		bbx_em_kv_str(&c->em, "problem", cr->problem);
+		bbx_em_end(&c->em);
+		bbx_em_eol(&c->em);
+		return 0;
+	}
+	if (bb_reader_modules(c->r, &mods, &nmods, NULL, err, sizeof(err)) < 0)
+		snprintf(note, sizeof(note), "no modules: %s; ", err);
+	sym_opts(c->opt, &so);
+	if (cr->nframes && !(fr = calloc(cr->nframes, sizeof(*fr))))
+		return -ENOMEM;
+	if (fr)
+		rc = bbx_symbolise(fr, cr->frames, cr->nframes, mods, nmods, &so, note,
+				   sizeof(note));
+	if (rc)
+		goto out;
+	sig = bbx_signal_name(cr->signal);
+	code = bbx_sigcode_name(cr->signal, cr->code);
+	t[bbx_fmt_time(t, cr->wall_ns)] = '\0';
+	if (c->opt->fmt == FMT_TEXT) {
+		char line[512];
+		int n = snprintf(line, sizeof(line),
+				 "*** crashed: %s (%d), code %s (%d), fault address 0x%llx, "
+				 "thread %d (%s), at %s\n",
+				 sig ? sig : "signal", (int)cr->signal, code ? code : "?",
+				 (int)cr->code, (unsigned long long)cr->addr, (int)cr->tid,
+				 cr->thread[0] ? cr->thread : "-", t);
+
+		for (int k = 0; k < n - 1 && k < (int)sizeof(line); k++)
+			if ((unsigned char)line[k] < ' ' || line[k] == 0x7f)
+				line[k] = '?';
+		bbx_out_put(c->out, line, n > 0 ? (size_t)n : 0);
+		for (uint32_t i = 0; i < cr->nframes; i++)
+			text_frame(c->out, i, &fr[i]);
+		if (note[0] && !c->opt->quiet)
+			msg(c->info->path, "symbols: %s", note);
+		goto out;
+	}
+	bbx_em_map(&c->em);
+	bbx_em_kv_str(&c->em, "type", "crash");
+	bbx_em_kv_str(&c->em, "status", "complete");
+	bbx_em_key(&c->em, "ts");
+	bbx_em_cstr(&c->em, t);
+	bbx_em_kv_i64(&c->em, "signal", cr->signal);
+	if (sig)
+		bbx_em_kv_str(&c->em, "signal_name", sig);
+	bbx_em_kv_i64(&c->em, "code", cr->code);
+	if (code)
+		bbx_em_kv_str(&c->em, "code_name", code);
+	bbx_em_kv_u64(&c->em, "addr", cr->addr);
+	bbx_em_kv_i64(&c->em, "tid", cr->tid);
+	bbx_em_kv_str(&c->em, "thread", cr->thread);
+	bbx_em_key(&c->em, "frames");
+	bbx_em_array(&c->em);
+	for (uint32_t i = 0; i < cr->nframes; i++)
+		struct_frame(&c->em, &fr[i]);
+	bbx_em_end(&c->em);
+	if (note[0])
+		bbx_em_kv_str(&c->em, "symbols_note", note);
+	bbx_em_end(&c->em);
+	bbx_em_eol(&c->em);
+out:
+	bbx_frames_free(fr, cr->nframes);
+	free(fr);
+	return rc;
+}
+
+/* One state slot: text "state key=value", or a {"type":"state"} record. */
+static int state_entry(const struct bb_state_entry *e, void *arg)
+{
+	struct ctx *c = arg;
+	char t[BBX_TIME_MAX];
+
+	if (c->opt->fmt == FMT_TEXT) {
+		char *p = bbx_out_reserve(c->out, 64);
+		int n;
+
+		if (e->status != BB_SLOT_OK) {
+			n = snprintf(p, 64, "state slot %u: ", e->slot);
+			bbx_out_commit(c->out, (size_t)n);
+			bbx_out_str(c->out, e->problem);
+			bbx_out_char(c->out, '\n');
+			return c->out->err;
+		}
+		n = bbx_fmt_time(p, e->wall_ns);
+		memcpy(p + n, " state ", 7);
+		bbx_out_commit(c->out, (size_t)n + 7);
+		p = bbx_out_reserve(c->out, TEXT_FAST);
+		n = bb_format_value(BB_TAG_KV, e->flags, e->value, e->value_len, p, TEXT_FAST);
+		bbx_out_commit(c->out, n > 0 ? (size_t)n : strnlen(p, TEXT_FAST - 1));
+		bbx_out_char(c->out, '\n');
+		return c->out->err;
+	}
+	bbx_em_map(&c->em);
+	bbx_em_kv_str(&c->em, "type", "state");
+	if (e->status != BB_SLOT_OK) {
+		bbx_em_kv_u64(&c->em, "slot", e->slot);
+		bbx_em_kv_str(&c->em, "status", e->status == BB_SLOT_BUSY ? "busy" : "corrupt");
+		bbx_em_kv_str(&c->em, "problem", e->problem);
+	} else {
+		bbx_em_key(&c->em, "ts");
+		bbx_em_str(&c->em, t, bbx_fmt_time(t, e->wall_ns));
+		if (!bbx_em_record_value(&c->em, BB_TAG_KV, e->value, e->value_len))
+			c->bad_values++;
+	}
+	bbx_em_end(&c->em);
+	bbx_em_eol(&c->em);
+	return c->out->err;
+}
+
+/* Crash block, then the state table: before any record (issue 5). */
+static int emit_preamble(struct ctx *c)
+{
+	int rc;
+
+	bb_reader_crash(c->r, &c->crash);
+	rc = emit_crash(c);
+	if (rc)
+		return rc;
+	rc = bb_reader_state(c->r, state_entry, c, &c->state);
+	c->has_state = rc != -ENODATA;
+	if (rc == -ENODATA && c->info->state_problem[0] && !c->opt->quiet)
+		msg(c->info->path, "state table ignored: %s", c->info->state_problem);
+	return rc == -ENODATA ? 0 : rc;
+}
+
+/* "tsc", "monotonic", "monotonic (tsc unavailable)", ... */
+static const char *clock_desc(const struct bb_box_info *in)
+{
+	switch (in->clock) {
+	case BB_CLOCK_TSC:
+		return "tsc";
+	case BB_CLOCK_MONOTONIC:
+		return in->clock_requested == BB_CLOCK_TSC ? "monotonic (tsc unavailable)"
+							   : "monotonic";
+	case BB_CLOCK_REALTIME:
+		return "realtime";
+	case BB_CLOCK_BOOTTIME:
+		return "boottime";
+	default:
+		return "unknown";
+	}
+}
+
 /* ---- verification report -------------------------------------------- */
 
 static const char *ring_kind_name(uint32_t k)
 {
-	return k == BB_RING_SHARED ? "shared" : k == BB_RING_PRIVATE ? "private" : "unknown";
+	switch (k) {
+	case BB_RING_PRIVATE:   return "private";
+	case BB_RING_SHARED:    return "shared";
+	case BB_RING_IMPORTANT: return "important";
+	default:                return "unknown";
+	}
 }
 
 static const char *ring_state_name(uint32_t s)
@@ -343,9 +588,13 @@ static bool ring_worth_reporting(const struct bb_ring_stats *st)
 	       st->corrupt || st->skipped_bytes;
 }
 
+/* Damage: anything that could not be proven intact and is not the ring's
+ * normal contract (overwritten) or the owner's death (torn record, torn
+ * crash area, a state slot left busy). */
 static bool is_damaged(const struct ctx *c, const struct bb_ring_stats *tot)
 {
-	return tot->corrupt || tot->skipped_bytes || c->bad_values;
+	return tot->corrupt || tot->skipped_bytes || c->bad_values ||
+	       c->crash.status == BB_CRASH_CORRUPT || c->state.corrupt;
 }
 
 static const char *state_name(int live)
@@ -379,6 +628,10 @@ static void summary_struct(struct ctx *c, int live, int code)
 	if (in->state == BB_STATE_CRASHED) {
 		bbx_em_kv_i64(em, "signal", in->state_signal);
 	}
+	bbx_em_kv_str(em, "crash_record", bb_crash_status_name(c->crash.status));
+	bbx_em_kv_str(em, "clock", clock_desc(in));
+	if (in->clock == BB_CLOCK_TSC)
+		bbx_em_kv_u64(em, "tsc_hz", in->tsc_hz);
 	bbx_em_key(em, "created");
 	bbx_em_str(em, t, bbx_fmt_time(t, (int64_t)in->created_ns));
 	snprintf(ver, sizeof(ver), "%u.%u", in->version_major, in->version_minor);
@@ -392,8 +645,20 @@ static void summary_struct(struct ctx *c, int live, int code)
 	bbx_em_kv_u64(em, "torn", tot.torn);
 	bbx_em_kv_u64(em, "overwritten", tot.overwritten);
 	bbx_em_kv_u64(em, "corrupt", tot.corrupt);
+	bbx_em_kv_u64(em, "crc_bad", tot.crc_bad);
 	bbx_em_kv_u64(em, "skipped_bytes", tot.skipped_bytes);
 	bbx_em_kv_u64(em, "bad_values", c->bad_values);
+	bbx_em_kv_u64(em, "important_duplicates", tot.dup_suppressed);
+	if (c->has_state) {
+		bbx_em_key(em, "state_table");
+		bbx_em_map(em);
+		bbx_em_kv_u64(em, "slots", c->state.slots);
+		bbx_em_kv_u64(em, "used", c->state.used);
+		bbx_em_kv_u64(em, "busy", c->state.busy);
+		bbx_em_kv_u64(em, "corrupt", c->state.corrupt);
+		bbx_em_end(em);
+	}
+	bbx_em_kv_u64(em, "state_errors", in->state_errors);
 	if (c->opt->follow) {
 		bbx_em_kv_u64(em, "lapped_between_polls", c->lapped);
 	}
@@ -402,6 +667,7 @@ static void summary_struct(struct ctx *c, int live, int code)
 	bbx_em_kv_u64(em, "busy", in->dropped_busy);
 	bbx_em_kv_u64(em, "nested", in->dropped_nested);
 	bbx_em_kv_u64(em, "toobig", in->dropped_toobig);
+	bbx_em_kv_u64(em, "important", in->dropped_important);
 	bbx_em_end(em);
 	bbx_em_kv_u64(em, "truncated", in->truncated);
 
@@ -424,7 +690,10 @@ static void summary_struct(struct ctx *c, int live, int code)
 		bbx_em_kv_u64(em, "torn", st.torn);
 		bbx_em_kv_u64(em, "overwritten", st.overwritten);
 		bbx_em_kv_u64(em, "corrupt", st.corrupt);
+		bbx_em_kv_u64(em, "crc_bad", st.crc_bad);
 		bbx_em_kv_u64(em, "skipped_bytes", st.skipped_bytes);
+		if (st.problem[0])
+			bbx_em_kv_str(em, "problem", st.problem);
 		bbx_em_end(em);
 	}
 	bbx_em_end(em);
@@ -447,9 +716,11 @@ static void summary_text(struct ctx *c, int live)
 		return;
 	if (in->state == BB_STATE_CRASHED)
 		snprintf(sig, sizeof(sig), " (signal %d)", in->state_signal);
-	msg(in->path, "pid %d (%s) uid %u, %s%s; format %u.%u, %u of %u rings used",
+	msg(in->path, "pid %d (%s) uid %u, %s%s; format %u.%u, %u of %u rings used; "
+	    "clock %s; crash record %s",
 	    (int)in->pid, in->comm, in->uid, state_name(live), sig,
-	    in->version_major, in->version_minor, in->rings_used, in->ring_count);
+	    in->version_major, in->version_minor, in->rings_used, in->ring_count,
+	    clock_desc(in), bb_crash_status_name(c->crash.status));
 	for (i = 0; i < in->ring_count; i++) {
 		const struct bb_ring_stats *p = bb_reader_ring_stats(c->r, i);
 
@@ -458,26 +729,35 @@ static void summary_text(struct ctx *c, int live)
 		st = *p;
 		st.thread_name[sizeof(st.thread_name) - 1] = '\0';
 		msg(in->path, "ring %u %s tid %d (%s): %llu read, %llu torn, "
-		    "%llu overwritten, %llu corrupt, %llu bytes skipped",
+		    "%llu overwritten, %llu corrupt (%llu by CRC), %llu bytes skipped%s%s",
 		    i, ring_kind_name(st.kind), (int)st.tid, st.thread_name,
 		    (unsigned long long)st.read, (unsigned long long)st.torn,
 		    (unsigned long long)st.overwritten,
-		    (unsigned long long)st.corrupt,
-		    (unsigned long long)st.skipped_bytes);
+		    (unsigned long long)st.corrupt, (unsigned long long)st.crc_bad,
+		    (unsigned long long)st.skipped_bytes,
+		    st.problem[0] ? "; descriptor rejected: " : "", st.problem);
 	}
+	if (c->has_state || in->state_errors)
+		msg(in->path, "state table: %u slots, %u set, %u busy, %u corrupt; "
+		    "%llu bb_set() calls failed in the owner",
+		    c->state.slots, c->state.used, c->state.busy, c->state.corrupt,
+		    (unsigned long long)in->state_errors);
+	if (c->crash.status == BB_CRASH_CORRUPT || c->crash.status == BB_CRASH_TORN)
+		msg(in->path, "%s", c->crash.problem);
 	msg(in->path, "%llu records intact; %llu torn by the owner's death, "
 	    "%llu overwritten while reading, %llu corrupt (%llu bytes skipped), "
 	    "%llu malformed values; writer dropped %llu (busy %llu, nested %llu, "
-	    "too big %llu), truncated %llu",
+	    "too big %llu, important copies %llu), truncated %llu",
 	    (unsigned long long)tot.read, (unsigned long long)tot.torn,
 	    (unsigned long long)tot.overwritten, (unsigned long long)tot.corrupt,
 	    (unsigned long long)tot.skipped_bytes,
 	    (unsigned long long)c->bad_values,
 	    (unsigned long long)(in->dropped_busy + in->dropped_nested +
-				 in->dropped_toobig),
+				 in->dropped_toobig + in->dropped_important),
 	    (unsigned long long)in->dropped_busy,
 	    (unsigned long long)in->dropped_nested,
 	    (unsigned long long)in->dropped_toobig,
+	    (unsigned long long)in->dropped_important,
 	    (unsigned long long)in->truncated);
 	if (c->opt->follow && c->lapped)
 		msg(in->path, "records were lost: the writer lapped the reader "
@@ -556,7 +836,9 @@ static int extract(const struct opts *o, struct bbx_out *out, struct bb_reader *
 
 		bbx_out_put(out, head, n > 0 ? (size_t)n : 0);
 	}
-	ret = walk(&c, o->follow ? BB_WALK_FOLLOW : 0);
+	ret = emit_preamble(&c);
+	if (!ret)
+		ret = walk(&c, o->follow ? BB_WALK_FOLLOW : 0);
 	if (!ret && o->follow)
 		ret = follow(&c);
 	free(c.scratch);
@@ -614,6 +896,8 @@ struct entry {
 	uint64_t box_size;
 	uint32_t rings_used, ring_count;
 	uint64_t records, dropped;
+	int      signal;     /* crashed: the fatal signal */
+	const char *clock;   /* clock_desc() of the header */
 };
 
 struct scan {
@@ -674,7 +958,10 @@ static int scan_one(int dirfd, const char *name, void *arg)
 		e->box_size = in->box_size;
 		e->rings_used = in->rings_used;
 		e->ring_count = in->ring_count;
-		e->dropped = in->dropped_busy + in->dropped_nested + in->dropped_toobig;
+		e->dropped = in->dropped_busy + in->dropped_nested + in->dropped_toobig +
+			     in->dropped_important;
+		e->signal = in->state == BB_STATE_CRASHED ? in->state_signal : 0;
+		e->clock = clock_desc(in);
 		if (bb_reader_walk(r, 0, count_record, &e->records) == -ENOMEM) {
 			bb_reader_close(r);
 			free(e->name);
@@ -776,21 +1063,36 @@ static int do_list(const struct opts *o, struct bbx_out *out)
 	clock_gettime(CLOCK_REALTIME, &now);
 	bbx_em_init(&em, out, o->fmt == FMT_CBOR);
 	if (o->fmt == FMT_TEXT)
-		bbx_out_str(out, "PID      COMM             STATE     SIZE     RINGS   "
-			    "RECORDS     DROPPED  AGE    PATH\n");
+		bbx_out_str(out, "PID      COMM             STATE              SIZE     RINGS   "
+			    "RECORDS     DROPPED  AGE    CLOCK      PATH\n");
 	for (i = 0; i < s.n; i++) {
 		const struct entry *e = &s.e[i];
 		uint64_t nowns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 		uint64_t age = nowns > e->created_ns ? (nowns - e->created_ns) / 1000000000u : 0;
 		const char *state = e->live > 0 ? bb_liveness_name(e->live) : "unknown";
-		char line[4608], size[16], rings[24], agebuf[16], t[BBX_TIME_MAX];
+		const char *sig = e->live == BB_OWNER_CRASHED ? bbx_signal_name(e->signal) : NULL;
+		char line[4608], size[16], rings[24], agebuf[16], t[BBX_TIME_MAX], st[48];
 		int n;
+
+		/* "crashed (SIGSEGV)" */
+		if (e->live == BB_OWNER_CRASHED && sig)
+			snprintf(st, sizeof(st), "%s (%s)", state, sig);
+		else if (e->live == BB_OWNER_CRASHED)
+			snprintf(st, sizeof(st), "%s (signal %d)", state, e->signal);
+		else
+			snprintf(st, sizeof(st), "%s", state);
 
 		if (o->fmt != FMT_TEXT) {
 			bbx_em_map(&em);
 			bbx_em_kv_i64(&em, "pid", e->pid);
 			bbx_em_kv_str(&em, "comm", e->comm);
 			bbx_em_kv_str(&em, "state", state);
+			if (e->live == BB_OWNER_CRASHED) {
+				bbx_em_kv_i64(&em, "signal", e->signal);
+				if (sig)
+					bbx_em_kv_str(&em, "signal_name", sig);
+			}
+			bbx_em_kv_str(&em, "clock", e->clock);
 			bbx_em_kv_u64(&em, "size", e->box_size);
 			bbx_em_kv_u64(&em, "rings_used", e->rings_used);
 			bbx_em_kv_u64(&em, "ring_count", e->ring_count);
@@ -807,10 +1109,11 @@ static int do_list(const struct opts *o, struct bbx_out *out)
 		fmt_size(size, sizeof(size), e->box_size);
 		snprintf(rings, sizeof(rings), "%u/%u", e->rings_used, e->ring_count);
 		fmt_age(agebuf, sizeof(agebuf), age);
-		n = snprintf(line, sizeof(line), "%-8d %-16.16s %-9s %-8s %-7s %-11llu %-8llu %-6s %s\n",
-			     (int)e->pid, e->comm[0] ? e->comm : "-", state, size, rings,
+		n = snprintf(line, sizeof(line),
+			     "%-8d %-16.16s %-18s %-8s %-7s %-11llu %-8llu %-6s %-10s %s\n",
+			     (int)e->pid, e->comm[0] ? e->comm : "-", st, size, rings,
 			     (unsigned long long)e->records,
-			     (unsigned long long)e->dropped, agebuf, e->path);
+			     (unsigned long long)e->dropped, agebuf, e->clock, e->path);
 		for (int k = 0; k < n && line[k] != '\n'; k++)
 			if ((unsigned char)line[k] < ' ' || line[k] == 0x7f)
 				line[k] = '?';
@@ -972,7 +1275,7 @@ static pid_t parse_pid(const char *s)
 
 static void parse_args(int argc, char **argv, struct opts *o)
 {
-	enum { OPT_ANY_OWNER = 256, OPT_NO_URING, OPT_URING };
+	enum { OPT_ANY_OWNER = 256, OPT_NO_URING, OPT_URING, OPT_NO_SYMBOLS };
 	static const struct option lopts[] = {
 		{ "path",      required_argument, NULL, 'p' },
 		{ "dir",       required_argument, NULL, 'd' },
@@ -986,6 +1289,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "any-owner", no_argument,       NULL, OPT_ANY_OWNER },
 		{ "no-uring",  no_argument,       NULL, OPT_NO_URING },
 		{ "uring",     no_argument,       NULL, OPT_URING },
+		{ "no-symbols", no_argument,      NULL, OPT_NO_SYMBOLS },
 		{ "help",      no_argument,       NULL, 'h' },
 		{ "version",   no_argument,       NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -1022,6 +1326,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case OPT_ANY_OWNER: o->any_owner = true; break;
 		case OPT_NO_URING: o->uring = false; break;
 		case OPT_URING: o->uring = true; break;
+		case OPT_NO_SYMBOLS: o->no_symbols = true; break;
 		case 'h':
 			usage(stdout);
 			exit(EXIT_CLEAN);
