@@ -4,7 +4,7 @@
  * for bb-extract's format 2.0 tests (check_v2.py).  Built with -g -O0 so
  * the symboliser has something to find: the fault is in bbx_crash_here().
  *
- *   bbx_crasher [tsc]     - sets state, writes records (one important),
+ *   bbx_crasher [tsc]     - sets state, writes records,
  *                           prints its pid, then crashes
  */
 #include <blackbox.h>
@@ -43,7 +43,7 @@ int main(int argc, char **argv)
 	bb_set_i64("inflight", 3);
 	for (int i = 0; i < 5; i++)
 		bb_write_kv_i64("step", i);
-	bb_write_kv_important("phase", "about to crash");
+	bb_write_kv("phase", "about to crash");
 	printf("%d\n", (int)getpid());
 	fflush(stdout);
 	bbx_crash_here(2);
