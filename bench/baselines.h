@@ -93,6 +93,7 @@ struct bt_ctx {
 	FILE *f;         /* stdio baselines: the same file through stdio */
 	uint64_t sink;   /* keeps bare timer reads from being optimised out */
 	int err;         /* first failure (negative errno) */
+	uint64_t dropped;/* bb_write_* calls that returned -EBUSY (record dropped) */
 };
 
 /* Open @c's file in /tmp (unlinked at once).  Returns 0 or a negative errno. */

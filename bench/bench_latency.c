@@ -60,6 +60,7 @@
 #include "baselines.h"
 
 #include <blackbox.h>
+#include <blackbox/format.h>
 
 #include <errno.h>
 #include <stddef.h>
@@ -76,10 +77,16 @@
 
 /* ---- operations ---------------------------------------------------------- */
 
+/* -EBUSY is not a failure: the shared ring was busy and the record was
+ * dropped (only threads without a private ring write there, -R). */
 #define CHECK(c, expr) do {                                             \
 	int r_ = (expr);                                                \
-	if (__builtin_expect(r_ != 0, 0) && !(c)->err)                  \
-		(c)->err = r_;                                          \
+	if (__builtin_expect(r_ != 0, 0)) {                             \
+		if (r_ == -EBUSY)                                       \
+			(c)->dropped++;                                 \
+		else if (!(c)->err)                                     \
+			(c)->err = r_;                                  \
+	}                                                               \
 } while (0)
 
 static inline void op_floor(struct bt_ctx *c, unsigned i) { (void)c; (void)i; }
@@ -176,7 +183,7 @@ static unsigned cfg_rings;
 static int cfg_op[NOPS];
 
 struct lat { double p50, p99, p999, max, slow_pm, vcsw_pm, ivcsw_pm; };
-struct thr { double ns_call, per_thread, total, mb_thread, mb_total; };
+struct thr { double ns_call, per_thread, total, mb_thread, mb_total, drop_pm; };
 static struct lat lat_res[MAX_TCOUNTS][NOPS][MAX_REPEAT];
 static struct thr thr_res[MAX_TCOUNTS][NOPS][MAX_REPEAT];
 
@@ -263,6 +270,7 @@ static void *worker_main(void *arg)
 		w->vcsw = v1 - v0;
 		w->ivcsw = iv1 - iv0;
 		pthread_barrier_wait(&bar);            /* latency done: main reads the box */
+		w->c.dropped = 0;                      /* count the throughput loop's */
 		pthread_barrier_wait(&bar);            /* throughput: start together */
 		n = count_per_thread(o, w->nt);
 		cpu0 = cpu_ns();
@@ -311,7 +319,7 @@ static int run_threads(unsigned ti, unsigned nt, unsigned rep, uint32_t *all)
 		struct thr *t = &thr_res[ti][op][rep];
 		struct bt_box b0, b1;
 		size_t n = 0, slow = 0;
-		double calls = 0, vcsw = 0, ivcsw = 0, bytes;
+		double calls = 0, vcsw = 0, ivcsw = 0, bytes, dropped = 0;
 		uint64_t t0 = UINT64_MAX, t1 = 0;
 
 		if (!ops[op].sample || !cfg_op[op])
@@ -355,6 +363,8 @@ static int run_threads(unsigned ti, unsigned nt, unsigned rep, uint32_t *all)
 			t1 = ws[i].t_end > t1 ? ws[i].t_end : t1;
 			cpu[i] = (double)ws[i].cpu_ns / (double)ws[i].calls;
 			calls += ws[i].calls;
+			dropped += (double)ws[i].c.dropped;
+			ws[i].c.dropped = 0;
 		}
 		qsort(per, nt, sizeof(*per), cmp_dbl);
 		t->per_thread = per[nt / 2];
@@ -365,6 +375,8 @@ static int run_threads(unsigned ti, unsigned nt, unsigned rep, uint32_t *all)
 			ops[op].kind == K_LINE ? BT_LINE_LEN : 0;
 		t->mb_thread = t->per_thread * bytes;   /* Mcalls/s x bytes = MB/s */
 		t->mb_total = t->total * bytes;
+		/* Drops in the throughput loop, per million of its calls. */
+		t->drop_pm = dropped * 1e6 / calls;
 	}
 	stop_workers = 1;
 	pthread_barrier_wait(&bar);
@@ -557,20 +569,36 @@ int main(int argc, char **argv)
 		}
 	}
 
+	for (int op = 0; op < NOPS; op++)
+		for (unsigned ti = 0; ti < cfg_ntc; ti++)
+			if (ops[op].sample && cfg_op[op] && THR(ti, op, drop_pm) > 0)
+				printf("%s, %u threads: %.0f records dropped per million calls "
+				       "(-EBUSY: more threads than private rings, shared ring busy)\n",
+				       ops[op].name, cfg_threads[ti], THR(ti, op, drop_pm));
 	bt_box_read(&box);
 	printf("\nbox after the run: %.1f MB written over all rings (%.0f ring wraps), "
 	       "%llu records dropped, %llu truncated\n", (double)box.bytes / 1e6,
 	       (double)box.bytes / (double)box.ring_size, (unsigned long long)box.dropped,
 	       (unsigned long long)box.truncated);
 	if (cfg_op[OP_KV]) {
+		/* Issue 6: with the default clock, bb_write_kv <= 1.25x a bare
+		 * clock_gettime; with the TSC clock, <= 1.5x a bare rdtsc.  Both
+		 * ratios are printed; the target line is the one for the clock
+		 * the box really uses. */
 		double kv = THR(0, OP_KV, ns_call), clk = THR(0, OP_CLOCK, ns_call);
+		double tsc = ops[OP_RDTSC].sample && cfg_op[OP_RDTSC] ? THR(0, OP_RDTSC, ns_call) : 0;
 
-		printf("target (issue 6), %u thread(s), clock %s: bb_write_kv / clock_gettime = %.2f "
-		       "(default clock: <= 1.25)", cfg_threads[0], bt_clock_name(box.clock), kv / clk);
-		if (ops[OP_RDTSC].sample && cfg_op[OP_RDTSC])
-			printf("; bb_write_kv / rdtsc = %.2f (TSC clock: <= 1.5)",
-			       kv / THR(0, OP_RDTSC, ns_call));
+		printf("ratios, %u thread(s), clock %s: bb_write_kv / clock_gettime = %.2f",
+		       cfg_threads[0], bt_clock_name(box.clock), kv / clk);
+		if (tsc > 0)
+			printf(", bb_write_kv / rdtsc = %.2f", kv / tsc);
 		printf("\n");
+		if (box.clock == BB_CLOCK_TSC && tsc > 0)
+			printf("target (issue 6, TSC clock): bb_write_kv <= 1.5x rdtsc: %.2f, %s\n",
+			       kv / tsc, kv / tsc <= 1.5 ? "met" : "NOT met");
+		else
+			printf("target (issue 6, clock %s): bb_write_kv <= 1.25x clock_gettime: %.2f, %s\n",
+			       bt_clock_name(box.clock), kv / clk, kv / clk <= 1.25 ? "met" : "NOT met");
 	}
 	free(all);
 	return 0;
