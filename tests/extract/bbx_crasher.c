@@ -4,13 +4,11 @@
  * for bb-extract's format 2.0 tests (check_v2.py).  Built with -g -O0 so
  * the symboliser has something to find: the fault is in bbx_crash_here().
  *
- *   bbx_crasher [tsc]     - sets state, writes records,
- *                           prints its pid, then crashes
+ *   bbx_crasher   - sets state, writes records, prints its pid, then
+ *                   crashes (BLACKBOX_CLOCK=tsc for a TSC box)
  */
 #include <blackbox.h>
-#include <blackbox/format.h>
 #include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
 static int *volatile null_ptr;
@@ -27,13 +25,11 @@ __attribute__((noinline)) void bbx_crash_here(int depth)
 	*null_ptr = 42;
 }
 
-int main(int argc, char **argv)
+int main(void)
 {
 	struct bb_options o = { .flags = BB_OPT_CRASH_HANDLER, .size = 1 << 20 };
 	int rc;
 
-	if (argc > 1 && !strcmp(argv[1], "tsc"))
-		o.clock = BB_CLOCK_TSC;
 	rc = bb_init_opts(&o);
 	if (rc) {
 		fprintf(stderr, "bb_init_opts: %d\n", rc);
