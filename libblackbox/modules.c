@@ -26,6 +26,20 @@ _Static_assert(BB__MODULES_SIZE > sizeof(struct bb_modules_hdr) + 16, "module ar
 #define BB__MOD_CAP (BB__MODULES_SIZE - sizeof(struct bb_modules_hdr))
 static uint8_t bb__mod_buf[BB__MOD_CAP];
 static pthread_mutex_t bb__mod_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t bb__mod_once = PTHREAD_ONCE_INIT;
+
+/* The child of a fork() creates its own box at its first write, which
+ * gathers the modules: the lock may have been held by another thread of
+ * the parent at fork time, and no thread of the child will release it. */
+static void bb__mod_atfork_child(void)
+{
+	pthread_mutex_init(&bb__mod_lock, NULL);
+}
+
+static void bb__mod_once_init(void)
+{
+	pthread_atfork(NULL, NULL, bb__mod_atfork_child);
+}
 
 struct bb__mod_walk {
 	uint8_t *p, *end;
@@ -128,6 +142,7 @@ void bb__modules_gather(struct bb__box *box)
 	 * storage is already serialised by the lock. */
 	static struct bb__mod_walk walk;
 
+	pthread_once(&bb__mod_once, bb__mod_once_init);
 	pthread_mutex_lock(&bb__mod_lock);
 	w = &walk;
 	memset(w, 0, sizeof(*w));

@@ -13,6 +13,7 @@
  */
 #include <cbor.h>
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -271,4 +272,59 @@ Test(crash, chains_to_the_application_handler)
 	cr_assert_eq(check_crash("chain", SIGSEGV, SEGV_MAPERR, true), 0);
 	run_child("chain", true, &on);
 	cr_assert(strstr(on.out, "chained 11"), "the application's handler ran: %s", on.out);
+}
+
+/* Modules of this process's own box whose path contains @needle; the
+ * total in *@count. */
+static int own_modules(const char *needle, uint32_t *count)
+{
+	struct bb_reader *r;
+	const uint8_t *box;
+	const struct bb_header *h;
+	const struct bb_modules_hdr *mh;
+	struct cbor_load_result res;
+	cbor_item_t *a;
+	char path[4096], err[256];
+	size_t len;
+	int hits = 0;
+
+	cr_assert_gt(bb_path(path, sizeof(path)), 0);
+	cr_assert_eq(bb_reader_open_path(path, 0, &r, err, sizeof(err)), 0, "%s", err);
+	box = bb_reader_data(r, &len);
+	h = (const void *)box;
+	mh = (const void *)(box + h->modules_offset);
+	cr_assert(mh->seq >= 2 && mh->seq % 2 == 0 && mh->len <= h->modules_size - sizeof(*mh));
+	cr_assert_eq(mh->flags & BB_MF_TRUNCATED, 0);
+	a = cbor_load(box + h->modules_offset + sizeof(*mh), mh->len, &res);
+	cr_assert(a && cbor_isa_array(a) && cbor_array_size(a) == mh->count);
+	for (size_t i = 0; i < cbor_array_size(a); i++) {
+		cbor_item_t *p0 = cbor_array_handle(cbor_array_handle(a)[i])[0];
+		char name[4096] = "";
+
+		cr_assert(cbor_isa_string(p0) && cbor_string_length(p0) < sizeof(name));
+		memcpy(name, cbor_string_handle(p0), cbor_string_length(p0));
+		hits += strstr(name, needle) != NULL;
+	}
+	*count = mh->count;
+	cbor_decref(&a);
+	bb_reader_close(r);
+	return hits;
+}
+
+Test(crash, refresh_modules_after_dlopen)
+{
+	uint32_t before, after;
+	void *lib;
+
+	cr_assert_eq(bb_refresh_modules(), -ENODEV, "no box yet");
+	cr_assert_eq(bb_init(0), 0);
+	cr_assert_eq(own_modules("libanl", &before), 0);
+	cr_assert_eq(own_modules("test-lib-crash", &before), 1, "the main program is listed");
+	lib = dlopen("libanl.so.1", RTLD_NOW);
+	cr_assert_not_null(lib, "%s", dlerror());
+	cr_assert_eq(own_modules("libanl", &after), 0, "not before the refresh");
+	cr_assert_eq(bb_refresh_modules(), 0);
+	cr_assert_eq(own_modules("libanl", &after), 1);
+	cr_assert_eq(after, before + 1);
+	dlclose(lib);
 }
