@@ -1,0 +1,196 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+# Description: bb-extract on real format 2.0 boxes: a child that dies of
+# SIGSEGV with the crash handler on.  --json / --cbor / text start with the
+# crash, frames symbolised to the function of the test program (built -g);
+# state lines come before the records; --list says "crashed (SIGSEGV)";
+# --no-symbols, a hanging symboliser and a deleted binary still give
+# module+offset and a clean exit; a TSC box converts to sane wall times.
+# JSON parsed with Debian's python3, CBOR with python3-cbor2.
+#
+# usage: check_v2.py BB_EXTRACT BBX_CRASHER
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+try:
+    import cbor2
+except ImportError:
+    cbor2 = None
+
+EXTRACT, CRASHER = sys.argv[1], sys.argv[2]
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, file=sys.stderr)
+
+
+def crash_child(d, prog=CRASHER, env_extra=None):
+    """Run the crasher with BLACKBOX_DIR=d; return its pid (it died of SIGSEGV)."""
+    env = dict(os.environ, BLACKBOX_DIR=d)
+    env.update(env_extra or {})
+    p = subprocess.run([prog], env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=60)
+    if p.returncode != -signal.SIGSEGV:
+        sys.exit("crasher did not die of SIGSEGV: %d %s" % (p.returncode, p.stderr))
+    return int(p.stdout.split()[0])
+
+
+def extract(d, pid, *args, env_extra=None, binary=False):
+    env = dict(os.environ)
+    env.update(env_extra or {})
+    p = subprocess.run([EXTRACT, "--dir", d, *args, str(pid)], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    return p.returncode, p.stdout if binary else p.stdout.decode(), p.stderr.decode()
+
+
+def jlines(out):
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def has_function(frames, name):
+    return any(f.get("function") == name and f.get("file", "").endswith("bbx_crasher.c")
+               and f.get("line", 0) > 0 for f in frames)
+
+
+def check_order(recs, what):
+    """crash first, then state records, then the records, then the summary."""
+    check(recs and recs[0].get("type") == "crash", what + ": crash is not first")
+    kinds = ["crash" if r.get("type") == "crash" else
+             "state" if r.get("type") == "state" else
+             "summary" if "summary" in r else "record" for r in recs]
+    first_rec = kinds.index("record") if "record" in kinds else len(kinds)
+    check(kinds.count("state") == 2 and all(k == "state" for k in kinds[1:3]) and
+          first_rec == 3, what + ": order " + " ".join(kinds))
+    states = {r["key"]: r["value"] for r in recs if r.get("type") == "state"}
+    check(states == {"request": "GET /index", "inflight": 3},
+          what + ": state %r" % states)
+
+
+def main():
+    d = tempfile.mkdtemp(prefix="bbv2.")
+    try:
+        pid = crash_child(d)
+
+        # --json: the crash first, symbolised
+        rc, out, err = extract(d, pid, "--json")
+        check(rc == 0, "--json exit %d: %s" % (rc, err))
+        recs = jlines(out)
+        check_order(recs, "--json")
+        c = recs[0]
+        check(c.get("status") == "complete" and c.get("signal") == 11 and
+              c.get("signal_name") == "SIGSEGV" and c.get("code_name") == "SEGV_MAPERR" and
+              c.get("addr") == 0 and c.get("tid") == pid, "crash fields %r" % c)
+        frames = c.get("frames", [])
+        check(has_function(frames, "bbx_crash_here"), "no bbx_crash_here frame: %r" % frames)
+        check(has_function(frames, "main"), "no main frame")
+        check(all("module" in f and "offset" in f for f in frames[:4]),
+              "frames without module+offset")
+        summ = recs[-1]["summary"]
+        check(summ["state"] == "crashed" and summ["crash_record"] == "complete" and
+              summ["status"] == "intact" and summ["exit"] == 0, "summary %r" % summ)
+        check(summ["state_table"]["used"] == 2, "state_table %r" % summ.get("state_table"))
+
+        # --cbor: the same maps
+        if cbor2:
+            rc, out, err = extract(d, pid, "--cbor", binary=True)
+            check(rc == 0, "--cbor exit %d" % rc)
+            f, items = io.BytesIO(out), []
+            while f.tell() < len(out):
+                items.append(cbor2.load(f))
+            check_order(items, "--cbor")
+            check(items[0]["frames"] == frames, "--cbor frames differ from --json")
+        else:
+            print("python3-cbor2 missing: CBOR not checked", file=sys.stderr)
+
+        # text: the crash block first
+        rc, out, err = extract(d, pid)
+        check(rc == 0, "text exit %d" % rc)
+        lines = out.splitlines()
+        check(lines[0].startswith("*** crashed: SIGSEGV (11), code SEGV_MAPERR (1), "
+                                  "fault address 0x0, thread %d" % pid), lines[0])
+        check(any("bbx_crash_here at " in l for l in lines[1:8]), "text frames:\n" + out)
+        firststate = next(i for i, l in enumerate(lines) if " state " in l)
+        check(all(l.startswith("  #") for l in lines[1:firststate]), "text crash block")
+
+        # --list
+        lst = subprocess.run([EXTRACT, "--list", "--dir", d], stdout=subprocess.PIPE,
+                             text=True).stdout
+        row = next((l for l in lst.splitlines() if l.startswith("%d " % pid)), "")
+        check("crashed (SIGSEGV)" in row, "--list row %r" % row)
+        lj = jlines(subprocess.run([EXTRACT, "--list", "--json", "--dir", d],
+                                   stdout=subprocess.PIPE, text=True).stdout)
+        check(lj and lj[0].get("signal_name") == "SIGSEGV" and lj[0].get("clock"),
+              "--list --json %r" % lj)
+
+        # --no-symbols: module+offset only
+        rc, out, err = extract(d, pid, "--json", "--no-symbols")
+        fr = jlines(out)[0]["frames"]
+        check(rc == 0 and fr and not any("function" in f for f in fr) and
+              [f.get("offset") for f in fr] == [f.get("offset") for f in frames],
+              "--no-symbols frames %r" % fr)
+
+        # a symboliser that never answers is killed; extraction goes on
+        hang = os.path.join(d, "hanging-addr2line")
+        with open(hang, "w") as f:
+            f.write("#!/bin/sh\nexec sleep 3600\n")
+        os.chmod(hang, 0o755)
+        rc, out, err = extract(d, pid, "--json", env_extra={
+            "BB_EXTRACT_ADDR2LINE": hang, "BB_EXTRACT_SYMBOL_TIMEOUT_MS": "200"})
+        c = jlines(out)[0]
+        check(rc == 0 and not any("function" in f for f in c["frames"]) and
+              "timed out" in c.get("symbols_note", ""), "hanging symboliser: %r" % c)
+
+        # the binary is gone: module+offset, a note, exit 0
+        d2 = tempfile.mkdtemp(prefix="bbv2b.")
+        try:
+            copy = os.path.join(d2, "crasher-copy")
+            shutil.copy(CRASHER, copy)
+            pid2 = crash_child(d2, prog=copy)
+            os.unlink(copy)
+            rc, out, err = extract(d2, pid2, "--json")
+            c = jlines(out)[0]
+            mine = [f for f in c["frames"] if f.get("module") == copy]
+            check(rc == 0 and mine and not any("function" in f for f in mine) and
+                  "not readable" in c.get("symbols_note", ""),
+                  "deleted binary: %r" % c)
+        finally:
+            shutil.rmtree(d2)
+
+        # TSC: stamps convert to wall times inside the run (slack for the
+        # calibration, not a timing threshold)
+        d3 = tempfile.mkdtemp(prefix="bbv2t.")
+        try:
+            t0 = time.time_ns()
+            pid3 = crash_child(d3, env_extra={"BLACKBOX_CLOCK": "tsc"})
+            t1 = time.time_ns()
+            rc, out, err = extract(d3, pid3, "--json")
+            recs = jlines(out)
+            summ = recs[-1]["summary"]
+            check(summ["clock"] in ("tsc", "monotonic (tsc unavailable)"),
+                  "clock %r" % summ["clock"])
+            stamps = [r["ts_ns"] for r in recs if "ts_ns" in r]
+            check(len(stamps) >= 6, "tsc records %d" % len(stamps))
+            check(all(t0 - 10**9 <= s <= t1 + 10**9 for s in stamps),
+                  "tsc wall times %r outside [%d, %d]" % (stamps, t0, t1))
+            check(stamps == sorted(stamps), "tsc stamps out of order")
+            print("clock:", summ["clock"], "tsc_hz:", summ.get("tsc_hz"), file=sys.stderr)
+        finally:
+            shutil.rmtree(d3)
+    finally:
+        shutil.rmtree(d)
+    if failures:
+        sys.exit("%d check(s) failed" % len(failures))
+    print("ok")
+
+
+main()
