@@ -22,6 +22,11 @@
  *   BLACKBOX_DIR=DIR         create the box as a file in DIR instead of POSIX
  *                            shared memory (/dev/shm); tools take --dir DIR
  *   BLACKBOX_DISABLE=1       bb_init() does nothing; every call returns 0
+ *   BLACKBOX_CLOCK=tsc|monotonic  record clock when bb_options.clock is 0:
+ *                            the x86-64 TSC (falls back to monotonic without
+ *                            an invariant TSC), or CLOCK_MONOTONIC (default)
+ *   BLACKBOX_CRC=0|1         0 = no record checksums (as BB_OPT_NO_CRC);
+ *                            1 = the default, checksums on
  *   BLACKBOX_CRASH_HANDLER=1 install the crash handler (as BB_OPT_CRASH_HANDLER;
  *                            any value but "" and "0" turns it on)
  */
@@ -51,6 +56,9 @@ extern "C" {
 #define BB_OPT_CRASH_HANDLER  0x2u /* install the crash handler (see "Crash
                                     * handler" below; BLACKBOX_CRASH_HANDLER=1) */
 #define BB_OPT_NO_ENV         0x4u /* ignore the BLACKBOX_* environment */
+#define BB_OPT_NO_CRC         0x8u /* no per-record CRC32C (default: every record
+                                    * carries one, docs/FORMAT.md §11; cost in
+                                    * BENCHMARKS.md "Record checksum") */
 
 /* struct bb_options.fork_policy: what a child of fork() does. */
 enum bb_fork_policy {
@@ -70,6 +78,12 @@ struct bb_options {
 	mode_t      mode;       /* permission bits, 0 = 0600; 0640 lets the group read */
 	unsigned    flags;      /* BB_OPT_* */
 	int         fork_policy;/* enum bb_fork_policy */
+	int         clock;      /* record timestamps: 0 = BLACKBOX_CLOCK or
+	                         * BB_CLOCK_MONOTONIC; BB_CLOCK_TSC (blackbox/format.h)
+	                         * = rdtsc on x86-64 with an invariant TSC, calibrated
+	                         * against CLOCK_MONOTONIC in bb_init() (~2 ms), and
+	                         * CLOCK_MONOTONIC elsewhere (the header records the
+	                         * fallback; bb-extract --list shows it) */
 };
 
 /*
@@ -79,7 +93,8 @@ struct bb_options {
  *
  * Returns 0, or:
  *  -EALREADY  a box is already open in this process
- *  -EINVAL    size too small for one ring, bad BLACKBOX_SIZE
+ *  -EINVAL    size too small for one ring, bad BLACKBOX_SIZE, unknown
+ *             BLACKBOX_CLOCK or options clock, BLACKBOX_CRC not 0 or 1
  *  -ENOSPC    the box's memory could not be reserved (full tmpfs)
  *  -EEXIST    no free name for this process incarnation (1000 tried)
  *  other      from open/ftruncate/mmap (-EACCES, -ENOMEM, -EMFILE ...)
@@ -166,6 +181,30 @@ struct bb_field {
  * NULL key, or an unknown type.  AS-safe as the writers above.
  */
 int bb_write_event(const char *name, const struct bb_field *fields, size_t n);
+
+/*
+ * bb_write_kv_important, bb_write_event_important - bb_write_kv() and
+ * bb_write_event() for a record that must survive chatty traffic.  The
+ * record goes to the thread's ring as usual, flagged BB_RF_IMPORTANT, and a
+ * copy (same timestamp, tag, value and flags, plus the thread id) goes to
+ * the box's important ring, which only important records use: other
+ * threads' (or this thread's) ordinary records never evict it.  Readers
+ * (bb-extract, bb_dump) show each important record once.
+ *
+ * The important ring is shared by all threads and serialised like the
+ * shared ring, by a try-lock with a bounded spin.  If the copy cannot be
+ * made (another thread holds the lock through the spin, or a signal handler
+ * interrupted an important write of its own thread), the copy is dropped
+ * and counted in the header's dropped_important, and the call still returns
+ * 0: the original record was written.  The value room is 8 bytes smaller
+ * than bb_write_kv()'s (the copy's thread id); longer values are truncated
+ * and flagged as usual.
+ *
+ * Returns and errors: as bb_write_kv() and bb_write_event().  AS-safe as
+ * the other writers.
+ */
+int bb_write_kv_important(const char *key, const char *value);
+int bb_write_event_important(const char *name, const struct bb_field *fields, size_t n);
 
 /*
  * Crash handler (BB_OPT_CRASH_HANDLER or BLACKBOX_CRASH_HANDLER=1, installed

@@ -382,7 +382,6 @@ static int bb__open(const struct bb_options *o, const char *dir, size_t size)
 	struct bb__layout l;
 	struct bb__box *box;
 	struct bb_header *h;
-	struct timespec rt, mt;
 	uint64_t starttime = bb__starttime();
 	uint32_t seq = 0;
 	mode_t mode = o->mode ? o->mode & 0777 : 0600;
@@ -455,10 +454,8 @@ static int bb__open(const struct bb_options *o, const char *dir, size_t size)
 	bb__fill_identity(h);
 	h->starttime = starttime;
 	h->sequence = seq;
-	clock_gettime(CLOCK_REALTIME, &rt);
-	clock_gettime(box->clock, &mt);
-	h->anchor_realtime_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
-	h->anchor_clock_ns = (int64_t)mt.tv_sec * 1000000000 + mt.tv_nsec;
+	/* Clock (anchors, TSC calibration) and checksum choice: write.c. */
+	bb__writer_setup(box, o);
 	h->created_ns = (uint64_t)h->anchor_realtime_ns;
 	h->state = BB_STATE_RUNNING;
 	h->state_ns = h->created_ns;
@@ -526,6 +523,9 @@ BB_EXPORT int bb_init_opts(const struct bb_options *opts)
 		if (!dir && env && *env)
 			dir = env;
 	}
+	/* BLACKBOX_CLOCK, BLACKBOX_CRC, the clock option (write.c). */
+	if (bb__writer_env(&o) < 0)
+		return -EINVAL;
 	if (!size)
 		size = BB_DEFAULT_SIZE;
 	if (dir && strlen(dir) >= sizeof(bb__g.dir) - 96)
@@ -628,7 +628,7 @@ int bb__nobox(void)
 static void bb__owner_record(struct bb__box *box, struct bb__ring *r, int32_t tid,
 			     const char *name, int32_t prev_tid, const char *prev)
 {
-	struct bb__w w = { .box = box, .r = r, .shared = false, .flags = 0 };
+	struct bb__w w = { .box = box, .r = r, .shared = false, .flags = box->rflags };
 	size_t nl = strnlen(name, 15), pl = strnlen(prev, 15);
 	uint32_t vlen = 1 + bb__cbor_head((uint64_t)(tid < 0 ? -(int64_t)tid : tid)) +
 			bb__cbor_head(nl) + (uint32_t)nl +

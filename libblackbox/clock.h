@@ -81,6 +81,22 @@ static inline int64_t bb__ts_to_wall_ns(const struct bb_header *h, uint64_t ts)
 }
 
 /*
+ * bb__rdtsc - the time stamp counter.  Plain rdtsc, not rdtscp or a fenced
+ * read: a record's stamp may be taken a few instructions early or late, which
+ * no reader can observe, and per-thread order holds because the TSC is
+ * invariant (synchronised across cores) whenever the writer uses it.
+ */
+#if defined(__x86_64__)
+static inline uint64_t bb__rdtsc(void)
+{
+	uint32_t lo, hi;
+
+	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+	return (uint64_t)hi << 32 | lo;
+}
+#endif
+
+/*
  * Writer side (clock.c).
  *
  * bb__clock_setup - choose the record clock for a new box and write the

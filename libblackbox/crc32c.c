@@ -71,6 +71,15 @@ static void bb__crc_init(void)
 #endif
 }
 
+int bb__crc32c_have_hw(void)
+{
+#if defined(__x86_64__)
+	return bb__crc_impl == bb__crc32c_hw;
+#else
+	return 0;
+#endif
+}
+
 uint32_t bb__crc32c(uint32_t crc, const void *p, size_t n)
 {
 	return bb__crc_impl(crc, p, n);

@@ -26,6 +26,10 @@ uint32_t bb__crc32c(uint32_t crc, const void *p, size_t n);
  */
 uint32_t bb__record_crc(uint32_t seq, const void *rec, uint32_t len);
 
+/* bb__crc32c_have_hw - true when bb__crc32c() uses the SSE4.2 instruction
+ * (the writer then computes record CRCs inline, writer.h).  AS-safe. */
+int bb__crc32c_have_hw(void);
+
 /* bb__crc32c_sw - the table version, always; for tests and benchmarks. */
 uint32_t bb__crc32c_sw(uint32_t crc, const void *p, size_t n);
 

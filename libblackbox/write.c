@@ -16,6 +16,7 @@
  */
 #include <cbor.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "writer.h"
@@ -36,6 +37,68 @@
 			__VA_ARGS__;                                     \
 		}                                                        \
 	} while (0)
+
+/* ---- configuration (bb_init time, not AS-safe) ------------------------- */
+
+/*
+ * bb__writer_env - apply BLACKBOX_CLOCK and BLACKBOX_CRC to @o (unless
+ * BB_OPT_NO_ENV) and check o->clock.  An option set by the caller wins over
+ * the environment (as for size and dir): BLACKBOX_CLOCK only fills a zero
+ * o->clock.  Returns 0 or -EINVAL (unknown clock name or value, BLACKBOX_CRC
+ * other than 0 or 1).
+ */
+int bb__writer_env(struct bb_options *o)
+{
+	const char *env;
+
+	if (!(o->flags & BB_OPT_NO_ENV)) {
+		env = getenv("BLACKBOX_CLOCK");
+		if (!o->clock && env && *env) {
+			if (!strcmp(env, "tsc"))
+				o->clock = BB_CLOCK_TSC;
+			else if (!strcmp(env, "monotonic"))
+				o->clock = BB_CLOCK_MONOTONIC;
+			else
+				return -EINVAL;
+		}
+		env = getenv("BLACKBOX_CRC");
+		if (env && *env) {
+			if (!strcmp(env, "0"))
+				o->flags |= BB_OPT_NO_CRC;
+			else if (strcmp(env, "1"))
+				return -EINVAL;
+		}
+	}
+	if (o->clock != 0 && o->clock != BB_CLOCK_MONOTONIC && o->clock != BB_CLOCK_TSC)
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * bb__writer_setup - the per-box choices every write reads: the record
+ * clock (clock.c: also writes the header's clock, anchor and TSC fields)
+ * and the checksum (header flag BB_HF_CRC32C, record flag, trailer, the
+ * room left for a value).  Called by bb__open() before the header's magic
+ * is published.
+ */
+void bb__writer_setup(struct bb__box *box, const struct bb_options *o)
+{
+	struct bb_header *h = box->hdr;
+
+	box->clock = CLOCK_MONOTONIC;
+	box->tsc = bb__clock_setup(h, o->clock) == BB_CLOCK_TSC;
+	if (o->flags & BB_OPT_NO_CRC) {
+		box->crc = BB__CRC_NONE;
+		box->rflags = 0;
+		box->trailer = 0;
+	} else {
+		box->crc = bb__crc32c_have_hw() ? BB__CRC_HW : BB__CRC_SW;
+		box->rflags = BB_RF_CRC;
+		box->trailer = BB_CRC_SIZE;
+		h->flags |= BB_HF_CRC32C;
+	}
+	box->room = box->max_record - BB_RECORD_HDR_SIZE - box->trailer;
+}
 
 /* Exact size of an encoded CBOR integer. */
 static inline uint32_t bb__int_size(int64_t v)
@@ -106,6 +169,83 @@ static inline size_t bb__fit(size_t room)
 	size_t h = bb__cbor_head(room);
 
 	return room > h ? room - h : 0;
+}
+
+/* ---- important records (FORMAT.md §11 "Important ring") ---------------- */
+
+/*
+ * bb__important_copy - copy the record just sealed by @w (still inside its
+ * nesting section, so no write on this thread can overwrite it, and, for the
+ * shared ring, still under its lock: no other thread can either) into the
+ * important ring, with the same ts, tag, flags and value plus the TID
+ * extension, then leave @w's nesting section.
+ *
+ * The important ring is serialised by its lock word exactly like the shared
+ * ring: a try-lock with a bounded spin.  When it is not acquired (another
+ * thread holds it through 128 spins, or this thread holds it: a signal
+ * handler interrupted an important write of its own thread) the copy is
+ * dropped and counted in dropped_important, never waited for.  The original
+ * is in the thread's ring either way.  No lock is held while we spin on this
+ * one except, for an overflow thread, the shared ring's; no code path takes
+ * the shared lock while holding the important one, so there is no cycle.
+ */
+static __attribute__((noinline)) void bb__important_copy(struct bb__w *w, uint8_t tag, uint64_t ts)
+{
+	struct bb__box *box = w->box;
+	struct bb__ring *r = &box->rings[BB__IMPORTANT_IDX(box)];
+	int32_t *lock = &r->desc->lock;
+	int32_t tid = bb__tls.tid;
+	uint32_t vhdr = BB_RECORD_HDR_SIZE + (w->shared ? 8u : 0u);
+	uint32_t vlen = w->len - vhdr - box->trailer;
+	struct bb__w c;
+	bool locked = false;
+	uint8_t *p;
+
+	for (int spin = 0; spin < 128; spin++) {
+		int32_t expect = 0;
+
+		if (BB_CAS_ACQUIRE(lock, &expect, tid)) {
+			/* Acquire pairs with the release store of 0 below by
+			 * the previous holder: we continue from its r->head and
+			 * r->tail. */
+			locked = true;
+			break;
+		}
+		if (expect == tid)
+			break;   /* our own interrupted copy holds it */
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#elif defined(__aarch64__)
+		__asm__ __volatile__("yield");
+#endif
+	}
+	if (!locked) {
+		/* Statistics: relaxed, ordered with nothing. */
+		BB_FETCH_ADD(&box->hdr->dropped_important, 1);
+		bb__leave(w);
+		return;
+	}
+	c.box = box;
+	c.r = r;
+	c.shared = true;   /* bb__reserve() writes the TID extension */
+	c.flags = (uint8_t)(w->flags | BB_RF_TID);
+	p = bb__reserve(&c, 0, vlen);
+	memcpy(p, w->rec + vhdr, vlen);
+	bb__seal(&c, tag, ts);
+	/* Release: our head/tail updates of the important ring (process-local
+	 * and in the descriptor) are visible to the next holder's acquire CAS. */
+	BB_STORE_RELEASE(lock, 0);
+	bb__leave(w);
+}
+
+/* bb__commit_important - bb__commit() of an important record: seal it in
+ * the thread's ring (its flags carry BB_RF_IMPORTANT), then copy it. */
+static inline void bb__commit_important(struct bb__w *w, uint8_t tag)
+{
+	uint64_t ts = bb__now(w->box);
+
+	bb__seal(w, tag, ts);
+	bb__important_copy(w, tag, ts);
 }
 
 /* ---- scalars ------------------------------------------------------------ */
@@ -257,7 +397,7 @@ uint8_t *bb__put_val(uint8_t *p, const struct bb__val *v)
 /* [key, value].  Inlined into each typed writer (always_inline) so that
  * the switches on v->type fold away: one specialised body per type. */
 static inline __attribute__((always_inline))
-int bb__write_kv(const char *key, struct bb__val *v)
+int bb__write_kv(const char *key, struct bb__val *v, bool imp)
 {
 	struct bb__w w;
 	size_t kl = strlen(key);
@@ -268,6 +408,11 @@ int bb__write_kv(const char *key, struct bb__val *v)
 
 	if (!bb__begin(&w, &ret))
 		return ret;
+	if (imp) {
+		/* Room for the copy's TID extension in the important ring. */
+		w.room = w.box->room - 8;
+		w.flags |= BB_RF_IMPORTANT;
+	}
 	need = 1 + bb__cbor_head(kl) + (uint32_t)kl + bb__val_size(v);
 	if (bb_unlikely(need > w.room)) {
 		/* Keep the key whole if it leaves room for a value; cut the
@@ -289,11 +434,15 @@ int bb__write_kv(const char *key, struct bb__val *v)
 		*p++ = 0x82;   /* array(2) */
 		p = bb__put_text(p, key, kl);
 		bb__put_val(p, v);
-		bb__commit(&w, BB_TAG_KV));
+		if (imp)
+			bb__commit_important(&w, BB_TAG_KV);
+		else
+			bb__commit(&w, BB_TAG_KV));
 	return 0;
 }
 
-BB_EXPORT int bb_write_kv(const char *key, const char *value)
+static inline __attribute__((always_inline))
+int bb__write_kv_str(const char *key, const char *value, bool imp)
 {
 	struct bb__val v = { .type = BB_TYPE_STR };
 
@@ -301,7 +450,17 @@ BB_EXPORT int bb_write_kv(const char *key, const char *value)
 		return -EINVAL;
 	v.v.s = value;
 	v.n = strlen(value);
-	return bb__write_kv(key, &v);
+	return bb__write_kv(key, &v, imp);
+}
+
+BB_EXPORT int bb_write_kv(const char *key, const char *value)
+{
+	return bb__write_kv_str(key, value, false);
+}
+
+BB_EXPORT int bb_write_kv_important(const char *key, const char *value)
+{
+	return bb__write_kv_str(key, value, true);
 }
 
 BB_EXPORT int bb_write_kv_i64(const char *key, int64_t x)
@@ -310,7 +469,7 @@ BB_EXPORT int bb_write_kv_i64(const char *key, int64_t x)
 
 	if (bb_unlikely(!key))
 		return -EINVAL;
-	return bb__write_kv(key, &v);
+	return bb__write_kv(key, &v, false);
 }
 
 BB_EXPORT int bb_write_kv_u64(const char *key, uint64_t x)
@@ -319,7 +478,7 @@ BB_EXPORT int bb_write_kv_u64(const char *key, uint64_t x)
 
 	if (bb_unlikely(!key))
 		return -EINVAL;
-	return bb__write_kv(key, &v);
+	return bb__write_kv(key, &v, false);
 }
 
 BB_EXPORT int bb_write_kv_f64(const char *key, double x)
@@ -328,7 +487,7 @@ BB_EXPORT int bb_write_kv_f64(const char *key, double x)
 
 	if (bb_unlikely(!key))
 		return -EINVAL;
-	return bb__write_kv(key, &v);
+	return bb__write_kv(key, &v, false);
 }
 
 BB_EXPORT int bb_write_kv_bool(const char *key, bool x)
@@ -337,7 +496,7 @@ BB_EXPORT int bb_write_kv_bool(const char *key, bool x)
 
 	if (bb_unlikely(!key))
 		return -EINVAL;
-	return bb__write_kv(key, &v);
+	return bb__write_kv(key, &v, false);
 }
 
 /* ---- events ------------------------------------------------------------- */
@@ -348,7 +507,8 @@ BB_EXPORT int bb_write_kv_bool(const char *key, bool x)
  * survive intact, a long one is shortened.  Bounded: each round shortens
  * one component to what the excess requires.
  */
-BB_EXPORT int bb_write_event(const char *name, const struct bb_field *f, size_t n)
+static inline __attribute__((always_inline))
+int bb__write_event(const char *name, const struct bb_field *f, size_t n, bool imp)
 {
 	struct bb__val vals[BB_EVENT_MAX_FIELDS];
 	size_t klen[BB_EVENT_MAX_FIELDS], nl;
@@ -391,6 +551,11 @@ BB_EXPORT int bb_write_event(const char *name, const struct bb_field *f, size_t 
 
 	if (!bb__begin(&w, &ret))
 		return ret;
+	if (imp) {
+		/* Room for the copy's TID extension in the important ring. */
+		w.room = w.box->room - 8;
+		w.flags |= BB_RF_IMPORTANT;
+	}
 	for (int round = 0; round <= 2 * (int)n + 1; round++) {
 		size_t *longest = &nl, excess;
 		const char *ls = name;
@@ -444,6 +609,19 @@ BB_EXPORT int bb_write_event(const char *name, const struct bb_field *f, size_t 
 			p = bb__put_text(p, f[i].key, klen[i]);
 			p = bb__put_val(p, &vals[i]);
 		}
-		bb__commit(&w, BB_TAG_EVENT));
+		if (imp)
+			bb__commit_important(&w, BB_TAG_EVENT);
+		else
+			bb__commit(&w, BB_TAG_EVENT));
 	return 0;
+}
+
+BB_EXPORT int bb_write_event(const char *name, const struct bb_field *f, size_t n)
+{
+	return bb__write_event(name, f, n, false);
+}
+
+BB_EXPORT int bb_write_event_important(const char *name, const struct bb_field *f, size_t n)
+{
+	return bb__write_event(name, f, n, true);
 }

@@ -22,6 +22,8 @@
 #include <blackbox/format.h>
 
 #include "barrier.h"
+#include "clock.h"
+#include "crc32c.h"
 #include "internal.h"
 
 /*
@@ -66,6 +68,14 @@ struct bb__box {
 	uint32_t max_record;
 	uint32_t gen;              /* matches bb__tls.gen of threads that claimed here */
 	clockid_t clock;
+	/* Chosen at bb_init(), read on every write (same cache line as the
+	 * fields above): */
+	bool tsc;                  /* stamps from rdtsc (BB_CLOCK_TSC), else clock_gettime */
+	uint8_t crc;               /* BB__CRC_NONE / _HW (inline crc32) / _SW (crc32c.c) */
+	uint8_t rflags;            /* flags of every record: BB_RF_CRC or 0 */
+	uint32_t trailer;          /* bytes after the value: BB_CRC_SIZE or 0 */
+	uint32_t room;             /* value bytes of a private-ring record:
+	                            * max_record - envelope - trailer */
 	pid_t pid;                 /* the process that created it */
 	bool keep_on_exit;
 	bool shm;                  /* POSIX shm (shm_unlink) or a file in a directory */
@@ -75,6 +85,11 @@ struct bb__box {
 	uint8_t *modules;          /* module area: BB__MODULES_SIZE bytes */
 	struct bb__ring rings[];   /* nrings + BB__EXTRA_RINGS */
 };
+
+/* bb__box.crc */
+#define BB__CRC_NONE 0
+#define BB__CRC_HW   1         /* x86-64 with SSE4.2: inline crc32 instructions */
+#define BB__CRC_SW   2         /* bb__record_crc() (table, or the hardware via crc32c.c) */
 
 /* Per-thread state.  initial-exec TLS: one %fs-relative access, no call. */
 struct bb__tls {
@@ -98,6 +113,10 @@ struct bb__ring *bb__begin_slow(struct bb__box *box, struct bb__tls *t);
 void bb__end_shared(struct bb__box *box, struct bb__tls *t);
 void bb__make_room(struct bb__ring *r, uint64_t end);
 
+/* Configuration at bb_init() (write.c; not AS-safe). */
+int bb__writer_env(struct bb_options *o);
+void bb__writer_setup(struct bb__box *box, const struct bb_options *o);
+
 /* A write in progress. */
 struct bb__w {
 	struct bb__box *box;
@@ -114,6 +133,13 @@ static inline uint64_t bb__now(const struct bb__box *box)
 {
 	struct timespec ts;
 
+#if defined(__x86_64__)
+	/* BB_CLOCK_TSC: raw ticks, converted by readers (clock.h).  A
+	 * predictable branch on a field of a line every write reads anyway;
+	 * its cost on the default path: BENCHMARKS.md "TSC clock". */
+	if (box->tsc)
+		return bb__rdtsc();
+#endif
 	/* vDSO on Linux: no system call, AS-safe. */
 	clock_gettime(box->clock, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
@@ -153,8 +179,8 @@ static inline bool bb__begin(struct bb__w *w, int *ret)
 	if (bb_likely(t->depth == 1 && t->gen == box->gen && t->ring)) {
 		w->r = t->ring;
 		w->shared = false;
-		w->flags = 0;
-		w->room = box->max_record - BB_RECORD_HDR_SIZE;
+		w->flags = box->rflags;
+		w->room = box->room;
 		return true;
 	}
 	w->r = bb__begin_slow(box, t);
@@ -165,8 +191,8 @@ static inline bool bb__begin(struct bb__w *w, int *ret)
 		return false;
 	}
 	w->shared = w->r == &box->rings[box->nrings];
-	w->flags = w->shared ? BB_RF_TID : 0;
-	w->room = box->max_record - BB_RECORD_HDR_SIZE - (w->shared ? 8 : 0);
+	w->flags = box->rflags | (w->shared ? BB_RF_TID : 0);
+	w->room = box->room - (w->shared ? 8 : 0);
 	return true;
 }
 
@@ -210,12 +236,12 @@ static inline uint8_t *bb__reserve(struct bb__w *w, uint8_t flags, uint32_t vlen
 	struct bb__ring *r = w->r;
 	uint32_t hdr = BB_RECORD_HDR_SIZE + (w->shared ? 8u : 0u);
 	uint64_t pos = r->head;
-	uint64_t end = pos + BB_RECORD_STRIDE(hdr + vlen);
+	uint64_t end = pos + BB_RECORD_STRIDE(hdr + vlen + w->box->trailer);
 
 	if (bb_unlikely(end - r->tail > r->mask + 1))
 		bb__make_room_fast(r, end);   /* publishes the new tail, then a release fence */
 	w->pos = pos;
-	w->len = hdr + vlen;
+	w->len = hdr + vlen + w->box->trailer;
 	w->flags |= flags;
 	w->rec = r->data + (pos & r->mask);
 	BB_STORE_RELAXED((uint32_t *)(void *)w->rec, BB_SEQ_BUSY(pos));
@@ -233,32 +259,119 @@ static inline uint8_t *bb__reserve(struct bb__w *w, uint8_t flags, uint32_t vlen
 	return w->rec + hdr;
 }
 
-/* bb__commit - fill the envelope, mark the record committed, publish head,
- * leave the nesting section. */
-static inline void bb__commit(struct bb__w *w, uint8_t tag)
+#if defined(__x86_64__)
+/*
+ * The SSE4.2 crc32 instruction through inline asm rather than the
+ * __builtin_ia32_crc32* intrinsics: those need target("sse4.2") on the
+ * calling function, and a target-specific function cannot be inlined into
+ * the writers (compiled for baseline x86-64).  Executed only when the CPU
+ * has SSE4.2 (box->crc == BB__CRC_HW, chosen at bb_init()).
+ */
+static inline uint32_t bb__crc_q(uint32_t c, uint64_t v)
+{
+	uint64_t c64 = c;
+
+	__asm__("crc32q %1, %0" : "+r"(c64) : "rm"(v));
+	return (uint32_t)c64;
+}
+
+/* CRC32C (FORMAT.md §11) of a record whose envelope is passed by value:
+ * @seq the committed seq word, @w1 bytes 4..7 (len, tag, flags) as a
+ * little-endian word, @ts, then @n bytes at @p (extensions and value). */
+static inline uint32_t bb__record_crc_hw(uint32_t seq, uint32_t w1, uint64_t ts,
+					  const uint8_t *p, uint32_t n)
+{
+	uint32_t c = bb__crc_q(0xffffffffu, (uint64_t)seq | (uint64_t)w1 << 32);
+
+	c = bb__crc_q(c, ts);
+	for (; n >= 8; n -= 8, p += 8) {
+		uint64_t v;
+
+		memcpy(&v, p, 8);
+		c = bb__crc_q(c, v);
+	}
+	if (n & 4) {
+		uint32_t v;
+
+		memcpy(&v, p, 4);
+		__asm__("crc32l %1, %0" : "+r"(c) : "rm"(v));
+		p += 4;
+	}
+	if (n & 2) {
+		uint16_t v;
+
+		memcpy(&v, p, 2);
+		__asm__("crc32w %1, %0" : "+r"(c) : "rm"(v));
+		p += 2;
+	}
+	if (n & 1)
+		__asm__("crc32b %1, %0" : "+r"(c) : "rm"(*p));
+	return c ^ 0xffffffffu;
+}
+#endif
+
+/*
+ * bb__seal - fill the envelope with @tag and the stamp @ts, append the CRC
+ * trailer, mark the record committed and publish head.  Still inside the
+ * nesting section (and, for the shared ring, the lock): bb__leave() next.
+ */
+static inline void bb__seal(struct bb__w *w, uint8_t tag, uint64_t ts)
 {
 	struct bb__ring *r = w->r;
 	struct bb_record_hdr *h = (struct bb_record_hdr *)(void *)w->rec;
 	uint64_t end = w->pos + BB_RECORD_STRIDE(w->len);
+	uint32_t seq = BB_SEQ_DONE(w->pos);
 
 	h->len = (uint16_t)w->len;
 	h->tag = tag;
 	h->flags = w->flags;
-	h->ts = bb__now(w->box);
-	/* Commit mark with release: orders the envelope and value before it,
-	 * for readers that validate by seq alone (post mortem, where head may
-	 * not have been published yet). */
-	BB_STORE_RELEASE(&h->seq, BB_SEQ_DONE(w->pos));
+	h->ts = ts;
+	if (bb_likely(w->box->crc != BB__CRC_NONE)) {
+		/* Over the final envelope with the committed seq (FORMAT.md
+		 * §11), stored before the release store of seq below, which
+		 * orders it with every other byte of the record. */
+		uint32_t crc, off = (uint32_t)(w->len - BB_CRC_SIZE);
+#if defined(__x86_64__)
+		if (bb_likely(w->box->crc == BB__CRC_HW))
+			crc = bb__record_crc_hw(seq, w->len | (uint32_t)tag << 16 |
+						(uint32_t)w->flags << 24, ts,
+						w->rec + BB_RECORD_HDR_SIZE,
+						off - BB_RECORD_HDR_SIZE);
+		else
+#endif
+			crc = bb__record_crc(seq, w->rec, w->len);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+		crc = __builtin_bswap32(crc);   /* stored little-endian */
+#endif
+		memcpy(w->rec + off, &crc, BB_CRC_SIZE);
+	}
+	/* Commit mark with release: orders the envelope, value and CRC before
+	 * it, for readers that validate by seq alone (post mortem, where head
+	 * may not have been published yet). */
+	BB_STORE_RELEASE(&h->seq, seq);
 	r->head = end;
 	/* Publishes the record.  Pairs with the reader's acquire load of head:
 	 * every byte of every record before @end is visible to it. */
 	BB_STORE_RELEASE(&r->desc->head, end);
+}
+
+/* bb__leave - leave the nesting section (and the shared ring's lock). */
+static inline void bb__leave(struct bb__w *w)
+{
 	if (bb_unlikely(w->shared)) {
 		bb__end_shared(w->box, &bb__tls);
 	} else {
 		BB_SIGNAL_FENCE();
 		bb__tls.depth--;
 	}
+}
+
+/* bb__commit - stamp, seal and publish the record, leave the nesting
+ * section. */
+static inline void bb__commit(struct bb__w *w, uint8_t tag)
+{
+	bb__seal(w, tag, bb__now(w->box));
+	bb__leave(w);
 }
 
 /* CBOR head size for a length or integer argument (RFC 8949 §3). */
