@@ -63,7 +63,8 @@ fi
 step "dpkg-buildpackage -us -uc -b (DEB_BUILD_OPTIONS='${DEB_BUILD_OPTIONS:-}')"
 t0=$(date +%s)
 (cd "$tree" && dpkg-buildpackage -us -uc -b) >"$tmp/build.log" 2>&1 ||
-	{ tail -n 60 "$tmp/build.log"; fail "dpkg-buildpackage (log above)"; }
+	{ tail -n 60 "$tmp/build.log"; cp "$tmp/build.log" /tmp/bb-deb-test-build.log
+	  fail "dpkg-buildpackage (whole log: /tmp/bb-deb-test-build.log)"; }
 t1=$(date +%s)
 grep -E '^(Ok|Fail|Skipped|Timeout):' "$tmp/build.log" | tr -s ' ' | paste -sd' ' - || true
 echo "packages built in $((t1 - t0)) s"
