@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gen_seeds.c - write the fuzz seeds into DIR: small boxes (2 rings of
- * 4096 bytes) built by hand with tests/reader/synth.h.  Run once and commit
+ * gen_seeds.c - write the fuzz seeds into DIR: small format 2.0 boxes (2 or
+ * 3 rings of 4096 bytes) built by hand with tests/reader/synth.h, with and
+ * without CRC trailers, with an important ring, a state table, a crash
+ * area, a module area and a TSC clock.  Run once and commit
  * the result: ninja -C build fuzz/gen-seeds && build/fuzz/gen-seeds fuzz/corpus
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "../tests/reader/synth.h"
 
@@ -49,6 +52,64 @@ static int save(struct synth *s, const char *dir, const char *name)
 	return 0;
 }
 
+/* A CRC box with every 2.0 area: important ring, state, crash, modules. */
+static void full_v2(struct synth *s)
+{
+	static const uint64_t frames[3] = { 0x555500001234, 0x7f0000030000, 0x1 };
+	static const struct synth_mod mods[2] = {
+		{ "/usr/bin/prog", 0x555500000000, 0x555500001000, 0x555500009000, "\x12\x34" },
+		{ "/lib/libc.so.6", 0x7f0000000000, 0x7f0000028000, 0x7f00001bd000, "\xab" },
+	};
+	uint8_t v[32];
+	size_t n = cb_text(v, "important");
+
+	synth_init(s, 3, 4096);
+	synth_use_crc(s);
+	synth_desc(s, 2)->kind = BB_RING_IMPORTANT;
+	owner_and_values(s, 0);
+	synth_put(s, 0, BB_TAG_STR, BB_RF_IMPORTANT, 8, v, n);
+	synth_put_tid(s, 2, BB_TAG_STR, BB_RF_IMPORTANT | BB_RF_TID, 8, v, n, 10);
+	synth_put_tid(s, 2, BB_TAG_STR, BB_RF_IMPORTANT | BB_RF_TID, 9, v, n, 101);
+	synth_add_state(s, 4, 128);
+	synth_state(s, 0, 2, 3, "request", v, cb_text(v, "GET /"));
+	synth_state(s, 1, 5, 3, "busy", v, cb_int(v, 1));
+	synth_state(s, 2, 4, 3, "n", v, cb_int(v, -7));
+	synth_crash(s, 10, 11, 1, 0, 100, "main", frames, 3);
+	synth_modules(s, 4096, 2, mods, 2);
+}
+
+static int v2_seeds(const char *dir)
+{
+	struct synth s;
+	struct bb_header *h;
+	int bad = 0;
+
+	full_v2(&s);
+	bad |= save(&s, dir, "v2-full");
+	/* a scribbled payload (CRC mismatch) and a torn crash area */
+	full_v2(&s);
+	synth_data(&s, 0)[40] ^= 0x55;
+	memcpy(synth_hdr(&s)->crash, &(uint32_t){ BB_CRASH_SEQ_BUSY }, 4);
+	bad |= save(&s, dir, "v2-damaged");
+	/* TSC clock, a ring descriptor outside the file, areas out of bounds */
+	full_v2(&s);
+	h = synth_hdr(&s);
+	h->clock = BB_CLOCK_TSC;
+	h->clock_requested = BB_CLOCK_TSC;
+	h->tsc_anchor = 5;
+	h->tsc_mult = 1431655765u;
+	h->tsc_shift = 32;
+	h->tsc_hz = 3000000000u;
+	synth_desc(&s, 1)->data_offset = UINT64_MAX - 4095;
+	bad |= save(&s, dir, "v2-tsc-badring");
+	full_v2(&s);
+	h = synth_hdr(&s);
+	h->state_table_offset = s.len - 8;
+	h->modules_size = 100000;
+	bad |= save(&s, dir, "v2-badareas");
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	struct synth s;
@@ -87,5 +148,6 @@ int main(int argc, char **argv)
 	}
 	synth_str(&s, 1, 12, "after");
 	bad |= save(&s, argv[1], "multi");
+	bad |= v2_seeds(argv[1]);
 	return bad;
 }
