@@ -4,11 +4,17 @@
  * for bb-extract's format 2.0 tests (check_v2.py).  Built with -g -O0 so
  * the symboliser has something to find: the fault is in bbx_crash_here().
  *
- *   bbx_crasher   - sets state, writes records, prints its pid, then
- *                   crashes (BLACKBOX_CLOCK=tsc for a TSC box)
+ *   bbx_crasher [inwrite]
+ *       sets state, writes records (one important), prints its pid, then
+ *       crashes in bbx_crash_here(); with "inwrite" it crashes inside a
+ *       bb_write_bytes() of a value on an inaccessible page instead, so
+ *       the interrupted record must come out torn.  BLACKBOX_CLOCK=tsc for
+ *       a TSC box.
  */
 #include <blackbox.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static int *volatile null_ptr;
@@ -25,7 +31,7 @@ __attribute__((noinline)) void bbx_crash_here(int depth)
 	*null_ptr = 42;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	struct bb_options o = { .flags = BB_OPT_CRASH_HANDLER, .size = 1 << 20 };
 	int rc;
@@ -39,9 +45,16 @@ int main(void)
 	bb_set_i64("inflight", 3);
 	for (int i = 0; i < 5; i++)
 		bb_write_kv_i64("step", i);
-	bb_write_kv("phase", "about to crash");
+	bb_write_kv_important("phase", "about to crash");
 	printf("%d\n", (int)getpid());
 	fflush(stdout);
+	if (argc > 1 && !strcmp(argv[1], "inwrite")) {
+		void *p = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p != MAP_FAILED)
+			bb_write_bytes(p, 100); /* faults while copying the value */
+		return 1;
+	}
 	bbx_crash_here(2);
 	return 0;
 }

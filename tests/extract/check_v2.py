@@ -5,7 +5,9 @@
 # crash, frames symbolised to the function of the test program (built -g);
 # state lines come before the records; --list says "crashed (SIGSEGV)";
 # --no-symbols, a hanging symboliser and a deleted binary still give
-# module+offset and a clean exit; a TSC box converts to sane wall times.
+# module+offset and a clean exit; an important record shows once; a crash
+# inside a write leaves that record torn, never data; a TSC box converts to
+# sane wall times, and a TSC fallback says so in --list.
 # JSON parsed with Debian's python3, CBOR with python3-cbor2.
 #
 # usage: check_v2.py BB_EXTRACT BBX_CRASHER
@@ -34,11 +36,11 @@ def check(cond, what):
         print("FAIL:", what, file=sys.stderr)
 
 
-def crash_child(d, prog=CRASHER, env_extra=None):
+def crash_child(d, prog=CRASHER, env_extra=None, args=()):
     """Run the crasher with BLACKBOX_DIR=d; return its pid (it died of SIGSEGV)."""
     env = dict(os.environ, BLACKBOX_DIR=d)
     env.update(env_extra or {})
-    p = subprocess.run([prog], env=env, stdout=subprocess.PIPE,
+    p = subprocess.run([prog, *args], env=env, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, timeout=60)
     if p.returncode != -signal.SIGSEGV:
         sys.exit("crasher did not die of SIGSEGV: %d %s" % (p.returncode, p.stderr))
@@ -99,6 +101,13 @@ def main():
         check(summ["state"] == "crashed" and summ["crash_record"] == "complete" and
               summ["status"] == "intact" and summ["exit"] == 0, "summary %r" % summ)
         check(summ["state_table"]["used"] == 2, "state_table %r" % summ.get("state_table"))
+        # the important record is in the thread's ring and the important ring:
+        # shown once
+        phase = [r for r in recs if r.get("key") == "phase"]
+        check(len(phase) == 1 and phase[0].get("important") is True,
+              "important record shown %d times" % len(phase))
+        check(summ["important_duplicates"] == 1, "important_duplicates %r" %
+              summ["important_duplicates"])
 
         # --cbor: the same maps
         if cbor2:
@@ -165,6 +174,34 @@ def main():
                   "deleted binary: %r" % c)
         finally:
             shutil.rmtree(d2)
+
+        # a crash inside a write: crash record complete, the record torn
+        d4 = tempfile.mkdtemp(prefix="bbv2w.")
+        try:
+            pid4 = crash_child(d4, args=("inwrite",))
+            rc, out, err = extract(d4, pid4, "--json")
+            recs = jlines(out)
+            summ = recs[-1]["summary"]
+            check(rc == 0 and recs[0].get("type") == "crash" and
+                  recs[0].get("status") == "complete", "inwrite crash %r" % recs[0])
+            check(summ["torn"] == 1 and summ["corrupt"] == 0 and summ["status"] == "intact",
+                  "inwrite summary %r" % summ)
+            check(not any(r.get("type") == "bytes" for r in recs),
+                  "the interrupted record was shown as data")
+        finally:
+            shutil.rmtree(d4)
+
+        # TSC asked for, not available (test hook): --list says so
+        d5 = tempfile.mkdtemp(prefix="bbv2f.")
+        try:
+            pid5 = crash_child(d5, env_extra={"BLACKBOX_CLOCK": "tsc",
+                                              "BB_TEST_NO_INVARIANT_TSC": "1"})
+            lst = subprocess.run([EXTRACT, "--list", "--dir", d5], stdout=subprocess.PIPE,
+                                 text=True).stdout
+            row = next((l for l in lst.splitlines() if l.startswith("%d " % pid5)), "")
+            check("monotonic (tsc unavailable)" in row, "fallback --list row %r" % row)
+        finally:
+            shutil.rmtree(d5)
 
         # TSC: stamps convert to wall times inside the run (slack for the
         # calibration, not a timing threshold)
