@@ -9,6 +9,18 @@
  * records they overwrite under it are skipped, never printed torn.  Records
  * of all rings are merged oldest first by peeking at each ring's next
  * timestamp.
+ *
+ * Checksums: every record of a box with BB_HF_CRC32C must carry a matching
+ * CRC32C (FORMAT.md §11); one that does not is reported on a line of its
+ * own ("checksum mismatch") and its value is not printed.
+ *
+ * The important ring holds copies of BB_RF_IMPORTANT records: a copy is
+ * printed only if its original was not (evicted from its ring before we
+ * reached it).  Originals printed are remembered by (tid, ts) in a static
+ * open-addressing set of BB__SEEN_SLOTS entries, enough for every record a
+ * 512 KiB important ring can hold; beyond that (huge boxes with very many
+ * important records) a copy whose original could not be remembered is
+ * printed too.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -28,6 +40,16 @@ struct bb__cursor {
 	int32_t tid;
 	bool done;
 };
+
+/* Originals of important records already printed. */
+#define BB__SEEN_SLOTS 16384u  /* power of two */
+struct bb__seen {
+	uint64_t ts;
+	int32_t tid;
+	uint32_t used;
+};
+static struct bb__seen bb__seen[BB__SEEN_SLOTS];
+static uint32_t bb__seen_n;
 
 static atomic_flag bb__dump_busy = ATOMIC_FLAG_INIT;
 static struct bb__cursor bb__cur[BB_RING_MAX_COUNT];
@@ -74,6 +96,45 @@ static int bb__write_all(int fd, const char *buf, size_t n)
 	return 0;
 }
 
+static uint32_t bb__seen_hash(int32_t tid, uint64_t ts)
+{
+	uint64_t k = (ts ^ (uint64_t)(uint32_t)tid * UINT64_C(0x9e3779b97f4a7c15)) *
+		     UINT64_C(0xff51afd7ed558ccd);
+
+	return (uint32_t)(k >> 40) & (BB__SEEN_SLOTS - 1);
+}
+
+/* Remember an important original; false when the set is (nearly) full. */
+static bool bb__seen_add(int32_t tid, uint64_t ts)
+{
+	uint32_t i = bb__seen_hash(tid, ts);
+
+	if (bb__seen_n >= BB__SEEN_SLOTS / 4 * 3)
+		return false;
+	while (bb__seen[i].used) {
+		if (bb__seen[i].tid == tid && bb__seen[i].ts == ts)
+			return true;
+		i = (i + 1) & (BB__SEEN_SLOTS - 1);
+	}
+	bb__seen[i].used = 1;
+	bb__seen[i].tid = tid;
+	bb__seen[i].ts = ts;
+	bb__seen_n++;
+	return true;
+}
+
+static bool bb__seen_has(int32_t tid, uint64_t ts)
+{
+	uint32_t i = bb__seen_hash(tid, ts);
+
+	while (bb__seen[i].used) {
+		if (bb__seen[i].tid == tid && bb__seen[i].ts == ts)
+			return true;
+		i = (i + 1) & (BB__SEEN_SLOTS - 1);
+	}
+	return false;
+}
+
 /* Peek at the timestamp of the cursor's next record; false at the end. */
 static bool bb__peek(struct bb__cursor *c, uint64_t *ts)
 {
@@ -100,19 +161,24 @@ static bool bb__peek(struct bb__cursor *c, uint64_t *ts)
 	return false;
 }
 
-static int bb__dump_one(int fd, struct bb__cursor *c, uint32_t ring)
+static int bb__dump_one(int fd, const struct bb_header *hdr, struct bb__cursor *c,
+			uint32_t ring, bool important, bool crc)
 {
 	const struct bb_record_hdr *h = (const void *)bb__rec;
 	const char *end = bb__line + sizeof(bb__line) - 2;
 	const uint8_t *val;
 	uint32_t len;
 	int32_t tid = c->tid;
+	uint64_t ns;
 	size_t vlen;
 	char *p = bb__line;
 	int n;
 
 	switch (bb__ring_read(&c->v, c->pos, c->head, bb__rec, &len)) {
 	case BB__RD_OK:
+		/* Seconds.nanoseconds of the box clock: TSC stamps converted
+		 * (clock.h); the merge compares raw stamps, same order. */
+		ns = (uint64_t)bb__ts_to_ns(hdr, ((const struct bb_record_hdr *)(const void *)bb__rec)->ts);
 		break;
 	case BB__RD_OVERWRITTEN:
 		c->pos = BB_LOAD_RELAXED((uint64_t *)(uintptr_t)&c->v.desc->tail);
@@ -121,10 +187,29 @@ static int bb__dump_one(int fd, struct bb__cursor *c, uint32_t ring)
 		c->done = true;
 		return 0;
 	}
+	if (crc && !bb__record_crc_ok(bb__rec, len, BB_SEQ_DONE(c->pos), 1)) {
+		p = bb__put_u64(p, ns / 1000000000u, 1);
+		*p++ = '.';
+		p = bb__put_u64(p, ns % 1000000000u, 9);
+		p = bb__put_str(p, end, " r");
+		p = bb__put_u64(p, ring, 1);
+		p = bb__put_str(p, end, " corrupt: checksum mismatch at position ");
+		p = bb__put_u64(p, c->pos, 1);
+		*p++ = '\n';
+		c->pos += BB_RECORD_STRIDE(len);
+		return bb__write_all(fd, bb__line, (size_t)(p - bb__line));
+	}
 	c->pos += BB_RECORD_STRIDE(len);
 	val = bb__record_value(bb__rec, len, &tid, &vlen);
 	if (!val)
 		return 0;
+	if (important) {
+		/* A copy: shown only when its original was not. */
+		if (bb__seen_has(tid, h->ts))
+			return 0;
+	} else if (h->flags & BB_RF_IMPORTANT) {
+		bb__seen_add(tid, h->ts);
+	}
 	if (h->tag == BB_TAG_OWNER) {
 		char name[16], prev[16];
 		int32_t prev_tid;
@@ -134,9 +219,9 @@ static int bb__dump_one(int fd, struct bb__cursor *c, uint32_t ring)
 			c->tid = tid;
 	}
 
-	p = bb__put_u64(p, h->ts / 1000000000u, 1);
+	p = bb__put_u64(p, ns / 1000000000u, 1);
 	*p++ = '.';
-	p = bb__put_u64(p, h->ts % 1000000000u, 9);
+	p = bb__put_u64(p, ns % 1000000000u, 9);
 	p = bb__put_str(p, end, " r");
 	p = bb__put_u64(p, ring, 1);
 	p = bb__put_str(p, end, " t");
@@ -160,7 +245,10 @@ BB_EXPORT int bb_dump(int fd)
 		return -ENODEV;
 	if (atomic_flag_test_and_set(&bb__dump_busy))
 		return -EBUSY;
-	total = box->nrings + 1;
+	/* Private rings, the shared ring, the important ring. */
+	total = box->nrings + BB__EXTRA_RINGS;
+	memset(bb__seen, 0, sizeof(bb__seen));
+	bb__seen_n = 0;
 	for (uint32_t i = 0; i < total; i++) {
 		struct bb__cursor *c = &bb__cur[i];
 		struct bb_ring_desc *d = box->rings[i].desc;
@@ -189,7 +277,10 @@ BB_EXPORT int bb_dump(int fd)
 			}
 		if (best == total)
 			break;
-		ret = bb__dump_one(fd, &bb__cur[best], best);
+		/* Ties go to the lower ring index, so an original is printed
+		 * before its copy (same ts) when both are present. */
+		ret = bb__dump_one(fd, box->hdr, &bb__cur[best], best, best == BB__IMPORTANT_IDX(box),
+				   box->crc != BB__CRC_NONE);
 		if (ret < 0)
 			break;
 	}
