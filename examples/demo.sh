@@ -31,6 +31,12 @@ echo "== bb-extract $pid (last 25 records)"
 "$extract" --dir "$dir" "$pid" > "$build/demo-extract.txt"
 tail -n 25 "$build/demo-extract.txt"
 grep -q "request" "$build/demo-extract.txt"   # the workers' events are there
+# State annotations (bb_set) come before the records: the latest value of
+# each key, here the request each worker was handling when it was killed.
+echo "== the state table (bb_set), as bb-extract prints it before the records"
+grep '^[^ ]* state ' "$build/demo-extract.txt" | sort -k 3
+grep -q '^[^ ]* state config.version=3$' "$build/demo-extract.txt"
+grep -q '^[^ ]* state worker-0.request=' "$build/demo-extract.txt"
 echo "== $(wc -l < "$build/demo-extract.txt") records extracted to $build/demo-extract.txt"
 echo "== bb-extract --json $pid (last record)"
 "$extract" --dir "$dir" --json "$pid" | tail -n 2

@@ -32,6 +32,16 @@ TSAN_OPTIONS="halt_on_error=1 history_size=7 suppressions=$PWD/tests/tsan.supp" 
 	--num-processes 2 --timeout-multiplier 3
 # ---- end of the ThreadSanitizer block -------------------------------------
 
+# ---- Debian packages (issue 7) --------------------------------------------
+# dpkg-buildpackage -us -uc -b from a copy of the tree (the package build
+# runs the functional suites again, with Debian's hardening flags), lintian
+# when it is installed, then libblackbox0, libblackbox-dev and
+# blackbox-tools extracted into a scratch root and used from there: a
+# program built against the extracted -dev, killed, its box read with the
+# extracted bb-extract and bb-reap.  About 1.5 minutes on 2 cores.
+sh scripts/deb-test.sh
+# ---- end of the Debian packages block ---------------------------------------
+
 # A short fuzzing run over the box parser (libFuzzer, clang).
 if [ -f fuzz/run.sh ]; then
 	sh fuzz/run.sh 60
