@@ -237,7 +237,6 @@ static inline uint8_t *bb__reserve(struct bb__w *w, uint8_t flags, uint32_t vlen
 	uint32_t hdr = BB_RECORD_HDR_SIZE + (w->shared ? 8u : 0u);
 	uint64_t pos = r->head;
 	uint64_t end = pos + BB_RECORD_STRIDE(hdr + vlen + w->box->trailer);
-
 	if (bb_unlikely(end - r->tail > r->mask + 1))
 		bb__make_room_fast(r, end);   /* publishes the new tail, then a release fence */
 	w->pos = pos;
@@ -278,7 +277,8 @@ static inline uint32_t bb__crc_q(uint32_t c, uint64_t v)
 /* CRC32C (FORMAT.md §11) of a record whose envelope is passed by value:
  * @seq the committed seq word, @w1 bytes 4..7 (len, tag, flags) as a
  * little-endian word, @ts, then @n bytes at @p (extensions and value). */
-static inline uint32_t bb__record_crc_hw(uint32_t seq, uint32_t w1, uint64_t ts,
+static inline __attribute__((always_inline))
+uint32_t bb__record_crc_hw(uint32_t seq, uint32_t w1, uint64_t ts,
 					  const uint8_t *p, uint32_t n)
 {
 	uint32_t c = bb__crc_q(0xffffffffu, (uint64_t)seq | (uint64_t)w1 << 32);
@@ -315,7 +315,7 @@ static inline uint32_t bb__record_crc_hw(uint32_t seq, uint32_t w1, uint64_t ts,
  * trailer, mark the record committed and publish head.  Still inside the
  * nesting section (and, for the shared ring, the lock): bb__leave() next.
  */
-static inline void bb__seal(struct bb__w *w, uint8_t tag, uint64_t ts)
+static inline __attribute__((always_inline)) void bb__seal(struct bb__w *w, uint8_t tag, uint64_t ts)
 {
 	struct bb__ring *r = w->r;
 	struct bb_record_hdr *h = (struct bb_record_hdr *)(void *)w->rec;
@@ -368,8 +368,12 @@ static inline void bb__leave(struct bb__w *w)
 
 /* bb__commit - stamp, seal and publish the record, leave the nesting
  * section. */
-static inline void bb__commit(struct bb__w *w, uint8_t tag)
+static inline __attribute__((always_inline)) void bb__commit(struct bb__w *w, uint8_t tag)
 {
+	/* Stamped here, after the value is encoded.  Stamping in
+	 * bb__reserve() instead (to overlap rdtsc with the encoding) was
+	 * measured: TSC mode unchanged, the default clock 5 ns slower (the
+	 * write state is spilled across the clock_gettime() call). */
 	bb__seal(w, tag, bb__now(w->box));
 	bb__leave(w);
 }
