@@ -60,6 +60,19 @@ int bb__tsc_invariant(void)
 }
 
 #if defined(__x86_64__)
+/*
+ * The calibration of this process's first TSC box, reused by later boxes
+ * (bb_close() then bb_init(), and above all the child of fork(), whose box
+ * is created by its first write: it must not busy-wait 2 ms there).  Only
+ * the anchor is taken anew.  Written and read under bb_init()'s contract
+ * (one bb_init() at a time) or in a fork child, which has one thread at
+ * that point or elects one creator (box.c, bb__nobox()).
+ */
+static struct {
+	uint64_t hz;
+	uint32_t mult, shift;
+} bb__tsc_cal;
+
 /* One (TSC, CLOCK_MONOTONIC) pair, read as described at the top. */
 static void bb__tsc_pair(uint64_t *tsc, int64_t *ns)
 {
@@ -88,6 +101,15 @@ static bool bb__tsc_calibrate(struct bb_header *h)
 	int64_t n0, n1, dn;
 	unsigned shift;
 
+	if (bb__tsc_cal.hz) {
+		bb__tsc_pair(&t1, &n1);
+		h->tsc_hz = bb__tsc_cal.hz;
+		h->tsc_mult = bb__tsc_cal.mult;
+		h->tsc_shift = bb__tsc_cal.shift;
+		h->tsc_anchor = t1;
+		h->anchor_clock_ns = n1;
+		return true;
+	}
 	bb__tsc_pair(&t0, &n0);
 	do
 		n1 = bb__clock_ns(CLOCK_MONOTONIC);
@@ -115,6 +137,9 @@ static bool bb__tsc_calibrate(struct bb_header *h)
 		return false;
 	h->tsc_mult = (uint32_t)mult;
 	h->tsc_shift = shift;
+	bb__tsc_cal.hz = h->tsc_hz;
+	bb__tsc_cal.mult = h->tsc_mult;
+	bb__tsc_cal.shift = shift;
 	/* The anchor is the second pair: the calibration's own end point. */
 	h->tsc_anchor = t1;
 	h->anchor_clock_ns = n1;

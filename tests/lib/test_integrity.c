@@ -23,6 +23,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -702,4 +703,73 @@ Test(integrity, clock_bad_values)
 	setenv("BLACKBOX_CLOCK", "monotonic", 1);
 	cr_assert_eq(bb_init(0), 0);
 	check_clock(BB_CLOCK_MONOTONIC, BB_CLOCK_MONOTONIC);
+}
+
+/* The child of fork() gets its own TSC box at its first write, reusing the
+ * parent's calibration (no 2 ms busy-wait inside a write) with a new
+ * anchor.  Checked in the child, reported by exit status. */
+static int child_tsc_check(const struct bb_header *parent)
+{
+	struct box b;
+	int64_t before = now_ns(CLOCK_MONOTONIC), after, mono;
+	static uint8_t rec[BB_RECORD_MAX];
+	struct bb_ring_desc *d;
+	char path[4096];
+	int fd;
+	struct stat st;
+
+	if (bb_write_kv("child", "tsc") != 0)
+		return 10;
+	after = now_ns(CLOCK_MONOTONIC);
+	if (bb_path(path, sizeof(path)) <= 0)
+		return 11;
+	fd = open(path, O_RDONLY);
+	if (fd < 0 || fstat(fd, &st))
+		return 12;
+	b.len = (size_t)st.st_size;
+	b.base = mmap(NULL, b.len, PROT_READ, MAP_SHARED, fd, 0);
+	if (b.base == MAP_FAILED)
+		return 13;
+	b.h = (struct bb_header *)(void *)b.base;
+	if (b.h->pid != getpid() || b.h->clock != BB_CLOCK_TSC)
+		return 14;
+	if (b.h->tsc_mult != parent->tsc_mult || b.h->tsc_shift != parent->tsc_shift)
+		return 15;
+	if (b.h->tsc_anchor == parent->tsc_anchor)
+		return 16;   /* the anchor must be the child's own */
+	d = box_ring(&b, 0);
+	/* record 0 is the owner record, record 1 ours */
+	{
+		uint64_t pos = d->tail;
+		const struct bb_record_hdr *h = (const void *)rec;
+
+		pos += BB_RECORD_STRIDE(((struct bb_record_hdr *)(void *)box_at(&b, 0, pos, 0))->len);
+		(void)box_record(&b, 0, pos, rec);
+		if (h->tag != BB_TAG_KV)
+			return 17;
+		mono = tsc_mono_ns(b.h, h->ts);
+		if (mono < before - 1000000000 || mono > after + 1000000000)
+			return 18;
+	}
+	return 0;
+}
+
+Test(integrity, tsc_clock_in_a_fork_child)
+{
+	struct bb_options o = { .clock = BB_CLOCK_TSC };
+	struct box b;
+	pid_t pid;
+	int st;
+
+	cr_assert_eq(bb_init_opts(&o), 0);
+	box_map(&b);
+	if (b.h->clock != BB_CLOCK_TSC)
+		cr_skip_test("no invariant TSC on this machine");
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0)
+		_exit(child_tsc_check(b.h));
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child check failed: %d",
+		  WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 }
