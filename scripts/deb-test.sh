@@ -35,6 +35,9 @@ done
 
 start=$(date +%s)
 tmp=$(mktemp -d /tmp/bb-deb-test.XXXXXX)
+# mktemp makes it 0700; the reaper tests run writers as another uid, which
+# must be able to reach the built programs in the tree below.
+chmod 755 "$tmp"
 pid=
 cleanup() {
 	[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true
