@@ -18,7 +18,9 @@
  * median over the repetitions of that repetition's median (p99 likewise).
  *
  * The box is a default one (bb_init(0)) in /dev/shm, unless BLACKBOX_DIR
- * or BLACKBOX_SIZE say otherwise.  Every ring wraps many times during the
+ * or BLACKBOX_SIZE say otherwise; BLACKBOX_CLOCK=tsc and BLACKBOX_CRC=0
+ * measure the TSC clock and the write path without record checksums (the
+ * box line of the report says which).  Every ring wraps many times during the
  * run: that is the steady state of a flight recorder, and the report says
  * how many times.  The box is unlinked at exit (atexit in the library, or
  * the SIGINT/SIGTERM handler below).
@@ -390,6 +392,12 @@ static void report_box(void)
 	printf("box: %s, %llu bytes, %u rings of %llu bytes, max record %u bytes\n",
 	       path, (unsigned long long)h->box_size, h->ring_count,
 	       (unsigned long long)h->ring_size, h->max_record);
+	/* What the figures were measured with (BLACKBOX_CLOCK, BLACKBOX_CRC). */
+	printf("box clock: %s%s, record checksums: %s\n",
+	       h->clock == BB_CLOCK_TSC ? "tsc" : "monotonic",
+	       h->clock_requested == BB_CLOCK_TSC && h->clock != BB_CLOCK_TSC ?
+	       " (tsc requested: no invariant TSC, fell back)" : "",
+	       h->flags & BB_HF_CRC32C ? "crc32c" : "off (BLACKBOX_CRC=0)");
 	for (uint32_t i = 0; i < h->ring_count; i++) {
 		const struct bb_ring_desc *d = (const void *)((const char *)map +
 			h->ring_table_offset + (uint64_t)i * h->ring_desc_size);
