@@ -6,7 +6,8 @@
 # against the library's real exports, maintainer scripts, systemd units,
 # then a program built with the extracted -dev files only (pkg-config with
 # a sysroot, shared and static), run, killed with SIGKILL, and its box read
-# back with the extracted bb-extract and bb-reap.
+# back with the extracted bb-extract and bb-reap; and the crash example,
+# whose crash record the extracted bb-extract must print first.
 #
 #   sh scripts/deb-test.sh [--head] [--keep DIR]
 #     --head      build what is committed (git archive HEAD) instead of the
@@ -229,9 +230,26 @@ grep -q "^$killed .* orphaned " "$tmp/list.txt" || fail "bb-extract --list does 
 grep -q '"service started"' "$tmp/extract.json" || fail "the first record is missing"
 grep -q '"request"' "$tmp/extract.json" || fail "no request events"
 tail -n 1 "$tmp/extract.json" | grep -q '^{"summary"' || fail "no summary line"
-echo "$(($(wc -l <"$tmp/extract.json") - 1)) records extracted"
-"$root/usr/sbin/bb-reap" --dir "$boxes" --min-age 0 --dry-run --verbose | tee "$tmp/reap.txt"
+echo "$(($(wc -l <"$tmp/extract.json") - 1)) JSON lines before the summary"
+"$root/usr/sbin/bb-reap" --dir "$boxes" --min-age 0 --dry-run --verbose 2>&1 | tee "$tmp/reap.txt"
 grep -q "$killed" "$tmp/reap.txt" || fail "bb-reap --dry-run would not reap the box of $killed"
 [ -n "$(ls "$boxes")" ] || fail "bb-reap --dry-run removed the box"
+
+step "the crash example against the extracted packages: crash record first"
+cp "$src/examples/crash.c" "$tmp/app/"
+# shellcheck disable=SC2086 # $flags is a list of words
+(cd "$tmp/app" && cc -std=gnu11 -Wall -Werror -pthread -g -o crash crash.c $flags) ||
+	fail "crash.c does not build against the extracted package"
+st=0
+(ulimit -c 0; exec "$tmp/app/crash") >"$tmp/crash.out" 2>&1 || st=$?
+[ "$st" = 139 ] || fail "the crash example exited $st, not 128 + SIGSEGV"
+cpid=$(sed -n 's/^pid \([0-9]*\) box .*/\1/p' "$tmp/crash.out")
+"$root/usr/bin/bb-extract" --dir "$boxes" --json "$cpid" >"$tmp/crash.json" || fail "bb-extract --json exited $?"
+first=$(head -n 1 "$tmp/crash.json")
+case $first in '{"type":"crash"'*'"signal_name":"SIGSEGV"'*) ;; *) fail "no SIGSEGV crash record first: $first" ;; esac
+if command -v addr2line >/dev/null 2>&1; then
+	case $first in *'"function":"apply_config"'*) ;; *) fail "frame 0 is not apply_config: $first" ;; esac
+fi
+echo "crash record first: SIGSEGV in apply_config"
 
 echo "deb-test: all checks passed in $(($(date +%s) - start)) s (package build $((t1 - t0)) s)"
