@@ -741,31 +741,20 @@ struct bb__ring *bb__begin_slow(struct bb__box *box, struct bb__tls *t)
 			return t->ring;
 		}
 	}
-	/* The shared ring: a bounded try-lock.  Nothing ever waits long. */
-	for (int spin = 0; spin < 128; spin++) {
-		int32_t expect = 0;
-
-		if (BB_CAS_ACQUIRE(lock, &expect, t->tid)) {
-			/* Acquire pairs with the release store of 0 in
-			 * bb__end_shared(): we see the previous holder's
-			 * head and tail (shared->head/tail). */
-			return shared;
-		}
-		if (expect == t->tid) {
-			/* We interrupted our own shared-ring write.  Drop
-			 * counters are statistics: relaxed, ordered with
-			 * nothing (readers report whatever value they see). */
-			BB_FETCH_ADD(&box->hdr->dropped_nested, 1);
-			return NULL;
-		}
-#if defined(__x86_64__) || defined(__i386__)
-		__builtin_ia32_pause();
-#elif defined(__aarch64__)
-		__asm__ __volatile__("yield");
-#endif
+	/* The shared ring: a bounded try-lock (its acquire pairs with the
+	 * release store of 0 in bb__end_shared()).  Drop counters are
+	 * statistics: relaxed, ordered with nothing (readers report whatever
+	 * value they see). */
+	switch (bb__ring_trylock(lock, t->tid)) {
+	case 1:
+		return shared;
+	case 0:   /* we interrupted our own shared-ring write */
+		BB_FETCH_ADD(&box->hdr->dropped_nested, 1);
+		return NULL;
+	default:
+		BB_FETCH_ADD(&box->hdr->dropped_busy, 1);
+		return NULL;
 	}
-	BB_FETCH_ADD(&box->hdr->dropped_busy, 1);
-	return NULL;
 }
 
 void bb__end_shared(struct bb__box *box, struct bb__tls *t)

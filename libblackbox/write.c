@@ -198,28 +198,12 @@ static __attribute__((noinline)) void bb__important_copy(struct bb__w *w, uint8_
 	uint32_t vhdr = BB_RECORD_HDR_SIZE + (w->shared ? 8u : 0u);
 	uint32_t vlen = w->len - vhdr - box->trailer;
 	struct bb__w c;
-	bool locked = false;
 	uint8_t *p;
 
-	for (int spin = 0; spin < 128; spin++) {
-		int32_t expect = 0;
-
-		if (BB_CAS_ACQUIRE(lock, &expect, tid)) {
-			/* Acquire pairs with the release store of 0 below by
-			 * the previous holder: we continue from its r->head and
-			 * r->tail. */
-			locked = true;
-			break;
-		}
-		if (expect == tid)
-			break;   /* our own interrupted copy holds it */
-#if defined(__x86_64__) || defined(__i386__)
-		__builtin_ia32_pause();
-#elif defined(__aarch64__)
-		__asm__ __volatile__("yield");
-#endif
-	}
-	if (!locked) {
+	/* Acquire (in the try-lock) pairs with the release store of 0 below
+	 * by the previous holder: we continue from its r->head and r->tail.
+	 * 0 (our own interrupted copy holds it) and -1 (busy) both drop. */
+	if (bb__ring_trylock(lock, tid) != 1) {
 		/* Statistics: relaxed, ordered with nothing. */
 		BB_FETCH_ADD(&box->hdr->dropped_important, 1);
 		bb__leave(w);

@@ -117,6 +117,34 @@ void bb__make_room(struct bb__ring *r, uint64_t end);
 int bb__writer_env(struct bb_options *o);
 void bb__writer_setup(struct bb__box *box, const struct bb_options *o);
 
+/*
+ * bb__ring_trylock - the bounded try-lock of a locked ring (the shared and
+ * the important ring): CAS the ring's lock word from 0 to @tid, spinning at
+ * most 128 times.  Returns 1 when locked, 0 when this thread already holds
+ * it (a signal handler interrupted its own locked write: waiting would
+ * deadlock), -1 when another thread kept it through the spin.  Nothing ever
+ * waits longer: a caller that does not get the lock drops and counts.
+ * Acquire pairs with the holder's release store of 0 when it unlocks: we
+ * continue from its head and tail (process-local copies and descriptor).
+ */
+static inline int bb__ring_trylock(int32_t *lock, int32_t tid)
+{
+	for (int spin = 0; spin < 128; spin++) {
+		int32_t expect = 0;
+
+		if (BB_CAS_ACQUIRE(lock, &expect, tid))
+			return 1;
+		if (expect == tid)
+			return 0;
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#elif defined(__aarch64__)
+		__asm__ __volatile__("yield");
+#endif
+	}
+	return -1;
+}
+
 /* A write in progress. */
 struct bb__w {
 	struct bb__box *box;
