@@ -27,30 +27,9 @@ uint32_t bb__crc32c_sw(uint32_t crc, const void *p, size_t n)
 }
 
 #if defined(__x86_64__)
-__attribute__((target("sse4.2")))
 static uint32_t bb__crc32c_hw(uint32_t crc, const void *p, size_t n)
 {
-	const uint8_t *b = p;
-	uint64_t c = crc;
-
-	for (; n >= 8; n -= 8, b += 8) {
-		uint64_t w;
-
-		memcpy(&w, b, 8);
-		c = __builtin_ia32_crc32di(c, w);
-	}
-	crc = (uint32_t)c;
-	if (n >= 4) {
-		uint32_t w;
-
-		memcpy(&w, b, 4);
-		crc = __builtin_ia32_crc32si(crc, w);
-		b += 4;
-		n -= 4;
-	}
-	while (n--)
-		crc = __builtin_ia32_crc32qi(crc, *b++);
-	return crc;
+	return bb__crc32c_hw_update(crc, p, n);
 }
 #endif
 

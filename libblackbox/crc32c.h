@@ -33,4 +33,52 @@ int bb__crc32c_have_hw(void);
 /* bb__crc32c_sw - the table version, always; for tests and benchmarks. */
 uint32_t bb__crc32c_sw(uint32_t crc, const void *p, size_t n);
 
+#if defined(__x86_64__)
+#include <string.h>
+
+/*
+ * The SSE4.2 crc32 instruction through inline asm rather than the
+ * __builtin_ia32_crc32* intrinsics: those need target("sse4.2") on the
+ * calling function, and a target-specific function cannot be inlined into
+ * the writers (compiled for baseline x86-64).  Execute only when the CPU
+ * has SSE4.2 (bb__crc32c_have_hw()).
+ */
+static inline uint32_t bb__crc_q(uint32_t c, uint64_t v)
+{
+	uint64_t c64 = c;
+
+	__asm__("crc32q %1, %0" : "+r"(c64) : "rm"(v));
+	return (uint32_t)c64;
+}
+
+/* bb__crc32c_hw_update - bb__crc32c() with the instruction, inline. */
+static inline __attribute__((always_inline))
+uint32_t bb__crc32c_hw_update(uint32_t c, const uint8_t *p, size_t n)
+{
+	for (; n >= 8; n -= 8, p += 8) {
+		uint64_t v;
+
+		memcpy(&v, p, 8);
+		c = bb__crc_q(c, v);
+	}
+	if (n & 4) {
+		uint32_t v;
+
+		memcpy(&v, p, 4);
+		__asm__("crc32l %1, %0" : "+r"(c) : "rm"(v));
+		p += 4;
+	}
+	if (n & 2) {
+		uint16_t v;
+
+		memcpy(&v, p, 2);
+		__asm__("crc32w %1, %0" : "+r"(c) : "rm"(v));
+		p += 2;
+	}
+	if (n & 1)
+		__asm__("crc32b %1, %0" : "+r"(c) : "rm"(*p));
+	return c;
+}
+#endif
+
 #endif /* BB_CRC32C_H */

@@ -287,21 +287,6 @@ static inline uint8_t *bb__reserve(struct bb__w *w, uint8_t flags, uint32_t vlen
 }
 
 #if defined(__x86_64__)
-/*
- * The SSE4.2 crc32 instruction through inline asm rather than the
- * __builtin_ia32_crc32* intrinsics: those need target("sse4.2") on the
- * calling function, and a target-specific function cannot be inlined into
- * the writers (compiled for baseline x86-64).  Executed only when the CPU
- * has SSE4.2 (box->crc == BB__CRC_HW, chosen at bb_init()).
- */
-static inline uint32_t bb__crc_q(uint32_t c, uint64_t v)
-{
-	uint64_t c64 = c;
-
-	__asm__("crc32q %1, %0" : "+r"(c64) : "rm"(v));
-	return (uint32_t)c64;
-}
-
 /* CRC32C (FORMAT.md §11) of a record whose envelope is passed by value:
  * @seq the committed seq word, @w1 bytes 4..7 (len, tag, flags) as a
  * little-endian word, @ts, then @n bytes at @p (extensions and value). */
@@ -312,29 +297,7 @@ uint32_t bb__record_crc_hw(uint32_t seq, uint32_t w1, uint64_t ts,
 	uint32_t c = bb__crc_q(0xffffffffu, (uint64_t)seq | (uint64_t)w1 << 32);
 
 	c = bb__crc_q(c, ts);
-	for (; n >= 8; n -= 8, p += 8) {
-		uint64_t v;
-
-		memcpy(&v, p, 8);
-		c = bb__crc_q(c, v);
-	}
-	if (n & 4) {
-		uint32_t v;
-
-		memcpy(&v, p, 4);
-		__asm__("crc32l %1, %0" : "+r"(c) : "rm"(v));
-		p += 4;
-	}
-	if (n & 2) {
-		uint16_t v;
-
-		memcpy(&v, p, 2);
-		__asm__("crc32w %1, %0" : "+r"(c) : "rm"(v));
-		p += 2;
-	}
-	if (n & 1)
-		__asm__("crc32b %1, %0" : "+r"(c) : "rm"(*p));
-	return c ^ 0xffffffffu;
+	return bb__crc32c_hw_update(c, p, n) ^ 0xffffffffu;
 }
 #endif
 
