@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,41 @@ static inline int bbt_count_prefix(const char *dir, const char *prefix)
 			n++;
 	closedir(d);
 	return n;
+}
+
+/*
+ * bbt_record_crc - the FORMAT.md §11 checksum of the record (or state slot,
+ * or crash area) of @len bytes at @rec whose committed seq word is @seq:
+ * CRC32C over seq (4 little-endian bytes), then rec[4 .. len-4).  Computed
+ * one bit at a time, sharing no code or table with the library, so a test
+ * that compares the two checks the library's CRC independently.
+ */
+static inline uint32_t bbt_crc32c(uint32_t c, const uint8_t *p, size_t n)
+{
+	while (n--) {
+		c ^= *p++;
+		for (int k = 0; k < 8; k++)
+			c = (c >> 1) ^ (0x82f63b78u & (0u - (c & 1u)));
+	}
+	return c;
+}
+
+static inline uint32_t bbt_record_crc(uint32_t seq, const uint8_t *rec, uint32_t len)
+{
+	uint8_t le[4] = { (uint8_t)seq, (uint8_t)(seq >> 8), (uint8_t)(seq >> 16),
+			  (uint8_t)(seq >> 24) };
+
+	return bbt_crc32c(bbt_crc32c(0xffffffffu, le, 4), rec + 4, len - 8) ^ 0xffffffffu;
+}
+
+/* Does the record of @len bytes at @rec carry that checksum in its last 4
+ * bytes (stored little-endian)? */
+static inline int bbt_record_crc_ok(uint32_t seq, const uint8_t *rec, uint32_t len)
+{
+	const uint8_t *t = rec + len - 4;
+
+	return bbt_record_crc(seq, rec, len) ==
+	       ((uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24);
 }
 
 #endif /* BB_TESTS_COMMON_H */

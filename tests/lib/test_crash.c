@@ -86,7 +86,7 @@ static void decode_crash(const struct bb_header *h, struct crash *c)
 	cr_assert_eq(e->tag, BB_TAG_CRASH);
 	cr_assert(e->flags & BB_RF_CRC);
 	cr_assert(e->len > BB_RECORD_HDR_SIZE + BB_CRC_SIZE && e->len <= BB_CRASH_SIZE, "len %u", e->len);
-	cr_assert(trecord_crc_ok(BB_CRASH_SEQ_DONE, h->crash, e->len), "crash record CRC");
+	cr_assert(bbt_record_crc_ok(BB_CRASH_SEQ_DONE, h->crash, e->len), "crash record CRC");
 	m = cbor_load(h->crash + BB_RECORD_HDR_SIZE, e->len - BB_RECORD_HDR_SIZE - BB_CRC_SIZE, &res);
 	cr_assert_not_null(m);
 	cr_assert_eq(res.read, e->len - BB_RECORD_HDR_SIZE - BB_CRC_SIZE, "value fills the record");

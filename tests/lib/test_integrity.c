@@ -38,26 +38,6 @@ TestSuite(integrity, .init = bbt_setup_dir, .fini = bbt_teardown_dir, .timeout =
 
 /* ---- helpers ------------------------------------------------------------ */
 
-/* CRC32C, one bit at a time: shares no code or table with the library. */
-static uint32_t crc_bitwise(uint32_t crc, const uint8_t *p, size_t n)
-{
-	while (n--) {
-		crc ^= *p++;
-		for (int k = 0; k < 8; k++)
-			crc = (crc >> 1) ^ (0x82f63b78u & (0u - (crc & 1)));
-	}
-	return crc;
-}
-
-/* FORMAT.md §11: seq (LE), then bytes 4 .. len-4; stored LE at len-4. */
-static uint32_t record_crc(uint32_t seq, const uint8_t *rec, uint32_t len)
-{
-	uint8_t le[4] = { (uint8_t)seq, (uint8_t)(seq >> 8), (uint8_t)(seq >> 16),
-			  (uint8_t)(seq >> 24) };
-
-	return crc_bitwise(crc_bitwise(0xffffffffu, le, 4), rec + 4, len - 8) ^ 0xffffffffu;
-}
-
 static int64_t now_ns(clockid_t c)
 {
 	struct timespec ts;
@@ -157,7 +137,7 @@ static size_t box_check_all(const struct box *b, bool crc)
 				cr_assert(h->flags & BB_RF_CRC, "ring %u pos %llu: no BB_RF_CRC",
 					  i, (unsigned long long)pos);
 				memcpy(&want, rec + len - 4, 4);
-				cr_assert_eq(record_crc(h->seq, rec, len), want,
+				cr_assert_eq(bbt_record_crc(h->seq, rec, len), want,
 					     "ring %u pos %llu tag %u: bad CRC", i,
 					     (unsigned long long)pos, h->tag);
 			} else {

@@ -101,7 +101,7 @@ static int read_slot(const struct view *v, uint32_t i, struct sv *out)
 	if (e->len == 0)
 		return out->kind = 1;
 	if (e->len < BB_RECORD_HDR_SIZE + 4 || e->len > size || e->tag != BB_TAG_STATE ||
-	    !(e->flags & BB_RF_CRC) || !trecord_crc_ok(s1, copy, e->len))
+	    !(e->flags & BB_RF_CRC) || !bbt_record_crc_ok(s1, copy, e->len))
 		return out->kind = -1;
 	a = cbor_load(copy + BB_RECORD_HDR_SIZE, e->len - BB_RECORD_HDR_SIZE - 4, &res);
 	if (!a || res.read != e->len - BB_RECORD_HDR_SIZE - 4u || !cbor_isa_array(a) ||

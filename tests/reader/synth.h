@@ -19,6 +19,8 @@
 
 #include <blackbox/format.h>
 
+#include "../common.h"
+
 struct synth {
 	uint8_t *buf;
 	size_t len;
@@ -153,38 +155,10 @@ static inline void synth_read(struct synth *s, uint32_t i, uint64_t pos, void *p
 		((uint8_t *)p)[k] = d[(pos + k) & (s->ring_size - 1)];
 }
 
-/*
- * CRC32C written independently of libblackbox/crc32c.c (bit by bit, the
- * reflected Castagnoli polynomial), so the reader tests check the library
- * against the FORMAT.md §11 definition, not against itself.
- */
-static inline uint32_t synth_crc32c(uint32_t crc, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-
-	while (n--) {
-		crc ^= *b++;
-		for (int k = 0; k < 8; k++)
-			crc = (crc >> 1) ^ (0x82f63b78u & (0u - (crc & 1u)));
-	}
-	return crc;
-}
-
-/* FORMAT.md §11: CRC32C over seq (4 LE bytes), then rec[4 .. len-4). */
-static inline uint32_t synth_record_crc(uint32_t seq, const uint8_t *rec, uint32_t len)
-{
-	uint8_t s4[4] = { (uint8_t)seq, (uint8_t)(seq >> 8), (uint8_t)(seq >> 16),
-			  (uint8_t)(seq >> 24) };
-	uint32_t c = synth_crc32c(0xffffffffu, s4, 4);
-
-	c = synth_crc32c(c, rec + 4, len - 8);
-	return c ^ 0xffffffffu;
-}
-
 /* Store the CRC trailer of the record of length @len at @rec. */
 static inline void synth_seal(uint8_t *rec, uint32_t len, uint32_t seq)
 {
-	uint32_t c = synth_record_crc(seq, rec, len);
+	uint32_t c = bbt_record_crc(seq, rec, len);
 
 	for (int k = 0; k < 4; k++)
 		rec[len - 4 + k] = (uint8_t)(c >> (8 * k));
