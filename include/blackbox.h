@@ -150,6 +150,34 @@ int bb_write_kv_u64(const char *key, uint64_t v);
 int bb_write_kv_f64(const char *key, double v);
 int bb_write_kv_bool(const char *key, bool v);
 
+/*
+ * bb_write_kvn - bb_write_kv() with the lengths given: @klen bytes of @key
+ * and @vlen bytes of @value, which need not be NUL-terminated (a NUL inside
+ * is recorded as such).  Both should be UTF-8.  -EINVAL if @key or @value is
+ * NULL (even with a zero length).  Errors and AS-safety as the writers
+ * above.
+ *
+ * With GCC or Clang, bb_write_kv() is a macro over bb_write_kvn() (unless
+ * BB_NO_INLINE is defined): the compiler computes the length of a string
+ * literal, so the common bb_write_kv("key", value) costs one strlen()
+ * instead of two.  The exported function bb_write_kv() remains, for
+ * function pointers, other languages and (bb_write_kv)(k, v).
+ */
+int bb_write_kvn(const char *key, size_t klen, const char *value, size_t vlen);
+
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(BB_NO_INLINE)
+static inline __attribute__((always_inline))
+int bb__write_kv_inline(const char *key, const char *value)
+{
+	/* NULL keeps its documented -EINVAL (strlen(NULL) would crash);
+	 * the test folds away for literals. */
+	if (__builtin_expect(!key || !value, 0))
+		return (bb_write_kv)(key, value);
+	return bb_write_kvn(key, __builtin_strlen(key), value, __builtin_strlen(value));
+}
+#define bb_write_kv(key, value) bb__write_kv_inline((key), (value))
+#endif
+
 /* Field types of a structured event. */
 enum bb_type {
 	BB_TYPE_STR = 1,

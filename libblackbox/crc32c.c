@@ -70,6 +70,12 @@ uint32_t bb__record_crc(uint32_t seq, const void *rec, uint32_t len)
 			  (uint8_t)(seq >> 24) };
 	uint32_t crc = bb__crc32c(0xffffffffu, le, 4);
 
-	crc = bb__crc32c(crc, (const uint8_t *)rec + 4, len - 4 - BB_CRC_SIZE);
+	const uint8_t *b = rec;
+
+	/* FORMAT.md §11: len/tag/flags, extensions and value, then the stamp
+	 * (last, so the writer folds it in after the clock read). */
+	crc = bb__crc32c(crc, b + 4, 4);
+	crc = bb__crc32c(crc, b + 16, len - 16 - BB_CRC_SIZE);
+	crc = bb__crc32c(crc, b + 8, 8);
 	return crc ^ 0xffffffffu;
 }

@@ -381,10 +381,9 @@ uint8_t *bb__put_val(uint8_t *p, const struct bb__val *v)
 /* [key, value].  Inlined into each typed writer (always_inline) so that
  * the switches on v->type fold away: one specialised body per type. */
 static inline __attribute__((always_inline))
-int bb__write_kv(const char *key, struct bb__val *v, bool imp)
+int bb__write_kv(const char *key, size_t kl, struct bb__val *v, bool imp)
 {
 	struct bb__w w;
-	size_t kl = strlen(key);
 	uint32_t need;
 	uint8_t flags = 0;
 	int ret;
@@ -434,12 +433,23 @@ int bb__write_kv_str(const char *key, const char *value, bool imp)
 		return -EINVAL;
 	v.v.s = value;
 	v.n = strlen(value);
-	return bb__write_kv(key, &v, imp);
+	return bb__write_kv(key, strlen(key), &v, imp);
 }
 
-BB_EXPORT int bb_write_kv(const char *key, const char *value)
+/* Parenthesised: blackbox.h defines bb_write_kv() as a macro over
+ * bb_write_kvn() for callers; this is the exported function. */
+BB_EXPORT int (bb_write_kv)(const char *key, const char *value)
 {
 	return bb__write_kv_str(key, value, false);
+}
+
+BB_EXPORT int bb_write_kvn(const char *key, size_t klen, const char *value, size_t vlen)
+{
+	struct bb__val v = { .type = BB_TYPE_STR, .n = vlen, .v.s = value };
+
+	if (bb_unlikely(!key || !value))
+		return -EINVAL;
+	return bb__write_kv(key, klen, &v, false);
 }
 
 BB_EXPORT int bb_write_kv_important(const char *key, const char *value)
@@ -453,7 +463,7 @@ BB_EXPORT int bb_write_kv_i64(const char *key, int64_t x)
 
 	if (bb_unlikely(!key))
 		return -EINVAL;
-	return bb__write_kv(key, &v, false);
+	return bb__write_kv(key, strlen(key), &v, false);
 }
 
 BB_EXPORT int bb_write_kv_u64(const char *key, uint64_t x)
@@ -462,7 +472,7 @@ BB_EXPORT int bb_write_kv_u64(const char *key, uint64_t x)
 
 	if (bb_unlikely(!key))
 		return -EINVAL;
-	return bb__write_kv(key, &v, false);
+	return bb__write_kv(key, strlen(key), &v, false);
 }
 
 BB_EXPORT int bb_write_kv_f64(const char *key, double x)
@@ -471,7 +481,7 @@ BB_EXPORT int bb_write_kv_f64(const char *key, double x)
 
 	if (bb_unlikely(!key))
 		return -EINVAL;
-	return bb__write_kv(key, &v, false);
+	return bb__write_kv(key, strlen(key), &v, false);
 }
 
 BB_EXPORT int bb_write_kv_bool(const char *key, bool x)
@@ -480,7 +490,7 @@ BB_EXPORT int bb_write_kv_bool(const char *key, bool x)
 
 	if (bb_unlikely(!key))
 		return -EINVAL;
-	return bb__write_kv(key, &v, false);
+	return bb__write_kv(key, strlen(key), &v, false);
 }
 
 /* ---- events ------------------------------------------------------------- */

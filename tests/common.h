@@ -86,7 +86,8 @@ static inline int bbt_count_prefix(const char *dir, const char *prefix)
 /*
  * bbt_record_crc - the FORMAT.md §11 checksum of the record (or state slot,
  * or crash area) of @len bytes at @rec whose committed seq word is @seq:
- * CRC32C over seq (4 little-endian bytes), then rec[4 .. len-4).  Computed
+ * CRC32C over seq (4 little-endian bytes), rec[4 .. 8), rec[16 .. len-4),
+ * then rec[8 .. 16) (the stamp last).  Computed
  * one bit at a time, sharing no code or table with the library, so a test
  * that compares the two checks the library's CRC independently.
  */
@@ -105,7 +106,11 @@ static inline uint32_t bbt_record_crc(uint32_t seq, const uint8_t *rec, uint32_t
 	uint8_t le[4] = { (uint8_t)seq, (uint8_t)(seq >> 8), (uint8_t)(seq >> 16),
 			  (uint8_t)(seq >> 24) };
 
-	return bbt_crc32c(bbt_crc32c(0xffffffffu, le, 4), rec + 4, len - 8) ^ 0xffffffffu;
+	uint32_t c = bbt_crc32c(0xffffffffu, le, 4);
+
+	c = bbt_crc32c(c, rec + 4, 4);              /* len, tag, flags */
+	c = bbt_crc32c(c, rec + 16, len - 20);      /* extensions and value */
+	return bbt_crc32c(c, rec + 8, 8) ^ 0xffffffffu;   /* ts, last */
 }
 
 /* Does the record of @len bytes at @rec carry that checksum in its last 4

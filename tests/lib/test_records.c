@@ -6,6 +6,7 @@
  * the end of the ring.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -179,4 +180,49 @@ Test(records, records_straddling_the_wrap)
 		free(c.r);
 	}
 	cr_assert_gt(straddled, 5, "only %d records straddled the wrap", straddled);
+}
+
+/*
+ * bb_write_kvn() records exactly the bytes it is given (no NUL needed, a
+ * NUL inside kept), and bb_write_kv() - a macro over it in <blackbox.h> -
+ * behaves as the function did: literal and run-time strings, NULL rejected,
+ * the exported function callable by name and through a pointer.
+ */
+Test(records, kvn_lengths_and_the_kv_macro)
+{
+	const char buf[] = "user-idXXXX";          /* key: the first 7 bytes */
+	const char val[] = { 'a', '\0', 'b', 'c' };  /* 4 bytes, NUL inside, no terminator */
+	char dyn[32];
+	int (*fn)(const char *, const char *) = bb_write_kv;
+	struct tcollect c;
+	struct trec *t;
+
+	snprintf(dyn, sizeof(dyn), "v%d", 42);
+	cr_assert_eq(bb_init(0), 0);
+	bb_path(path, sizeof(path));
+	cr_assert_eq(bb_write_kvn(buf, 7, val, sizeof(val)), 0);
+	cr_assert_eq(bb_write_kvn("k", 1, "", 0), 0);
+	cr_assert_eq(bb_write_kvn(NULL, 0, "v", 1), -EINVAL);
+	cr_assert_eq(bb_write_kvn("k", 1, NULL, 0), -EINVAL);
+	cr_assert_eq(bb_write_kv("lit", dyn), 0);         /* the macro */
+	cr_assert_eq((bb_write_kv)(dyn, "lit"), 0);       /* the function */
+	cr_assert_eq(fn("ptr", dyn), 0);
+	cr_assert_eq(bb_write_kv((const char *)NULL, dyn), -EINVAL);
+
+	tcollect_path(path, &c);
+	cr_assert_eq(c.n, 6, "got %zu records", c.n);      /* owner + 5 */
+	t = c.r;
+	cr_assert_eq(t[1].tag, BB_TAG_KV);
+	cr_assert_str_eq(t[1].key, "user-id");
+	cr_assert_eq(t[1].vtype, BB_TYPE_STR);
+	cr_assert_eq(t[1].n, 4);
+	cr_assert_eq(memcmp(t[1].text, val, 4), 0);
+	cr_assert_str_eq(t[2].key, "k");
+	cr_assert_eq(t[2].n, 0);
+	cr_assert_str_eq(t[3].key, "lit"); cr_assert_str_eq(t[3].text, "v42");
+	cr_assert_str_eq(t[4].key, "v42"); cr_assert_str_eq(t[4].text, "lit");
+	cr_assert_str_eq(t[5].key, "ptr"); cr_assert_str_eq(t[5].text, "v42");
+	for (size_t i = 1; i < c.n; i++)
+		cr_assert_eq(c.r[i].flags & BB_RF_TRUNCATED, 0);
+	free(c.r);
 }
