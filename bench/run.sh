@@ -38,7 +38,7 @@ repeat=${REPEAT:-5}
 if [ ! -f "$build/build.ninja" ]; then
 	meson setup "$build" "$src" --buildtype=debugoptimized >/dev/null
 fi
-ninja -C "$build" bench/bench_latency bench/bench_size bench/bench_init >/dev/null
+ninja -C "$build" bench/bench_latency bench/bench_size bench/bench_init bench/bench_floor >/dev/null
 
 b=$build/bench
 if [ "$quick" = 1 ]; then
@@ -47,12 +47,14 @@ if [ "$quick" = 1 ]; then
 	size="-r 1 -b 20 -n 100"
 	init="-r 2 -s 0,16"
 	shared="-r 1 -n 4000 -c 20000 -t 64 -R 16 -o kv"
+	floor="-b 20 -n 100 -r 1"
 else
 	lat="-r $repeat"
 	tsc="-r $repeat -t 1,2 -o clock,rdtsc,kv,i64,event4"
 	size="-r $repeat"
 	init="-r 15"
 	shared="-r $repeat -t 64 -R 16 -o kv"
+	floor="-r 2"
 fi
 
 out=$(mktemp /tmp/bb-bench-run.XXXXXX)
@@ -62,6 +64,9 @@ section() {
 	printf '\n======== %s ========\n' "$1" | tee -a "$out"
 }
 
+section "the issue 6 ratios from the best batches (bench_floor)"
+# shellcheck disable=SC2086
+"$b/bench_floor" $floor | tee -a "$out"
 section "latency and throughput, default clock"
 # shellcheck disable=SC2086 # word splitting of the option strings is wanted
 "$b/bench_latency" $lat | tee -a "$out"

@@ -396,6 +396,27 @@ int bb__write_kv(const char *key, size_t kl, struct bb__val *v, bool imp)
 		w.room = w.box->room - 8;
 		w.flags |= BB_RF_IMPORTANT;
 	}
+	if (bb_likely(kl < 24 && ((v->type != BB_TYPE_STR && v->type != BB_TYPE_BYTES) ||
+				  v->n < 24))) {
+		/* Short key and short (or scalar) value, the common case: every
+		 * CBOR head is one byte (the compiler knows it here and drops
+		 * the size cascades), and the record fits any ring: need <=
+		 * 1 + 1 + 23 + 1 + 23 = 49 bytes, room >= 1 KiB - 28 (a ring
+		 * is >= 4 KiB, max_record = ring / 4, box.c), so no truncation
+		 * test. */
+		need = 2 + (uint32_t)kl + bb__val_size(v);
+		BB__ON_RING(w,
+			p = bb__reserve(&w, 0, need);
+			*p++ = 0x82;   /* array(2) */
+			*p++ = (uint8_t)(0x60 | kl);
+			bb__copy(p, key, kl);
+			bb__put_val(p + kl, v);
+			if (imp)
+				bb__commit_important(&w, BB_TAG_KV);
+			else
+				bb__commit(&w, BB_TAG_KV));
+		return 0;
+	}
 	need = 1 + bb__cbor_head(kl) + (uint32_t)kl + bb__val_size(v);
 	if (bb_unlikely(need > w.room)) {
 		/* Keep the key whole if it leaves room for a value; cut the
