@@ -315,14 +315,7 @@ static int struct_record(const struct bb_record *rec, void *arg)
 			    rec->ring, bb_tag_name(rec->tag));
 	if (!bbx_em_record_value(em, rec->tag, rec->value, rec->value_len))
 		c->bad_values++;
-	bbx_em_key(em, "truncated");
-	bbx_em_bool(em, rec->flags & BB_RF_TRUNCATED);
-	if (rec->flags & BB_RF_IMPORTANT) {
-		bbx_em_key(em, "important");
-		bbx_em_bool(em, true);
-	}
-	bbx_em_end(em);
-	bbx_em_eol(em);
+	bbx_em_record_end(em, rec->flags & BB_RF_TRUNCATED, rec->flags & BB_RF_IMPORTANT);
 	return c->out->err;
 }
 

@@ -88,19 +88,27 @@ static inline void fmt_ns9(char *p, uint32_t ns)
 	fmt_pairs(p + 1, ns % 100000000, 8);
 }
 
-size_t bbx_fmt_ns(struct bbx_ns_cache *c, char *p, uint64_t v)
+/* The digits of @sec (> 0) from the cache; writes 16 bytes, returns the count. */
+static inline size_t fmt_sec_cached(struct bbx_ns_cache *c, char *p, uint64_t sec)
 {
-	uint64_t sec = v / 1000000000;
-
-	if (!sec)
-		return bbx_fmt_u64(p, v);
 	if (sec != c->sec || !c->len) {
 		c->len = (uint8_t)bbx_fmt_u64(c->digits, sec);
 		c->sec = sec;
 	}
 	memcpy(p, c->digits, sizeof(c->digits)); /* fixed size: one move */
-	fmt_ns9(p + c->len, (uint32_t)(v % 1000000000));
-	return c->len + 9u;
+	return c->len;
+}
+
+size_t bbx_fmt_ns(struct bbx_ns_cache *c, char *p, uint64_t v)
+{
+	uint64_t sec = v / 1000000000;
+	size_t n;
+
+	if (!sec)
+		return bbx_fmt_u64(p, v);
+	n = fmt_sec_cached(c, p, sec);
+	fmt_ns9(p + n, (uint32_t)(v % 1000000000));
+	return n + 9u;
 }
 
 size_t bbx_fmt_i64(char *p, int64_t v)
@@ -183,7 +191,10 @@ size_t bbx_fmt_time(char *p, int64_t wall_ns)
 		clen += 15;
 		csec = sec;
 	}
-	memcpy(p, cbuf, clen);
+	if (clen <= 24)
+		memcpy(p, cbuf, 24); /* years 0-9999 (19 bytes): one fixed-size move */
+	else
+		memcpy(p, cbuf, clen);
 	p[clen] = '.';
 	fmt_ns9(p + clen + 1, (uint32_t)ns);
 	p[clen + 10] = 'Z';
@@ -268,12 +279,106 @@ static void put_sanitized(struct bbx_out *o, const uint8_t *s, size_t n)
 
 /* ---- JSON pieces ------------------------------------------------------ */
 
+/*
+ * Does any of the 8 bytes in @x need a look in a JSON string: '"', '\\',
+ * a control character (< 0x20) or a byte >= 0x80 (UTF-8 to validate)?
+ * The classic "has a zero byte" test (x - 0x01..) & ~x & 0x80..: a borrow
+ * can only flag bytes above a real hit, so "any" is exact; applied to
+ * x ^ '"', x ^ '\\' and, for "< 0x20", to x with 0x20 subtracted.
+ */
+static inline bool esc_needed8(uint64_t x)
+{
+	const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+	uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+	uint64_t lt = (x - ones * 0x20) & ~x;  /* a byte below 0x20 */
+	uint64_t zq = (q - ones) & ~q;         /* a '"' */
+	uint64_t zb = (b - ones) & ~b;         /* a '\\' */
+
+	/* a byte >= 0x80 has its high bit in x itself (and is masked out of
+	 * lt by ~x, harmlessly: it is flagged anyway) */
+	return ((lt | zq | zb | x) & high) != 0;
+}
+
+#define ESC_MAX(n) (6 * (n)) /* \u00XX or \ufffd for each input byte at worst */
+
+/*
+ * The body of a JSON string (no quotes) at @d, which has room for
+ * ESC_MAX(@n) bytes: escapes, U+FFFD for bytes that are not valid UTF-8.
+ * Runs of 8 plain ASCII bytes are moved whole.  Returns the bytes written.
+ */
+static size_t esc_into(char *d, const uint8_t *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	char *p = d;
+	size_t i = 0, k;
+
+	while (i < n) {
+		uint8_t c;
+
+		while (n - i >= 8) {
+			uint64_t x;
+
+			memcpy(&x, s + i, 8);
+			if (esc_needed8(x))
+				break;
+			memcpy(p, &x, 8);
+			p += 8;
+			i += 8;
+		}
+		if (i == n)
+			break;
+		c = s[i];
+		if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+			*p++ = (char)c;
+			i++;
+			continue;
+		}
+		if (c >= 0x80) {
+			k = u8len(s + i, n - i);
+			if (k) {
+				memcpy(p, s + i, k);
+				p += k;
+				i += k;
+			} else {
+				memcpy(p, "\\ufffd", 6);
+				p += 6;
+				i++;
+			}
+			continue;
+		}
+		*p++ = '\\';
+		switch (c) {
+		case '"':  *p++ = '"';  break;
+		case '\\': *p++ = '\\'; break;
+		case '\n': *p++ = 'n';  break;
+		case '\t': *p++ = 't';  break;
+		case '\r': *p++ = 'r';  break;
+		case '\b': *p++ = 'b';  break;
+		case '\f': *p++ = 'f';  break;
+		default:
+			memcpy(p, "u00", 3);
+			p[3] = hex[c >> 4];
+			p[4] = hex[c & 15];
+			p += 5;
+		}
+		i++;
+	}
+	return (size_t)(p - d);
+}
+
+#define ESC_CHUNK 4096 /* strings up to this long are escaped in one go */
+
 /* The body of a JSON string (no quotes): escapes, U+FFFD for bad bytes. */
 static void json_esc(struct bbx_out *o, const uint8_t *s, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
 	size_t i = 0, st = 0, k;
 
+	if (n <= ESC_CHUNK) {
+		bbx_out_commit(o, esc_into(bbx_out_reserve(o, ESC_MAX(n)), s, n));
+		return;
+	}
+	/* longer: byte by byte straight into the buffer, which may spill */
 	while (i < n) {
 		uint8_t c = s[i];
 		char *e;
@@ -350,35 +455,34 @@ static void json_u64(struct bbx_out *o, uint64_t v)
  * and the check below is exact.  The smallest such k gives the digits of
  * %.15g (the decimal is within half an ulp of v, far below half a unit in
  * the 15th digit), and in this range %g uses no exponent: the output is
- * byte for byte what the general path prints.  Returns false otherwise.
+ * byte for byte what the general path prints.  Writes at most 33 bytes at
+ * @p and returns their count, or 0 when v is outside that case.
  */
-static bool json_double_fast(struct bbx_out *o, double v)
+static size_t fmt_double_fast(char *p, double v)
 {
 	static const double p10[16] = {
 		1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
 		1e12, 1e13, 1e14, 1e15,
 	};
 	double a = fabs(v);
-	char *p;
 	size_t n = 0;
 
 	if (v == 0) {
-		bbx_out_str(o, signbit(v) ? "-0.0" : "0.0");
-		return true;
+		memcpy(p, signbit(v) ? "-0.0" : "0.0", 4);
+		return signbit(v) ? 4 : 3;
 	}
 	if (!(a >= 1e-4 && a < 1e15))
-		return false;
+		return 0;
 	for (int k = 0; k <= 15; k++) {
 		double x = a * p10[k], m;
 		uint64_t u, ip, fp;
 
 		if (x >= 1e15)
-			return false;
+			return 0;
 		m = (double)(uint64_t)(x + 0.5); /* no libm: round half up */
 		if (m / p10[k] != a)
 			continue;
 		u = (uint64_t)m;
-		p = bbx_out_reserve(o, 48);
 		if (v < 0)
 			p[n++] = '-';
 		ip = k ? u / (uint64_t)p10[k] : u;
@@ -394,27 +498,31 @@ static bool json_double_fast(struct bbx_out *o, double v)
 			}
 			n += (size_t)k;
 		}
-		bbx_out_commit(o, n);
-		return true;
+		return n;
 	}
-	return false;
+	return 0;
 }
 
-static void json_double(struct bbx_out *o, double v)
+#define FMT_DOUBLE_MAX 48 /* bytes fmt_double() may write */
+
+/* A double as JSON: at most FMT_DOUBLE_MAX bytes at @p; returns the count. */
+static size_t fmt_double(char *p, double v)
 {
 	char buf[40];
 	int n = 0, prec;
+	size_t k;
 
 	if (isnan(v)) {
-		bbx_out_str(o, "\"NaN\"");
-		return;
+		memcpy(p, "\"NaN\"", 5);
+		return 5;
 	}
 	if (isinf(v)) {
-		bbx_out_str(o, v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
-		return;
+		memcpy(p, v > 0 ? "\"Infinity\"" : "\"-Infinity\"", v > 0 ? 10 : 11);
+		return v > 0 ? 10 : 11;
 	}
-	if (json_double_fast(o, v))
-		return;
+	k = fmt_double_fast(p, v);
+	if (k)
+		return k;
 	/* the shortest of %.15g .. %.17g that reads back as the same double */
 	for (prec = 15; prec <= 17; prec++) {
 		n = snprintf(buf, sizeof(buf), "%.*g", prec, v);
@@ -426,7 +534,13 @@ static void json_double(struct bbx_out *o, double v)
 		memcpy(buf + n, ".0", 3);
 		n += 2;
 	}
-	bbx_out_put(o, buf, (size_t)n);
+	memcpy(p, buf, (size_t)n);
+	return (size_t)n;
+}
+
+static void json_double(struct bbx_out *o, double v)
+{
+	bbx_out_commit(o, fmt_double(bbx_out_reserve(o, FMT_DOUBLE_MAX), v));
 }
 
 /* ---- CBOR reader over untrusted bytes --------------------------------- */
@@ -1018,10 +1132,20 @@ void bbx_em_record_start(struct bbx_em *em, int64_t wall_ns, uint64_t clock_ns,
 	}
 	p = bbx_out_reserve(em->o, 256);
 	LIT("{\"ts\":\"");
-	n += bbx_fmt_time(p + n, wall_ns);
+	k = bbx_fmt_time(p + n, wall_ns);
+	n += k;
 	LIT("\",\"ts_ns\":");
-	n += wall_ns >= 0 ? bbx_fmt_ns(&em->ts_cache, p + n, (uint64_t)wall_ns)
-			  : bbx_fmt_i64(p + n, wall_ns);
+	if (wall_ns >= 1000000000) {
+		/* the 9 digits of the fraction are the ones ts just got
+		 * ("...:SS.nnnnnnnnnZ"): only the seconds need digits */
+		const char *frac = p + n - (sizeof("\",\"ts_ns\":") - 1) - 10;
+
+		n += fmt_sec_cached(&em->ts_cache, p + n, (uint64_t)wall_ns / 1000000000);
+		memcpy(p + n, frac, 9);
+		n += 9;
+	} else {
+		n += bbx_fmt_i64(p + n, wall_ns);
+	}
 	LIT(",\"clock_ns\":");
 	n += bbx_fmt_ns(&em->clock_cache, p + n, clock_ns);
 	if (with_pid) {
@@ -1048,6 +1172,39 @@ void bbx_em_record_start(struct bbx_em *em, int64_t wall_ns, uint64_t clock_ns,
 	em->depth = 1;
 	em->more[1] = true;
 	em->closer[1] = '}';
+	em->after_key = false;
+}
+
+void bbx_em_record_end(struct bbx_em *em, bool truncated, bool important)
+{
+	char *p;
+	size_t n = 0;
+
+	if (em->cbor || em->depth != 1 || !em->more[1] || em->after_key) {
+		bbx_em_key(em, "truncated");
+		bbx_em_bool(em, truncated);
+		if (important) {
+			bbx_em_key(em, "important");
+			bbx_em_bool(em, true);
+		}
+		bbx_em_end(em);
+		bbx_em_eol(em);
+		return;
+	}
+	/* what the calls above write in JSON, in one reservation */
+	p = bbx_out_reserve(em->o, 64);
+#define LIT(s) (memcpy(p + n, s, sizeof(s) - 1), n += sizeof(s) - 1)
+	if (truncated)
+		LIT(",\"truncated\":true");
+	else
+		LIT(",\"truncated\":false");
+	if (important)
+		LIT(",\"important\":true");
+	LIT("}\n");
+#undef LIT
+	bbx_out_commit(em->o, n);
+	em->depth = 0;
+	em->more[0] = false;
 	em->after_key = false;
 }
 
@@ -1104,6 +1261,237 @@ static const char *shape_error(unsigned tag, const uint8_t *v, const uint8_t *en
 	}
 }
 
+/* ---- JSON fast path for the common record shapes ------------------- */
+
+/*
+ * Most records are a scalar, a kv of a text key and a scalar, or an event
+ * whose fields are text keys and scalars.  For those, one forward pass
+ * both checks and formats, straight into reserved output that is committed
+ * only when the whole value checked out; anything else (and anything
+ * wrong) returns false having written nothing, and the general path
+ * (cbr_check, shape_error, json_item) decides.  The bytes written are
+ * exactly the general path's: the same escaper, number and float formats.
+ */
+
+#define FAST_MAX_LEN 2048  /* longer values take the general path */
+/* Output bound per input byte: a half float (3 bytes) prints at most
+ * FMT_DOUBLE_MAX bytes, text 6 per byte, a one-byte map key and value
+ * ("":false,) 9 per 2 bytes; 16 per byte covers them all. */
+#define FAST_OUT(n) (16 * (n) + 64)
+
+/* A definite-length head, argument in *val.  False if indefinite, reserved
+ * or cut short. */
+static inline bool fast_head(const uint8_t **cp, const uint8_t *end, unsigned *major,
+			     unsigned *ai, uint64_t *val)
+{
+	const uint8_t *c = *cp;
+	uint64_t v;
+	uint8_t b;
+
+	if (c >= end)
+		return false;
+	b = *c++;
+	*major = b >> 5;
+	*ai = b & 31;
+	v = *ai;
+	if (*ai >= 24) {
+		size_t k;
+
+		if (*ai > 27)
+			return false;
+		k = (size_t)1 << (*ai - 24);
+		if ((size_t)(end - c) < k)
+			return false;
+		for (v = 0; k--;)
+			v = v << 8 | *c++;
+	}
+	*val = v;
+	*cp = c;
+	return true;
+}
+
+/* A definite text string as a quoted JSON string at @p; 0 if not one. */
+static inline size_t fast_text(char *p, const uint8_t **cp, const uint8_t *end)
+{
+	unsigned major, ai;
+	uint64_t n;
+	size_t k;
+
+	if (!fast_head(cp, end, &major, &ai, &n) || major != 3 ||
+	    n > (uint64_t)(end - *cp))
+		return 0;
+	p[0] = '"';
+	k = 1 + esc_into(p + 1, *cp, (size_t)n);
+	p[k++] = '"';
+	*cp += n;
+	return k;
+}
+
+/*
+ * A scalar item (integer, definite byte or text string, false, true,
+ * null, undefined, float) as JSON at @p; 0 for anything else.  @mask
+ * says which majors are acceptable (bit per major type).
+ */
+static inline size_t fast_scalar(char *p, const uint8_t **cp, const uint8_t *end,
+				 unsigned mask)
+{
+	const uint8_t *c = *cp;
+	unsigned major, ai;
+	uint64_t v;
+	size_t k;
+
+	if (!fast_head(&c, end, &major, &ai, &v) || !(mask & (1u << major)))
+		return 0;
+	switch (major) {
+	case 0:
+		k = bbx_fmt_u64(p, v);
+		break;
+	case 1:
+		if (v == UINT64_MAX) {
+			memcpy(p, "-18446744073709551616", 21);
+			k = 21;
+		} else {
+			p[0] = '-';
+			k = 1 + bbx_fmt_u64(p + 1, v + 1);
+		}
+		break;
+	case 2: {
+		static const char hex[] = "0123456789abcdef";
+
+		if (v > (uint64_t)(end - c))
+			return 0;
+		p[0] = '"';
+		for (k = 0; k < v; k++) {
+			p[1 + 2 * k] = hex[c[k] >> 4];
+			p[2 + 2 * k] = hex[c[k] & 15];
+		}
+		k = 1 + 2 * (size_t)v;
+		p[k++] = '"';
+		c += v;
+		break;
+	}
+	case 3:
+		if (v > (uint64_t)(end - c))
+			return 0;
+		p[0] = '"';
+		k = 1 + esc_into(p + 1, c, (size_t)v);
+		p[k++] = '"';
+		c += v;
+		break;
+	case 7:
+		switch (ai) {
+		case 20: memcpy(p, "false", 5); k = 5; break;
+		case 21: memcpy(p, "true", 4);  k = 4; break;
+		case 22:
+		case 23: memcpy(p, "null", 4);  k = 4; break;
+		case 25: k = fmt_double(p, half_to_double((unsigned)v)); break;
+		case 26: {
+			uint32_t u = (uint32_t)v;
+			float f;
+
+			memcpy(&f, &u, sizeof(f));
+			k = fmt_double(p, f);
+			break;
+		}
+		case 27: {
+			double d;
+
+			memcpy(&d, &v, sizeof(d));
+			k = fmt_double(p, d);
+			break;
+		}
+		default:
+			return 0; /* other simple values: the general path */
+		}
+		break;
+	default:
+		return 0;
+	}
+	*cp = c;
+	return k;
+}
+
+#define M_ANY_SCALAR ((1u << 0) | (1u << 1) | (1u << 2) | (1u << 3) | (1u << 7))
+
+/* The members bbx_em_record_value() would write for @tag, or false. */
+static bool json_fast_value(struct bbx_em *em, unsigned tag, const uint8_t *value,
+			    size_t len)
+{
+	const uint8_t *c = value, *end = value + len;
+	unsigned mask, major, ai;
+	uint64_t n;
+	size_t k, w = 0;
+	char *p;
+
+#define LIT(s) (memcpy(p + w, s, sizeof(s) - 1), w += sizeof(s) - 1)
+	if (!len || len > FAST_MAX_LEN || em->depth != 1 || !em->more[1] || em->after_key)
+		return false;
+	p = bbx_out_reserve(em->o, FAST_OUT(len));
+	switch (tag) {
+	case BB_TAG_KV:
+	case BB_TAG_EVENT:
+		if (*c++ != 0x82) /* array of 2: a text, then a value or a map */
+			return false;
+		if (tag == BB_TAG_KV)
+			LIT(",\"key\":");
+		else
+			LIT(",\"name\":");
+		if (!(k = fast_text(p + w, &c, end)))
+			return false;
+		w += k;
+		if (tag == BB_TAG_KV) {
+			LIT(",\"value\":");
+			if (!(k = fast_scalar(p + w, &c, end, M_ANY_SCALAR)))
+				return false;
+			w += k;
+			break;
+		}
+		LIT(",\"fields\":{");
+		if (!fast_head(&c, end, &major, &ai, &n) || major != 5 ||
+		    n > (uint64_t)(end - c) / 2)
+			return false;
+		for (uint64_t i = 0; i < n; i++) {
+			if (i)
+				p[w++] = ',';
+			if (!(k = fast_text(p + w, &c, end)))
+				return false;
+			w += k;
+			p[w++] = ':';
+			if (!(k = fast_scalar(p + w, &c, end, M_ANY_SCALAR)))
+				return false;
+			w += k;
+		}
+		p[w++] = '}';
+		break;
+	case BB_TAG_STR:   mask = 1u << 3; goto scalar;
+	case BB_TAG_I64:   mask = (1u << 0) | (1u << 1); goto scalar;
+	case BB_TAG_U64:   mask = 1u << 0; goto scalar;
+	case BB_TAG_BYTES: mask = 1u << 2; goto scalar;
+	case BB_TAG_F64:
+		if ((*c >> 5) != 7 || (*c & 31) < 25 || (*c & 31) > 27)
+			return false;
+		mask = 1u << 7;
+		goto scalar;
+	case BB_TAG_BOOL:
+		if (*c != 0xf4 && *c != 0xf5)
+			return false;
+		mask = 1u << 7;
+	scalar:
+		LIT(",\"value\":");
+		if (!(k = fast_scalar(p + w, &c, end, mask)))
+			return false;
+		w += k;
+		break;
+	default:
+		return false;
+	}
+#undef LIT
+	if (c != end)
+		return false; /* trailing bytes: the general path says so */
+	bbx_out_commit(em->o, w);
+	return true;
+}
+
 bool bbx_em_record_value(struct bbx_em *em, unsigned tag,
 			 const uint8_t *value, size_t len)
 {
@@ -1116,6 +1504,8 @@ bool bbx_em_record_value(struct bbx_em *em, unsigned tag,
 	bool bad_utf8 = false;
 	int nit = 0, i;
 
+	if (!em->cbor && json_fast_value(em, tag, value, len))
+		return true;
 	if (!len)
 		why = "empty value";
 	else if (!cbr_check(&c, 0, &bad_utf8))

@@ -95,9 +95,19 @@ void bbx_em_record_start(struct bbx_em *em, int64_t wall_ns, uint64_t clock_ns,
 			 uint32_t ring, const char *type);
 
 /*
+ * Close a record opened by bbx_em_record_start(): "truncated", then
+ * "important": true when @important, the end of the map and of the line
+ * (JSON in one reservation).
+ */
+void bbx_em_record_end(struct bbx_em *em, bool truncated, bool important);
+
+/*
  * The value part of a record: check that @value (@len bytes of CBOR) is
  * well formed and has the shape @tag says, and emit its fields ("key" and
- * "value" for kv, "name" and "fields" for events, "value" otherwise).  A
+ * "value" for kv, "name" and "fields" for events, "value" otherwise).
+ * JSON checks and formats the common shapes (scalars, kv of a text key and
+ * a scalar, events of text keys and scalars) in one pass; the output is
+ * the same as the general path's.  A
  * value that fails the check is emitted as "error" (what is wrong) and
  * "raw" (its bytes) and false is returned.
  */
