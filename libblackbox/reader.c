@@ -63,16 +63,24 @@ struct rring {
 	bool bad;            /* descriptor rejected at open: never read */
 };
 
-/* A record collected during a walk; its value lives in the value arena. */
+/*
+ * A record collected during a walk (48 bytes: a million-record box makes
+ * a million of them).  Its value lives in the box itself when the box
+ * cannot change (a snapshot or a memory copy: r->mapped false) and the
+ * record does not wrap around its ring's end, else in the value arena.
+ */
 struct ent {
-	uint64_t pos, ts, next;
-	size_t voff, vlen;
+	uint64_t pos, ts;
+	size_t voff;         /* value: offset in r->base (inbox) or r->vals */
 	uint32_t ring;
 	int32_t tid;
+	uint32_t name;       /* thread name: index in r->names */
+	uint32_t stride;     /* the record's bytes in the ring: next = pos + stride */
+	uint16_t vlen;       /* < BB_RECORD_MAX */
 	uint8_t tag, flags;
+	bool inbox;          /* voff is in the box, not the arena */
 	bool skip;           /* important copy whose original is delivered */
 	bool copy;           /* from the important ring, shown */
-	char name[16];
 };
 
 /* An important record's identity (FORMAT §11): thread and raw timestamp. */
@@ -96,8 +104,10 @@ struct bb_reader {
 	uint8_t *rec;          /* one record, max_record bytes */
 	struct ent *ents;      /* records collected by the current walk */
 	size_t nents, cents;
-	uint8_t *vals;         /* their values */
+	uint8_t *vals;         /* their values (those not read in place) */
 	size_t nvals, cvals;
+	char (*names)[16];     /* thread names of the walk's records; [0] is "" */
+	size_t nnames, cnames;
 	struct ikey *shown;    /* BB_WALK_FOLLOW: important records delivered */
 	size_t nshown, cshown;
 	uint64_t state_off, modules_off; /* validated areas (count/size 0: none) */
@@ -447,6 +457,7 @@ BB_EXPORT void bb_reader_close(struct bb_reader *r)
 	free(r->rec);
 	free(r->ents);
 	free(r->vals);
+	free(r->names);
 	free(r->shown);
 	free(r->slot);
 	free(r->modbuf);
@@ -1029,40 +1040,88 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-/* Keep the record just copied into r->rec (len bytes, proven intact
- * framing): verify its checksum first (FORMAT §11) so that a scribbled
- * payload is counted corrupt and never decoded. */
-static int keep(struct bb_reader *r, uint32_t ring, uint64_t pos, uint32_t len)
+/* The value bytes of a collected record. */
+static inline const uint8_t *ent_value(const struct bb_reader *r, const struct ent *e)
 {
-	const struct bb_record_hdr *h = (const struct bb_record_hdr *)(const void *)r->rec;
+	return (e->inbox ? r->base : r->vals) + e->voff;
+}
+
+/* Keep the record at @rec (len bytes, proven intact framing: a private
+ * copy in r->rec, or the bytes of a box that cannot change): verify its
+ * checksum first (FORMAT §11) so that a scribbled payload is counted
+ * corrupt and never decoded.  Only a copy's value goes to the arena. */
+static int keep(struct bb_reader *r, uint32_t ring, uint64_t pos, uint32_t len,
+		const uint8_t *rec)
+{
+	const struct bb_record_hdr *h = (const struct bb_record_hdr *)(const void *)rec;
 	int32_t tid = 0;
 	const uint8_t *v;
 	struct ent *e;
 	size_t vlen;
+	bool inbox = rec != r->rec;
 
-	if (!bb__record_crc_ok(r->rec, len, BB_SEQ_DONE(pos), r->info.flags & BB_HF_CRC32C)) {
+	if (!bb__record_crc_ok(rec, len, BB_SEQ_DONE(pos), r->info.flags & BB_HF_CRC32C)) {
 		r->rings[ring].st.crc_bad++;
 		r->rings[ring].st.corrupt++;
 		return 0;
 	}
-	v = bb__record_value(r->rec, len, &tid, &vlen);
+	v = bb__record_value(rec, len, &tid, &vlen);
 	if (!v) { /* BB_RF_TID or BB_RF_CRC without room for them */
 		r->rings[ring].st.corrupt++;
 		return 0;
 	}
 	if (grow((void **)&r->ents, &r->cents, r->nents + 1, sizeof(*r->ents)) ||
-	    grow((void **)&r->vals, &r->cvals, r->nvals + vlen, 1))
+	    (!inbox && grow((void **)&r->vals, &r->cvals, r->nvals + vlen, 1)))
 		return -ENOMEM;
 	e = &r->ents[r->nents++];
 	*e = (struct ent){
-		.pos = pos, .ts = h->ts, .next = pos + BB_RECORD_STRIDE(len),
-		.voff = r->nvals, .vlen = vlen, .ring = ring, .tid = tid,
-		.tag = h->tag, .flags = h->flags,
+		.pos = pos, .ts = h->ts, .stride = (uint32_t)BB_RECORD_STRIDE(len),
+		.voff = inbox ? (size_t)(v - r->base) : r->nvals, .vlen = (uint16_t)vlen,
+		.ring = ring, .tid = tid, .tag = h->tag, .flags = h->flags, .inbox = inbox,
 	};
-	if (vlen)
+	if (!inbox && vlen)
 		memcpy(r->vals + r->nvals, v, vlen);
-	r->nvals += vlen;
+	if (!inbox)
+		r->nvals += vlen;
 	return 0;
+}
+
+/*
+ * read_fixed - bb__ring_read() for a box that cannot change (a snapshot or
+ * a memory copy, r->mapped false): the same checks of seq, len and stride,
+ * but no writer can race us, so there is no copy to re-validate and no
+ * fence.  Returns the record's bytes in place, or in r->rec when it wraps
+ * around the ring's end; NULL (*rd says why) when it fails validation.
+ */
+static const uint8_t *read_fixed(struct bb_reader *r, const struct bb__ring_view *v,
+				 uint64_t pos, uint64_t head, uint32_t *lenp, enum bb__rd *rd)
+{
+	size_t off = (size_t)(pos & (v->size - 1));
+	struct bb_record_hdr h;
+	uint32_t seq = BB_SEQ_DONE(pos);
+	uint64_t stride;
+
+	*rd = BB__RD_CORRUPT;
+	if (bb__ring_seq(v, pos) != seq)
+		goto bad;
+	bb__ring_copy(v, pos, &h, sizeof(h));
+	if (h.seq != seq || h.len < BB_RECORD_HDR_SIZE || h.len > v->max_record)
+		goto bad;
+	stride = BB_RECORD_STRIDE(h.len);
+	if (stride > v->size || bb__pos_diff(head, pos) < (int64_t)stride)
+		goto bad;
+	*lenp = h.len;
+	*rd = BB__RD_OK;
+	if (off + h.len <= v->size)
+		return v->data + off;
+	bb__ring_copy(v, pos, r->rec, h.len);
+	return r->rec;
+bad:
+	/* as bb__ring_read() decides: a tail past pos means overwritten (a
+	 * snapshot's tails were raised past what the copy lost) */
+	if (bb__ring_lapped(v, pos))
+		*rd = BB__RD_OVERWRITTEN;
+	return NULL;
 }
 
 /* After a record failed validation at @pos: find the next position whose
@@ -1091,6 +1150,7 @@ static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
 	struct rring *rr = &r->rings[i];
 	struct bb_ring_desc *d = (struct bb_ring_desc *)(uintptr_t)rr->v.desc;
 	uint64_t head, tail, pos;
+	bool fixed = !r->mapped; /* snapshot or memory copy: nobody writes it */
 	int rc;
 
 	*endp = 0;
@@ -1145,12 +1205,18 @@ static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
 	}
 
 	while (bb__pos_diff(head, pos) > 0) {
+		const uint8_t *rec = r->rec;
+		enum bb__rd rd;
 		uint32_t len;
 		uint64_t t;
 
-		switch (bb__ring_read(&rr->v, pos, head, r->rec, &len)) {
+		if (fixed)
+			rec = read_fixed(r, &rr->v, pos, head, &len, &rd);
+		else
+			rd = bb__ring_read(&rr->v, pos, head, r->rec, &len);
+		switch (rd) {
 		case BB__RD_OK:
-			rc = keep(r, i, pos, len);
+			rc = keep(r, i, pos, len, rec);
 			if (rc)
 				return rc;
 			pos += BB_RECORD_STRIDE(len);
@@ -1180,9 +1246,16 @@ static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
 	return 0;
 }
 
-static void set_name(struct ent *e, const char *name)
+/* Index of @name in r->names: the last one added when equal (names
+ * change only at owner records), else a new entry; -1 without memory. */
+static int64_t name_index(struct bb_reader *r, const char *name)
 {
-	bb__strlcpy(e->name, name, sizeof(e->name));
+	if (r->nnames && !strncmp(r->names[r->nnames - 1], name, 16))
+		return (int64_t)r->nnames - 1;
+	if (grow((void **)&r->names, &r->cnames, r->nnames + 1, sizeof(*r->names)))
+		return -1;
+	bb__strlcpy(r->names[r->nnames], name, sizeof(*r->names));
+	return (int64_t)r->nnames++;
 }
 
 /*
@@ -1191,42 +1264,44 @@ static void set_name(struct ent *e, const char *name)
  * belong to its new thread, records before the first visible one to its
  * previous thread; with no owner record in view, to the descriptor's.
  */
-static void attribute(struct bb_reader *r, uint32_t i, size_t first)
+static int attribute(struct bb_reader *r, uint32_t i, size_t first)
 {
 	struct rring *rr = &r->rings[i];
 	int32_t cur_tid = rr->st.tid, t, pt;
-	char cur[16], name[16], prev[16];
+	char name[16], prev[16];
+	int64_t cur;
 
 	if (rr->st.kind == BB_RING_SHARED || rr->st.kind == BB_RING_IMPORTANT) {
 		for (size_t k = first; k < r->nents; k++)
-			set_name(&r->ents[k], "");
-		return;
+			r->ents[k].name = 0; /* "" */
+		return 0;
 	}
-	bb__strlcpy(cur, rr->st.thread_name, sizeof(cur));
+	cur = name_index(r, rr->st.thread_name);
 	for (size_t k = first; k < r->nents; k++) {
 		struct ent *e = &r->ents[k];
 
 		if (e->tag == BB_TAG_OWNER &&
-		    !bb__owner_decode(r->vals + e->voff, e->vlen, &t, name, sizeof(name),
+		    !bb__owner_decode(ent_value(r, e), e->vlen, &t, name, sizeof(name),
 				      &pt, prev, sizeof(prev))) {
 			cur_tid = pt;
-			bb__strlcpy(cur, prev, sizeof(cur));
+			cur = name_index(r, prev);
 			break;
 		}
 	}
-	for (size_t k = first; k < r->nents; k++) {
+	for (size_t k = first; k < r->nents && cur >= 0; k++) {
 		struct ent *e = &r->ents[k];
 
 		if (e->tag == BB_TAG_OWNER &&
-		    !bb__owner_decode(r->vals + e->voff, e->vlen, &t, name, sizeof(name),
+		    !bb__owner_decode(ent_value(r, e), e->vlen, &t, name, sizeof(name),
 				      &pt, prev, sizeof(prev))) {
 			cur_tid = t;
-			bb__strlcpy(cur, name, sizeof(cur));
+			cur = name_index(r, name);
 		}
 		if (!(e->flags & BB_RF_TID))
 			e->tid = cur_tid;
-		set_name(e, cur);
+		e->name = (uint32_t)cur;
 	}
+	return cur < 0 ? -ENOMEM : 0;
 }
 
 static int by_time(const void *a, const void *b)
@@ -1290,15 +1365,15 @@ static int deliver_one(struct bb_reader *r, size_t k, bb_record_fn fn, void *arg
 	const struct ent *e = &r->ents[k];
 	struct rring *rr = &r->rings[e->ring];
 	struct bb_record rec = {
-		.ring = e->ring, .tid = e->tid, .thread_name = e->name,
+		.ring = e->ring, .tid = e->tid, .thread_name = r->names[e->name],
 		.pos = e->pos, .ts = ns_of(r, e->ts), .ts_raw = e->ts,
 		.wall_ns = wall_of(r, e->ts),
 		.tag = e->tag, .flags = e->flags,
-		.value = e->vlen ? r->vals + e->voff : none, .value_len = e->vlen,
+		.value = e->vlen ? ent_value(r, e) : none, .value_len = e->vlen,
 		.important_copy = e->copy,
 	};
 
-	rr->next = e->next;
+	rr->next = e->pos + e->stride;
 	rr->has_next = true;
 	if (e->skip)
 		return 0;
@@ -1467,14 +1542,17 @@ BB_EXPORT int bb_reader_walk(struct bb_reader *r, unsigned flags, bb_record_fn f
 		return -EINVAL;
 	refresh_info(r);
 	alive = bb_reader_liveness(r) == BB_OWNER_ALIVE;
-	r->nents = r->nvals = 0;
+	r->nents = r->nvals = r->nnames = 0;
 	firsts = malloc(r->info.ring_count * sizeof(*firsts) + 1);
-	if (!firsts)
+	if (!firsts || name_index(r, "") != 0) {
+		free(firsts);
 		return -ENOMEM;
+	}
 	for (uint32_t i = 0; i < r->info.ring_count && !rc; i++) {
 		firsts[i] = r->nents;
 		rc = collect(r, i, flags, alive, &r->rings[i].end);
-		attribute(r, i, firsts[i]);
+		if (!rc)
+			rc = attribute(r, i, firsts[i]);
 	}
 	if (!rc)
 		rc = dedupe(r, follow);
