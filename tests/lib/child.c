@@ -17,6 +17,7 @@
  *                     Prints "addr 0x..." (expected fault address) first.
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -89,6 +90,20 @@ static void abort_in_handler(int sig)
 	abort();
 }
 
+/* "thread": a second thread, named, claims its ring and faults. */
+static void *crash_thread(void *arg)
+{
+	volatile uintptr_t bad = 24;
+
+	(void)arg;
+	pthread_setname_np(pthread_self(), "crasher");
+	bb_write_kv("in", "thread");
+	printf("tid %ld\n", (long)gettid());
+	say_addr((void *)bad);
+	*(volatile int *)bad = 1;
+	return NULL;
+}
+
 static int crash(const char *kind)
 {
 	struct rlimit no_core = { 0, 0 };
@@ -130,6 +145,27 @@ static int crash(const char *kind)
 		return recurse(0);
 	} else if (!strcmp(kind, "inwrite")) {
 		bb_write_bytes(fault_src(), (size_t)pg * 2);
+	} else if (!strcmp(kind, "thread")) {
+		pthread_t th;
+
+		if (pthread_create(&th, NULL, crash_thread, NULL))
+			return 5;
+		pthread_join(th, NULL);
+#if defined(__x86_64__)
+	} else if (!strcmp(kind, "fpe")) {
+		/* Integer division by zero in asm: UBSan would report it in C
+		 * before the CPU does. */
+		uint32_t lo = 1, hi = 0, zero = 0;
+
+		say_addr(NULL);
+		__asm__ __volatile__("divl %2" : "+a"(lo), "+d"(hi) : "r"(zero));
+	} else if (!strcmp(kind, "ill")) {
+		say_addr(NULL);
+		__asm__ __volatile__("ud2");
+	} else if (!strcmp(kind, "trap")) {
+		say_addr(NULL);
+		__asm__ __volatile__("int3");
+#endif
 	} else if (!strcmp(kind, "handler")) {
 		signal(SIGSEGV, abort_in_handler);   /* after bb_init: ours is replaced */
 		bb_write_bytes(fault_src(), (size_t)pg * 2);

@@ -163,7 +163,8 @@ static int count_cb(const struct bb_record *rec, void *arg)
  * One kind of crash: same wait status with and without the handler; the
  * record as described at the top.  Returns the number of torn records.
  */
-static uint64_t check_crash(const char *kind, int sig, int64_t code, bool addr_exact)
+static uint64_t check_crash_in(const char *kind, int sig, int64_t code, bool addr_exact,
+			       const char *thread)
 {
 	struct run off, on;
 	struct bb_reader *r;
@@ -207,8 +208,19 @@ static uint64_t check_crash(const char *kind, int sig, int64_t code, bool addr_e
 	else if (addr_exact)
 		cr_assert_eq(c.addr, on.addr, "%s: addr %#llx, expected %#llx", kind,
 			     (unsigned long long)c.addr, (unsigned long long)on.addr);
-	cr_assert_eq(c.tid, on.pid, "the main thread crashed");
-	cr_assert_str_eq(c.thread, info->comm);
+	if (thread) {
+		/* A second thread crashed: its tid (the child printed it) and
+		 * its name, not the process's. */
+		const char *t = strstr(on.out, "tid ");
+
+		cr_assert_not_null(t, "child said: %s", on.out);
+		cr_assert_eq(c.tid, strtoll(t + 4, NULL, 10), "%s: tid %lld", kind, (long long)c.tid);
+		cr_assert_neq(c.tid, on.pid);
+		cr_assert_str_eq(c.thread, thread);
+	} else {
+		cr_assert_eq(c.tid, on.pid, "the main thread crashed");
+		cr_assert_str_eq(c.thread, info->comm);
+	}
 	cr_assert_geq(c.nframes, 2, "%s: %zu frames", kind, c.nframes);
 	main_module(box, len, &start, &end, path, sizeof(path));
 	cr_assert(strstr(path, "bb-test-child"), "main module %s", path);
@@ -227,6 +239,11 @@ static uint64_t check_crash(const char *kind, int sig, int64_t code, bool addr_e
 	return st.torn;
 }
 
+static uint64_t check_crash(const char *kind, int sig, int64_t code, bool addr_exact)
+{
+	return check_crash_in(kind, sig, code, addr_exact, NULL);
+}
+
 Test(crash, segv_null_page)
 {
 	cr_assert_eq(check_crash("segv", SIGSEGV, SEGV_MAPERR, true), 0);
@@ -242,6 +259,33 @@ Test(crash, abort)
 	/* abort() raises with tgkill: SI_TKILL, no address. */
 	cr_assert_eq(check_crash("abort", SIGABRT, SI_TKILL, true), 0);
 }
+
+Test(crash, segv_in_a_second_thread)
+{
+	/* The record names the thread that faulted (tid and name), and the
+	 * process dies of it as it would without the handler. */
+	cr_assert_eq(check_crash_in("thread", SIGSEGV, SEGV_MAPERR, true, "crasher"), 0);
+}
+
+#if defined(__x86_64__)
+Test(crash, sigfpe_integer_division_by_zero)
+{
+	cr_assert_eq(check_crash("fpe", SIGFPE, FPE_INTDIV, false), 0);
+}
+
+Test(crash, sigill_undefined_instruction)
+{
+	cr_assert_eq(check_crash("ill", SIGILL, ILL_ILLOPN, false), 0);
+}
+
+Test(crash, sigtrap_breakpoint)
+{
+	/* int3 is a trap, not a fault: the instruction is not executed
+	 * again on return, so the handler must raise the signal again
+	 * itself for the process to die of it. si_code SI_KERNEL. */
+	cr_assert_eq(check_crash("trap", SIGTRAP, SI_KERNEL, false), 0);
+}
+#endif
 
 Test(crash, stack_overflow_on_the_alternate_stack)
 {
