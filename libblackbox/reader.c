@@ -1098,29 +1098,23 @@ static const uint8_t *read_fixed(struct bb_reader *r, const struct bb__ring_view
 {
 	size_t off = (size_t)(pos & (v->size - 1));
 	struct bb_record_hdr h;
-	uint32_t seq = BB_SEQ_DONE(pos);
 	uint64_t stride;
 
-	*rd = BB__RD_CORRUPT;
-	if (bb__ring_seq(v, pos) != seq)
-		goto bad;
-	bb__ring_copy(v, pos, &h, sizeof(h));
-	if (h.seq != seq || h.len < BB_RECORD_HDR_SIZE || h.len > v->max_record)
-		goto bad;
+	bb__ring_copy(v, pos, &h, sizeof(h)); /* inside the ring whatever it holds */
 	stride = BB_RECORD_STRIDE(h.len);
-	if (stride > v->size || bb__pos_diff(head, pos) < (int64_t)stride)
-		goto bad;
-	*lenp = h.len;
-	*rd = BB__RD_OK;
-	if (off + h.len <= v->size)
-		return v->data + off;
-	bb__ring_copy(v, pos, r->rec, h.len);
-	return r->rec;
-bad:
+	if (h.seq == BB_SEQ_DONE(pos) && h.len >= BB_RECORD_HDR_SIZE &&
+	    h.len <= v->max_record && stride <= v->size &&
+	    bb__pos_diff(head, pos) >= (int64_t)stride) {
+		*lenp = h.len;
+		*rd = BB__RD_OK;
+		if (off + h.len <= v->size)
+			return v->data + off;
+		bb__ring_copy(v, pos, r->rec, h.len);
+		return r->rec;
+	}
 	/* as bb__ring_read() decides: a tail past pos means overwritten (a
 	 * snapshot's tails were raised past what the copy lost) */
-	if (bb__ring_lapped(v, pos))
-		*rd = BB__RD_OVERWRITTEN;
+	*rd = bb__ring_lapped(v, pos) ? BB__RD_OVERWRITTEN : BB__RD_CORRUPT;
 	return NULL;
 }
 
