@@ -455,7 +455,8 @@ BB_EXPORT void bb_reader_close(struct bb_reader *r)
 		free(r->base);
 	free(r->rings);
 	free(r->rec);
-	free(r->ents);
+	if (r->ents)
+		munmap(r->ents, r->cents * sizeof(*r->ents));
 	free(r->vals);
 	free(r->names);
 	free(r->shown);
@@ -494,10 +495,89 @@ static int pread_all(int fd, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
-/* Read the whole file into private memory, then raise each copied tail
- * past whatever the live writer overwrote during the copy. */
+/* A ring whose live part alone a snapshot copies. */
+struct hole {
+	uint64_t off;        /* its data in the file */
+	uint64_t tail, head; /* what the copied descriptor says is live */
+};
+
+static int hole_cmp(const void *a, const void *b)
+{
+	const struct hole *x = a, *y = b;
+
+	return (x->off > y->off) - (x->off < y->off);
+}
+
+/*
+ * The rings of the copied table (r->base) whose descriptor is sane enough
+ * to copy only [tail, head] of: data inside the file past the table, page
+ * aligned, not overlapping another such ring nor the state table or the
+ * module area, head and tail 8-aligned and at most a ring apart.  Anything else is copied whole and judged by
+ * setup() and the walk as before.  Returns the count (sorted by offset).
+ */
+static uint32_t plan_holes(const struct bb_reader *r, size_t len, uint64_t table_end,
+			   struct hole *holes)
+{
+	uint64_t size = r->info.ring_size;
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < r->info.ring_count; i++) {
+		const struct bb_ring_desc *d = desc_at(r, r->base, i);
+		struct hole h;
+
+		/* our private copy: plain loads */
+		memcpy(&h.off, &d->data_offset, sizeof(h.off));
+		memcpy(&h.head, &d->head, sizeof(h.head));
+		memcpy(&h.tail, &d->tail, sizeof(h.tail));
+		if (h.off < table_end || h.off > len || size > len - h.off ||
+		    h.off % r->page_size || (h.head | h.tail) % 8 ||
+		    bb__pos_diff(h.head, h.tail) < 0 || h.head - h.tail > size - 8)
+			continue;
+		/* a (crafted) state table or module area inside ring data */
+		if ((r->info.state_slot_count &&
+		     r->state_off < h.off + size &&
+		     h.off < r->state_off + (uint64_t)r->info.state_slot_count * r->slot_size) ||
+		    (r->info.modules_size &&
+		     r->modules_off < h.off + size && h.off < r->modules_off + r->info.modules_size))
+			continue;
+		holes[n++] = h;
+	}
+	qsort(holes, n, sizeof(*holes), hole_cmp);
+	for (uint32_t k = 1; k < n; k++)
+		if (holes[k].off - holes[k - 1].off < size)
+			return 0; /* overlapping descriptors: copy everything */
+	return n;
+}
+
+/* Copy [tail, head + 8) of a hole's ring: its records and the seq word at
+ * head (a torn record's busy seq), wrapping around the ring's end. */
+static int copy_live(struct bb_reader *r, int fd, const struct hole *h)
+{
+	uint64_t size = r->info.ring_size, at = h->tail & (size - 1);
+	uint64_t n = h->head - h->tail + 8, first = n < size - at ? n : size - at;
+	int rc;
+
+	rc = pread_all(fd, r->base + h->off + at, (size_t)first, h->off + at);
+	if (!rc && n > first)
+		rc = pread_all(fd, r->base + h->off, (size_t)(n - first), h->off);
+	return rc;
+}
+
+/*
+ * Read the file into private memory, then raise each copied tail past
+ * whatever the live writer overwrote during the copy.  Header and ring
+ * table first; then everything but the ring data, and of each ring only
+ * its live part [tail, head] as the copied descriptor gives it (the bytes
+ * outside it are dead: overwritten records or never written, and read as
+ * zeros here).  A box is mostly ring space and often mostly empty, so this
+ * copies a fraction of the file.
+ */
 static int snapshot(struct bb_reader *r, int fd, size_t len)
 {
+	uint64_t table_end = r->table_off + (uint64_t)r->info.ring_count * r->desc_size;
+	struct hole *holes;
+	uint32_t n = 0;
+	uint64_t at;
 	void *m;
 	int rc;
 
@@ -517,7 +597,25 @@ static int snapshot(struct bb_reader *r, int fd, size_t len)
 	r->base = m;
 	r->anon = true;
 	r->len = len;
-	rc = pread_all(fd, r->base, len, 0);
+	holes = malloc(r->info.ring_count * sizeof(*holes) + 1);
+	if (!holes)
+		return -ENOMEM;
+	/* check_header() proved the table inside the file */
+	rc = pread_all(fd, r->base, (size_t)table_end, 0);
+	if (!rc)
+		n = plan_holes(r, len, table_end, holes);
+	at = table_end;
+	for (uint32_t k = 0; k <= n && !rc; k++) {
+		uint64_t end = k < n ? holes[k].off : len;
+
+		if (end > at)
+			rc = pread_all(fd, r->base + at, (size_t)(end - at), at);
+		if (!rc && k < n) {
+			rc = copy_live(r, fd, &holes[k]);
+			at = holes[k].off + r->info.ring_size;
+		}
+	}
+	free(holes);
 	if (rc)
 		return rc;
 	/* The tails re-read below come from a later read(2) than the ring
@@ -1040,6 +1138,41 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
+/*
+ * Room for @need walk entries.  Anonymous memory advised for transparent
+ * huge pages, not malloc(): a million-record box takes 48 MiB of entries,
+ * and 4 KiB pages would cost a page fault (and a page zeroed) per 85
+ * records, more than the walk's own work on them.  MAP_NORESERVE: collect()
+ * reserves for the most records a ring could hold, and untouched pages
+ * cost nothing.  Growing moves the pages (mremap), never copies them.
+ */
+static int grow_ents(struct bb_reader *r, size_t need)
+{
+	size_t n = r->cents ? r->cents : 1024, esz = sizeof(*r->ents);
+	void *q;
+
+	if (need <= r->cents)
+		return 0;
+	while (n < need) {
+		if (n > SIZE_MAX / 2 / esz)
+			return -ENOMEM;
+		n *= 2;
+	}
+	if (r->ents)
+		q = mremap(r->ents, r->cents * esz, n * esz, MREMAP_MAYMOVE);
+	else
+		q = mmap(NULL, n * esz, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (q == MAP_FAILED)
+		return -ENOMEM;
+#ifdef MADV_HUGEPAGE
+	(void)madvise(q, n * esz, MADV_HUGEPAGE);
+#endif
+	r->ents = q;
+	r->cents = n;
+	return 0;
+}
+
 /* The value bytes of a collected record. */
 static inline const uint8_t *ent_value(const struct bb_reader *r, const struct ent *e)
 {
@@ -1070,7 +1203,7 @@ static int keep(struct bb_reader *r, uint32_t ring, uint64_t pos, uint32_t len,
 		r->rings[ring].st.corrupt++;
 		return 0;
 	}
-	if (grow((void **)&r->ents, &r->cents, r->nents + 1, sizeof(*r->ents)) ||
+	if (grow_ents(r, r->nents + 1) ||
 	    (!inbox && grow((void **)&r->vals, &r->cvals, r->nvals + vlen, 1)))
 		return -ENOMEM;
 	e = &r->ents[r->nents++];
@@ -1198,6 +1331,10 @@ static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
 			rr->st.overwritten++; /* a gap since the last walk */
 	}
 
+	/* every record takes 16 bytes at least: reserve for the most this
+	 * ring can hold (a failure here is not one: keep() grows as it goes) */
+	if (bb__pos_diff(head, pos) > 0)
+		(void)grow_ents(r, r->nents + (size_t)((head - pos) / BB_RECORD_HDR_SIZE) + 1);
 	while (bb__pos_diff(head, pos) > 0) {
 		const uint8_t *rec = r->rec;
 		enum bb__rd rd;

@@ -34,7 +34,10 @@ struct bb_reader;
 
 /* open flags */
 #define BB_OPEN_SNAPSHOT   0x1u /* copy the file into private memory at open:
-				   a consistent, immutable view (post mortem) */
+				   a consistent, immutable view (post mortem).
+				   Of each ring whose descriptor is sane only
+				   the live part [tail, head] is copied; its
+				   dead bytes read as zeros (bb_reader_data) */
 #define BB_OPEN_ANY_OWNER  0x2u /* accept a file whose owner uid differs from
 				   the header's uid (default: refused, -EPERM) */
 
@@ -216,7 +219,8 @@ int bb_reader_walk(struct bb_reader *r, unsigned flags, bb_record_fn fn, void *a
 const struct bb_ring_stats *bb_reader_ring_stats(const struct bb_reader *r, uint32_t ring);
 void bb_reader_total_stats(const struct bb_reader *r, struct bb_ring_stats *sum);
 
-/* Raw bytes of the box (the snapshot or the live mapping) for --save. */
+/* Raw bytes of the box (the snapshot or the live mapping) for --save.  A
+ * snapshot holds zeros where a ring's dead bytes were (BB_OPEN_SNAPSHOT). */
 const void *bb_reader_data(const struct bb_reader *r, size_t *len);
 
 /*
