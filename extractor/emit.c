@@ -1504,7 +1504,7 @@ bool bbx_em_record_value(struct bbx_em *em, unsigned tag,
 	bool bad_utf8 = false;
 	int nit = 0, i;
 
-	if (!em->cbor && json_fast_value(em, tag, value, len))
+	if (!em->cbor && !em->general_only && json_fast_value(em, tag, value, len))
 		return true;
 	if (!len)
 		why = "empty value";

@@ -46,6 +46,7 @@ struct bbx_em {
 	bool     more[BBX_EM_DEPTH]; /* an element was written at this level */
 	char     closer[BBX_EM_DEPTH]; /* JSON: '}' or ']' of this level */
 	struct bbx_ns_cache ts_cache, clock_cache; /* record envelopes */
+	bool     general_only; /* tests: no JSON fast path in bbx_em_record_value */
 };
 
 void bbx_em_init(struct bbx_em *em, struct bbx_out *o, bool cbor);

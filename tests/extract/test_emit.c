@@ -3,7 +3,8 @@
  * Description: bb-extract's encoders on their own: RFC 3339 times, JSON
  * string escaping (invalid UTF-8, control characters), CBOR values to
  * JSON and CBOR (shapes, limits, malformed input), and the output buffers
- * (io_uring and write(2) produce the same bytes).
+ * (io_uring and write(2) produce the same bytes); the JSON fast path
+ * against the general path over generated values.
  */
 #include <criterion/criterion.h>
 
@@ -419,3 +420,413 @@ Test(emit, uring_refused_falls_back_to_write)
 	cr_assert_eq(WEXITSTATUS(st), 0, "child status %d", WEXITSTATUS(st));
 }
 #endif
+
+/*
+ * ---- the JSON fast path against the general path ----------------------
+ *
+ * bbx_em_record_value()'s one-pass path for scalars, kv and flat events
+ * must write exactly what the general path (check, shape, json_item)
+ * writes, and say the same about validity, for tens of thousands of
+ * generated values: every head width (shortest or not), text with quotes,
+ * backslashes, control and invalid UTF-8 bytes, floats of every width and
+ * special value, simple values, nesting, indefinite lengths, then cut,
+ * extended or flipped into malformed CBOR.  The 8-bytes-at-a-time string
+ * escaper is checked against a byte-by-byte reference written here, around
+ * every length where its paths change.
+ */
+
+/* One whole record line as bb-extract writes it, and whether the value
+ * decoded. */
+static char *record(bool general_only, unsigned tag, const uint8_t *v, size_t n,
+		    bool *ok, size_t *len)
+{
+	struct sink s;
+
+	sink_open(&s, false, false);
+	s.em.general_only = general_only;
+	bbx_em_record_start(&s.em, INT64_C(1795268701123456789), 5215998591844, false, 0,
+			    42, "w0", 1, "kv");
+	*ok = bbx_em_record_value(&s.em, tag, v, n);
+	bbx_em_record_end(&s.em, false, tag == BB_TAG_STR);
+	return sink_close(&s, len);
+}
+
+/* ---- a generator of CBOR values --------------------------------------- */
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rnd(void)
+{
+	/* xorshift64*: deterministic, so a failure reproduces */
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return rng * 2685821657736338717ull;
+}
+
+static unsigned pick(unsigned n)
+{
+	return (unsigned)(rnd() % n);
+}
+
+struct buf {
+	uint8_t b[4096];
+	size_t n;
+};
+
+static void put(struct buf *o, uint8_t c)
+{
+	if (o->n < sizeof(o->b))
+		o->b[o->n++] = c;
+}
+
+/* A head with argument @v, in the shortest form or (sometimes) wider. */
+static void head(struct buf *o, unsigned major, uint64_t v)
+{
+	unsigned ai = v < 24 ? (unsigned)v : v <= 0xff ? 24 : v <= 0xffff ? 25 :
+		      v <= 0xffffffffu ? 26 : 27;
+
+	if (ai < 27 && !pick(6)) {
+		unsigned wider = 24 + pick(4); /* not the shortest: still well formed */
+
+		if (wider > ai)
+			ai = wider;
+	}
+	if (ai < 24) {
+		put(o, (uint8_t)(major << 5 | ai));
+		return;
+	}
+	put(o, (uint8_t)(major << 5 | ai));
+	for (int i = (1 << (ai - 24)) - 1; i >= 0; i--)
+		put(o, (uint8_t)(v >> (8 * i)));
+}
+
+static uint64_t some_int(void)
+{
+	switch (pick(5)) {
+	case 0: return pick(24);
+	case 1: return pick(256);
+	case 2: return pick(70000);
+	case 3: return rnd() >> pick(64);
+	default: return UINT64_MAX - pick(3);
+	}
+}
+
+static void text_bytes(struct buf *o, unsigned major, size_t n)
+{
+	static const char *const bits[] = {
+		"a", "Z", " ", "\"", "\\", "\n", "\t", "\r", "\b", "\f", "\x01", "\x1f",
+		"\x7f", "\xc3\xa9", "\xe2\x9c\x93", "\xf0\x9f\x98\x80", "\xff", "\xc0\xaf",
+		"\xed\xa0\x80", "\xe2\x9c", "/", "abcdefgh", "0123456789",
+	};
+	struct buf t = { .n = 0 };
+
+	while (t.n < n) {
+		const char *b = bits[pick(sizeof(bits) / sizeof(bits[0]))];
+
+		/* mostly plain runs, so the 8-byte path is exercised */
+		if (pick(4))
+			b = bits[21 + pick(2)];
+		for (size_t i = 0; b[i] && t.n < n; i++)
+			put(&t, (uint8_t)b[i]);
+	}
+	head(o, major, t.n);
+	for (size_t i = 0; i < t.n; i++)
+		put(o, t.b[i]);
+}
+
+static void scalar(struct buf *o)
+{
+	static const uint16_t halves[] = { 0x0000, 0x8000, 0x3c00, 0x7c00, 0xfc00, 0x7e00,
+					   0x0001, 0x3555, 0xc400, 0x7bff };
+	static const double dbl[] = { 0.5, -0.0, 1e300, 1e-300, 3.141592653589793,
+				      0.1, 123456789012345.0, 1e15, 1e-5, 2.5e-4 };
+	uint64_t u;
+	double d;
+	float f;
+	uint32_t w;
+
+	switch (pick(12)) {
+	case 0: head(o, 0, some_int()); break;
+	case 1: head(o, 1, some_int()); break;
+	case 2: text_bytes(o, 3, pick(4) ? pick(24) : pick(300)); break;
+	case 3: text_bytes(o, 2, pick(20)); break;
+	case 4: put(o, (uint8_t)(0xf4 + pick(4))); break;          /* false true null undef */
+	case 5:
+		put(o, 0xf9);
+		u = halves[pick(10)];
+		put(o, (uint8_t)(u >> 8));
+		put(o, (uint8_t)u);
+		break;
+	case 6:
+		f = (float)((double)(int64_t)rnd() / (double)(1ull << pick(62)));
+		memcpy(&w, &f, 4);
+		put(o, 0xfa);
+		for (int i = 3; i >= 0; i--)
+			put(o, (uint8_t)(w >> (8 * i)));
+		break;
+	case 7:
+		d = pick(2) ? dbl[pick(10)] : (double)(int64_t)rnd() / 1e6;
+		memcpy(&u, &d, 8);
+		put(o, 0xfb);
+		for (int i = 7; i >= 0; i--)
+			put(o, (uint8_t)(u >> (8 * i)));
+		break;
+	case 8: put(o, (uint8_t)(0xe0 + pick(20))); break;           /* simple 0..19 */
+	case 9: put(o, 0xf8); put(o, (uint8_t)pick(256)); break;     /* simple, 1 byte */
+	case 10: head(o, 0, pick(30)); break;
+	default: text_bytes(o, 3, pick(10)); break;
+	}
+}
+
+static void item(struct buf *o, int depth)
+{
+	unsigned n;
+
+	if (depth > 3 || pick(3)) {
+		scalar(o);
+		return;
+	}
+	n = pick(5);
+	switch (pick(6)) {
+	case 0:
+		head(o, 4, n);
+		while (n--)
+			item(o, depth + 1);
+		break;
+	case 1:
+		head(o, 5, n);
+		while (n--) {
+			if (pick(5))
+				text_bytes(o, 3, pick(8));
+			else
+				item(o, depth + 1);
+			item(o, depth + 1);
+		}
+		break;
+	case 2:
+		put(o, 0x9f);
+		while (n--)
+			item(o, depth + 1);
+		put(o, 0xff);
+		break;
+	case 3:
+		put(o, 0xbf);
+		while (n--) {
+			text_bytes(o, 3, pick(6));
+			item(o, depth + 1);
+		}
+		put(o, 0xff);
+		break;
+	case 4:
+		put(o, 0x7f); /* chunked text */
+		while (n--)
+			text_bytes(o, 3, pick(6));
+		put(o, 0xff);
+		break;
+	default:
+		head(o, 6, pick(30)); /* a tag */
+		item(o, depth + 1);
+	}
+}
+
+/* A value shaped for @tag most of the time, anything some of the time. */
+static void value(struct buf *o, unsigned tag)
+{
+	unsigned n;
+
+	if (!pick(8)) {
+		item(o, 0);
+		return;
+	}
+	switch (tag) {
+	case BB_TAG_KV:
+	case BB_TAG_EVENT:
+		put(o, 0x82);
+		text_bytes(o, 3, pick(12));
+		if (tag == BB_TAG_KV) {
+			if (pick(4))
+				scalar(o);
+			else
+				item(o, 1);
+			break;
+		}
+		n = pick(6);
+		head(o, 5, n);
+		while (n--) {
+			text_bytes(o, 3, pick(6));
+			if (pick(5))
+				scalar(o);
+			else
+				item(o, 2);
+		}
+		break;
+	case BB_TAG_OWNER:
+		put(o, 0x84);
+		for (int i = 0; i < 4; i++)
+			scalar(o);
+		break;
+	default:
+		scalar(o);
+	}
+}
+
+/* Damage: cut, extend or flip a byte (a quarter of the values). */
+static void damage(struct buf *o)
+{
+	switch (pick(12)) {
+	case 0:
+		if (o->n)
+			o->n -= 1 + pick((unsigned)o->n);
+		break;
+	case 1:
+		put(o, (uint8_t)rnd());
+		break;
+	case 2:
+		if (o->n)
+			o->b[pick((unsigned)o->n)] ^= (uint8_t)(1u << pick(8));
+		break;
+	default:
+		break;
+	}
+}
+
+Test(emit_fast, same_bytes_as_the_general_path)
+{
+	static const unsigned tags[] = {
+		BB_TAG_STR, BB_TAG_I64, BB_TAG_U64, BB_TAG_F64, BB_TAG_BOOL, BB_TAG_BYTES,
+		BB_TAG_KV, BB_TAG_EVENT, BB_TAG_OWNER, BB_TAG_CRASH, 200,
+	};
+	unsigned fast_ok = 0, bad = 0;
+
+	for (int i = 0; i < 30000; i++) {
+		unsigned tag = tags[pick(sizeof(tags) / sizeof(tags[0]))];
+		struct buf v = { .n = 0 };
+		size_t la, lb;
+		bool oka, okb;
+		char *a, *b;
+
+		value(&v, tag);
+		damage(&v);
+		a = record(false, tag, v.b, v.n, &oka, &la);
+		b = record(true, tag, v.b, v.n, &okb, &lb);
+		cr_assert_eq(oka, okb, "value %d (tag %u, %zu bytes): ok %d vs %d\n%s%s", i, tag,
+			     v.n, oka, okb, a, b);
+		cr_assert(la == lb && !memcmp(a, b, la),
+			  "value %d (tag %u, %zu bytes):\nfast    %s\ngeneral %s", i, tag, v.n, a, b);
+		fast_ok += oka;
+		bad += !oka;
+		free(a);
+		free(b);
+	}
+	/* the generator must reach both outcomes, plenty of each */
+	cr_expect_gt(fast_ok, 10000, "%u decoded", fast_ok);
+	cr_expect_gt(bad, 1000, "%u refused", bad);
+}
+
+/* ---- the string escaper against a byte-by-byte reference ---------------- */
+
+static size_t ref_u8len(const uint8_t *s, size_t n)
+{
+	/* RFC 3629 table 2, written out independently of emit.c */
+	uint8_t c = s[0];
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		return n >= 2 && s[1] >= 0x80 && s[1] <= 0xbf ? 2 : 0;
+	if (c >= 0xe0 && c <= 0xef) {
+		uint8_t lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+
+		return n >= 3 && s[1] >= lo && s[1] <= hi && s[2] >= 0x80 && s[2] <= 0xbf ? 3 : 0;
+	}
+	if (c >= 0xf0 && c <= 0xf4) {
+		uint8_t lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+
+		return n >= 4 && s[1] >= lo && s[1] <= hi && s[2] >= 0x80 && s[2] <= 0xbf &&
+		       s[3] >= 0x80 && s[3] <= 0xbf ? 4 : 0;
+	}
+	return 0;
+}
+
+static size_t ref_escape(char *d, const uint8_t *s, size_t n)
+{
+	size_t w = 0, k;
+
+	d[w++] = '"';
+	for (size_t i = 0; i < n;) {
+		uint8_t c = s[i];
+
+		if (c == '"' || c == '\\') {
+			d[w++] = '\\';
+			d[w++] = (char)c;
+		} else if (c == '\n') {
+			w += (size_t)sprintf(d + w, "\\n");
+		} else if (c == '\t') {
+			w += (size_t)sprintf(d + w, "\\t");
+		} else if (c == '\r') {
+			w += (size_t)sprintf(d + w, "\\r");
+		} else if (c == '\b') {
+			w += (size_t)sprintf(d + w, "\\b");
+		} else if (c == '\f') {
+			w += (size_t)sprintf(d + w, "\\f");
+		} else if (c < 0x20) {
+			w += (size_t)sprintf(d + w, "\\u%04x", c);
+		} else if (c >= 0x80) {
+			k = ref_u8len(s + i, n - i);
+			if (!k) {
+				w += (size_t)sprintf(d + w, "\\ufffd");
+				i++;
+				continue;
+			}
+			memcpy(d + w, s + i, k);
+			w += k;
+			i += k;
+			continue;
+		} else {
+			d[w++] = (char)c;
+		}
+		i++;
+	}
+	d[w++] = '"';
+	return w;
+}
+
+Test(emit_fast, escaper_matches_a_reference_at_every_length)
+{
+	/* lengths around the 8-byte steps, and around the one-reservation
+	 * limit (4096) where the long path takes over */
+	static const size_t lens[] = { 0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 64, 4095, 4096,
+				       4097, 5000 };
+	static uint8_t s[5000];
+	static char want[6 * 5000 + 4];
+
+	for (size_t li = 0; li < sizeof(lens) / sizeof(lens[0]); li++) {
+		for (int round = 0; round < 200; round++) {
+			size_t n = lens[li], wl, gl;
+			struct sink k;
+			char *got;
+
+			/* plain ASCII with a special byte here and there, at
+			 * every offset inside an 8-byte block over the rounds */
+			for (size_t i = 0; i < n; i++)
+				s[i] = (uint8_t)(' ' + pick(95));
+			for (int j = 0; n && j < (round % 4); j++) {
+				static const uint8_t sp[] = { '"', '\\', 0x00, 0x1f, 0x7f, 0x80,
+							      0xc3, 0xe2, 0xf0, 0xff, '\n' };
+
+				s[pick((unsigned)n)] = sp[pick(sizeof(sp))];
+			}
+			if (n >= 3 && round % 5 == 0)
+				memcpy(s + n - 3, "\xe2\x9c\x93", 3); /* valid at the very end */
+			wl = ref_escape(want, s, n);
+			sink_open(&k, false, false);
+			bbx_em_str(&k.em, (const char *)s, n);
+			got = sink_close(&k, &gl);
+			cr_assert(gl == wl && !memcmp(got, want, wl),
+				  "length %zu round %d:\ngot  %.*s\nwant %.*s", n, round,
+				  (int)(gl < 300 ? gl : 300), got, (int)(wl < 300 ? wl : 300), want);
+			free(got);
+		}
+	}
+}
