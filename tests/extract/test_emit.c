@@ -110,6 +110,28 @@ Test(emit, integers)
 }
 
 /* Every digit count, and the seconds cache of bbx_fmt_ns, against printf. */
+/* The 8-digit blocks (written 8 digits at a time): a sweep of every
+ * block value in steps of 997, each lane boundary, against printf. */
+Test(emit, integers_eight_digit_blocks)
+{
+	static const uint32_t edges[] = { 0, 9, 10, 99, 100, 9999, 10000, 99999999,
+					  10009999, 99990000, 12345678, 90000009 };
+	char b[40], want[40];
+
+	for (uint64_t v = 0; v < 100000000; v += 997) {
+		b[bbx_fmt_u64(b, 100000000 + v)] = '\0';
+		snprintf(want, sizeof(want), "1%08llu", (unsigned long long)v);
+		cr_assert_str_eq(b, want);
+	}
+	for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
+		uint64_t v = 1234567890000000000ull + edges[i] * 100000000ull + edges[i];
+
+		b[bbx_fmt_u64(b, v)] = '\0';
+		snprintf(want, sizeof(want), "%llu", (unsigned long long)v);
+		cr_expect_str_eq(b, want);
+	}
+}
+
 Test(emit, integers_all_lengths)
 {
 	struct bbx_ns_cache nc = { 0 };
