@@ -1432,6 +1432,25 @@ static inline size_t fast_scalar(char *p, const uint8_t **cp, const uint8_t *end
 
 #define M_ANY_SCALAR ((1u << 0) | (1u << 1) | (1u << 2) | (1u << 3) | (1u << 7))
 
+/*
+ * The major types (bit per type) a scalar record of @tag may hold, as
+ * shape_error() says, its first byte @v checked for f64 and bool; 0 for a
+ * tag that is not a scalar (or a value that cannot be one).
+ */
+static inline unsigned scalar_mask(unsigned tag, const uint8_t *v)
+{
+	switch (tag) {
+	case BB_TAG_STR:   return 1u << 3;
+	case BB_TAG_I64:   return (1u << 0) | (1u << 1);
+	case BB_TAG_U64:   return 1u << 0;
+	case BB_TAG_BYTES: return 1u << 2;
+	case BB_TAG_F64:   /* a half, single or double float */
+		return *v >= 0xf9 && *v <= 0xfb ? 1u << 7 : 0;
+	case BB_TAG_BOOL:  return *v == 0xf4 || *v == 0xf5 ? 1u << 7 : 0;
+	default:           return 0;
+	}
+}
+
 /* The members bbx_em_record_value() would write for @tag, or false. */
 static bool json_fast_value(struct bbx_em *em, unsigned tag, const uint8_t *value,
 			    size_t len)
@@ -1482,31 +1501,113 @@ static bool json_fast_value(struct bbx_em *em, unsigned tag, const uint8_t *valu
 		}
 		p[w++] = '}';
 		break;
-	case BB_TAG_STR:   mask = 1u << 3; goto scalar;
-	case BB_TAG_I64:   mask = (1u << 0) | (1u << 1); goto scalar;
-	case BB_TAG_U64:   mask = 1u << 0; goto scalar;
-	case BB_TAG_BYTES: mask = 1u << 2; goto scalar;
-	case BB_TAG_F64:
-		if ((*c >> 5) != 7 || (*c & 31) < 25 || (*c & 31) > 27)
+	default:
+		if (!(mask = scalar_mask(tag, c)))
 			return false;
-		mask = 1u << 7;
-		goto scalar;
-	case BB_TAG_BOOL:
-		if (*c != 0xf4 && *c != 0xf5)
-			return false;
-		mask = 1u << 7;
-	scalar:
 		LIT(",\"value\":");
 		if (!(k = fast_scalar(p + w, &c, end, mask)))
 			return false;
 		w += k;
 		break;
-	default:
-		return false;
 	}
 #undef LIT
 	if (c != end)
 		return false; /* trailing bytes: the general path says so */
+	bbx_out_commit(em->o, w);
+	return true;
+}
+
+/*
+ * CBOR: the same shapes are checked in one pass (text must be valid UTF-8:
+ * anything to repair takes the general path) and copied as they are.
+ * Moves *cp past one scalar item of a major in @mask; false otherwise.
+ */
+static inline bool fast_skip_scalar(const uint8_t **cp, const uint8_t *end, unsigned mask)
+{
+	const uint8_t *c = *cp;
+	unsigned major, ai;
+	uint64_t v;
+
+	if (!fast_head(&c, end, &major, &ai, &v) || !(mask & (1u << major)))
+		return false;
+	switch (major) {
+	case 0:
+	case 1:
+		break;
+	case 2:
+	case 3:
+		if (v > (uint64_t)(end - c) || (major == 3 && !u8valid(c, (size_t)v)))
+			return false;
+		c += v;
+		break;
+	case 7:
+		if (ai < 20 || ai == 24 || ai > 27)
+			return false; /* other simple values: the general path */
+		break;
+	default:
+		return false;
+	}
+	*cp = c;
+	return true;
+}
+
+/* A key and the raw item [p, end) after it, as em_item() copies it. */
+static inline size_t cbor_member(char *o, const char *key, size_t klen, const uint8_t *p,
+				 const uint8_t *end)
+{
+	size_t n = cb_text(o, key, klen);
+
+	memcpy(o + n, p, (size_t)(end - p));
+	return n + (size_t)(end - p);
+}
+
+/* The members bbx_em_record_value() would write in CBOR for @tag, or false. */
+static bool cbor_fast_value(struct bbx_em *em, unsigned tag, const uint8_t *value,
+			    size_t len)
+{
+	const uint8_t *c = value, *end = value + len, *mid;
+	unsigned mask, major, ai;
+	uint64_t n;
+	size_t w;
+	char *p;
+
+	if (!len || len > FAST_MAX_LEN || em->after_key)
+		return false;
+	switch (tag) {
+	case BB_TAG_KV:
+	case BB_TAG_EVENT:
+		if (*c++ != 0x82 || !fast_skip_scalar(&c, end, 1u << 3))
+			return false;
+		mid = c;
+		if (tag == BB_TAG_KV) {
+			if (!fast_skip_scalar(&c, end, M_ANY_SCALAR) || c != end)
+				return false;
+			p = bbx_out_reserve(em->o, len + 16);
+			w = cbor_member(p, "key", 3, value + 1, mid);
+			w += cbor_member(p + w, "value", 5, mid, end);
+			break;
+		}
+		if (!fast_head(&c, end, &major, &ai, &n) || major != 5 ||
+		    n > (uint64_t)(end - c) / 2)
+			return false;
+		for (uint64_t i = 0; i < n; i++)
+			if (!fast_skip_scalar(&c, end, 1u << 3) ||
+			    !fast_skip_scalar(&c, end, M_ANY_SCALAR))
+				return false;
+		if (c != end)
+			return false;
+		p = bbx_out_reserve(em->o, len + 16);
+		w = cbor_member(p, "name", 4, value + 1, mid);
+		w += cbor_member(p + w, "fields", 6, mid, end);
+		break;
+	default:
+		if (!(mask = scalar_mask(tag, c)) || !fast_skip_scalar(&c, end, mask) ||
+		    c != end)
+			return false;
+		p = bbx_out_reserve(em->o, len + 16);
+		w = cbor_member(p, "value", 5, value, end);
+		break;
+	}
 	bbx_out_commit(em->o, w);
 	return true;
 }
@@ -1523,7 +1624,8 @@ bool bbx_em_record_value(struct bbx_em *em, unsigned tag,
 	bool bad_utf8 = false;
 	int nit = 0, i;
 
-	if (!em->cbor && !em->general_only && json_fast_value(em, tag, value, len))
+	if (!em->general_only && (em->cbor ? cbor_fast_value(em, tag, value, len)
+					   : json_fast_value(em, tag, value, len)))
 		return true;
 	if (!len)
 		why = "empty value";

@@ -512,8 +512,9 @@ static int hole_cmp(const void *a, const void *b)
  * The rings of the copied table (r->base) whose descriptor is sane enough
  * to copy only [tail, head] of: data inside the file past the table, page
  * aligned, not overlapping another such ring nor the state table or the
- * module area, head and tail 8-aligned and at most a ring apart.  Anything else is copied whole and judged by
- * setup() and the walk as before.  Returns the count (sorted by offset).
+ * module area, head and tail 8-aligned and at most a ring apart.  Anything
+ * else is copied whole and judged by setup() and the walk as before.
+ * Returns the count (sorted by offset).
  */
 static uint32_t plan_holes(const struct bb_reader *r, size_t len, uint64_t table_end,
 			   struct hole *holes)
