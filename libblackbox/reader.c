@@ -1204,7 +1204,7 @@ static int keep(struct bb_reader *r, uint32_t ring, uint64_t pos, uint32_t len,
 		r->rings[ring].st.corrupt++;
 		return 0;
 	}
-	if (grow_ents(r, r->nents + 1) ||
+	if ((r->nents == r->cents && grow_ents(r, r->nents + 1)) ||
 	    (!inbox && grow((void **)&r->vals, &r->cvals, r->nvals + vlen, 1)))
 		return -ENOMEM;
 	e = &r->ents[r->nents++];
