@@ -1174,10 +1174,12 @@ void bbx_em_record_start(struct bbx_em *em, int64_t wall_ns, uint64_t clock_ns,
 	LIT(",\"tid\":");
 	n += bbx_fmt_i64(p + n, tid);
 	LIT(",\"thread\":\"");
-	bbx_out_commit(em->o, n);
-	json_esc(em->o, (const uint8_t *)thread, strlen(thread));
-	p = bbx_out_reserve(em->o, 64);
-	n = 0;
+	if (thread[0]) { /* shared-ring records have none */
+		bbx_out_commit(em->o, n);
+		json_esc(em->o, (const uint8_t *)thread, strlen(thread));
+		p = bbx_out_reserve(em->o, 64);
+		n = 0;
+	}
 	LIT("\",\"ring\":");
 	n += bbx_fmt_u64(p + n, ring);
 	LIT(",\"type\":\"");
