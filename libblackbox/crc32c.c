@@ -68,9 +68,8 @@ uint32_t bb__record_crc(uint32_t seq, const void *rec, uint32_t len)
 {
 	uint8_t le[4] = { (uint8_t)seq, (uint8_t)(seq >> 8), (uint8_t)(seq >> 16),
 			  (uint8_t)(seq >> 24) };
-	uint32_t crc = bb__crc32c(0xffffffffu, le, 4);
-
 	const uint8_t *b = rec;
+	uint32_t crc = bb__crc32c(0xffffffffu, le, 4);
 
 	/* FORMAT.md §11: len/tag/flags, extensions and value, then the stamp
 	 * (last, so the writer folds it in after the clock read). */

@@ -44,12 +44,15 @@ uint32_t bb__crc32c_sw(uint32_t crc, const void *p, size_t n);
  * the writers (compiled for baseline x86-64).  Execute only when the CPU
  * has SSE4.2 (bb__crc32c_have_hw()).
  */
+static inline uint64_t bb__crc_q64(uint64_t c, uint64_t v)
+{
+	__asm__("crc32q %1, %0" : "+r"(c) : "rm"(v));
+	return c;
+}
+
 static inline uint32_t bb__crc_q(uint32_t c, uint64_t v)
 {
-	uint64_t c64 = c;
-
-	__asm__("crc32q %1, %0" : "+r"(c64) : "rm"(v));
-	return (uint32_t)c64;
+	return (uint32_t)bb__crc_q64(c, v);
 }
 
 /* bb__crc32c_hw_update - bb__crc32c() with the instruction, inline.  The
@@ -67,7 +70,7 @@ uint32_t bb__crc32c_hw_update(uint32_t crc, const uint8_t *p, size_t n)
 		uint64_t v;
 
 		memcpy(&v, p, 8);
-		__asm__("crc32q %1, %0" : "+r"(c) : "rm"(v));
+		c = bb__crc_q64(c, v);
 	}
 	if (n & 4) {
 		uint32_t v;
@@ -87,7 +90,6 @@ uint32_t bb__crc32c_hw_update(uint32_t crc, const uint8_t *p, size_t n)
 		__asm__("crc32b %1, %k0" : "+r"(c) : "rm"(*p));
 	return (uint32_t)c;
 }
-
 #endif
 
 #endif /* BB_CRC32C_H */

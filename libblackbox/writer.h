@@ -293,7 +293,7 @@ static inline uint8_t *bb__reserve(struct bb__w *w, uint8_t flags, uint32_t vlen
  * The stamp comes last in the format's order for this: the checksum of
  * everything else does not wait for the clock read, and one crc32q does.
  * Measured with the default clock (the vDSO's fenced rdtsc): -1.5 ns per
- * record against the stamp second (BENCHMARKS.md "Record checksum"). */
+ * record against the stamp second (BENCHMARKS.md "Issue 6 floor"). */
 static inline __attribute__((always_inline))
 uint32_t bb__record_crc_hw(uint32_t seq, uint32_t w1, uint64_t ts,
 					  const uint8_t *p, uint32_t n)
