@@ -628,7 +628,7 @@ int bb__nobox(void)
 static void bb__owner_record(struct bb__box *box, struct bb__ring *r, int32_t tid,
 			     const char *name, int32_t prev_tid, const char *prev)
 {
-	struct bb__w w = { .box = box, .r = r, .shared = false, .flags = box->rflags };
+	struct bb__w w = { .box = box, .r = r, .shared = false, .flags = 0 };
 	size_t nl = strnlen(name, 15), pl = strnlen(prev, 15);
 	uint32_t vlen = 1 + bb__cbor_head((uint64_t)(tid < 0 ? -(int64_t)tid : tid)) +
 			bb__cbor_head(nl) + (uint32_t)nl +

@@ -29,7 +29,7 @@ uint32_t bb__crc32c_sw(uint32_t crc, const void *p, size_t n)
 #if defined(__x86_64__)
 static uint32_t bb__crc32c_hw(uint32_t crc, const void *p, size_t n)
 {
-	return bb__crc32c_hw_update(crc, p, n);
+	return (uint32_t)bb__crc32c_hw_update(crc, p, n);
 }
 #endif
 

@@ -50,28 +50,41 @@ static inline uint64_t bb__crc_q64(uint64_t c, uint64_t v)
 	return c;
 }
 
-static inline uint32_t bb__crc_q(uint32_t c, uint64_t v)
-{
-	return (uint32_t)bb__crc_q64(c, v);
-}
+/*
+ * bb__crc32c_hw_update - bb__crc32c() with the instruction, inline.  The
+ * running value @c is kept in a 64-bit register (crc32q's operand size): a
+ * 32-bit one costs a zero-extending move per 8 bytes.
+ *
+ * Written for the writer's values, which are mostly under 64 bytes: whole
+ * 64-byte blocks in a loop, then what is left as at most one block each of
+ * 32, 16, 8, 4, 2 and 1 bytes, chosen by the bits of n.  Straight-line
+ * code with constant offsets: for a 16-byte value that is 6 tests and 2
+ * crc32q, against a loop's set-up, compare and pointer step per word
+ * (BENCHMARKS.md "Issue 6 floor, third session").  Takes and returns the
+ * running value without the final xor, like bb__crc32c().
+ */
+#define BB__CRC_WORDS(c, p, k)                                          \
+	do {                                                            \
+		for (size_t i_ = 0; i_ < (k); i_++) {                   \
+			uint64_t v_;                                    \
+									\
+			memcpy(&v_, (p) + 8 * i_, 8);                   \
+			(c) = bb__crc_q64((c), v_);                     \
+		}                                                       \
+		(p) += 8 * (k);                                         \
+	} while (0)
 
-/* bb__crc32c_hw_update - bb__crc32c() with the instruction, inline.  The
- * running value is kept in a 64-bit register (crc32q's operand size): a
- * 32-bit one costs a zero-extending move per 8 bytes. */
 static inline __attribute__((always_inline))
-uint32_t bb__crc32c_hw_update(uint32_t crc, const uint8_t *p, size_t n)
+uint64_t bb__crc32c_hw_update(uint64_t c, const uint8_t *p, size_t n)
 {
-	uint64_t c = crc;
-	const uint8_t *e = p + (n & ~(size_t)7);
-
-	/* An end pointer, not a count: no counter to keep, no pointer fix-up
-	 * after the loop (the writer's values are mostly one or two words). */
-	for (; p != e; p += 8) {
-		uint64_t v;
-
-		memcpy(&v, p, 8);
-		c = bb__crc_q64(c, v);
-	}
+	for (; n >= 64; n -= 64)
+		BB__CRC_WORDS(c, p, 8);
+	if (n & 32)
+		BB__CRC_WORDS(c, p, 4);
+	if (n & 16)
+		BB__CRC_WORDS(c, p, 2);
+	if (n & 8)
+		BB__CRC_WORDS(c, p, 1);
 	if (n & 4) {
 		uint32_t v;
 
@@ -88,7 +101,7 @@ uint32_t bb__crc32c_hw_update(uint32_t crc, const uint8_t *p, size_t n)
 	}
 	if (n & 1)
 		__asm__("crc32b %1, %k0" : "+r"(c) : "rm"(*p));
-	return (uint32_t)c;
+	return c;
 }
 #endif
 

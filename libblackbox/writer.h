@@ -153,7 +153,10 @@ struct bb__w {
 	uint64_t pos;
 	uint32_t len;
 	uint32_t room;             /* bytes available for the value */
-	uint8_t flags;
+	uint8_t flags;             /* record flags besides box->rflags, which
+	                            * bb__seal() adds: loaded there rather than
+	                            * kept live across the encoding (a spill
+	                            * and a reload on the fast path) */
 	bool shared;
 };
 
@@ -184,6 +187,7 @@ static inline bool bb__begin(struct bb__w *w, int *ret)
 	 * bb_init(): the box struct is complete before we use it. */
 	struct bb__box *box = BB_LOAD_ACQUIRE(&bb__box);
 	struct bb__tls *t = &bb__tls;
+	uint32_t depth;
 
 	if (bb_unlikely(!box)) {
 		/* Disabled (0), no box (-ENODEV), or the child of a fork that
@@ -198,16 +202,20 @@ static inline bool bb__begin(struct bb__w *w, int *ret)
 		}
 	}
 	w->box = box;
-	t->depth++;
+	/* depth + 1 kept in a register: testing t->depth again would reload
+	 * what we just stored, a store-to-load forwarding round trip before
+	 * the clock read (BENCHMARKS.md "Issue 6 floor, third session"). */
+	depth = t->depth + 1;
+	t->depth = depth;
 	/* The nesting mark is set before we look at the ring: a signal
 	 * handler that runs after this point sees depth > 1 and stays off our
 	 * private ring; one that ran before it completed its write before we
 	 * read r->head below. */
 	BB_SIGNAL_FENCE();
-	if (bb_likely(t->depth == 1 && t->gen == box->gen && t->ring)) {
+	if (bb_likely(depth == 1 && t->gen == box->gen && t->ring)) {
 		w->r = t->ring;
 		w->shared = false;
-		w->flags = box->rflags;
+		w->flags = 0;
 		w->room = box->room;
 		return true;
 	}
@@ -219,7 +227,7 @@ static inline bool bb__begin(struct bb__w *w, int *ret)
 		return false;
 	}
 	w->shared = w->r == &box->rings[box->nrings];
-	w->flags = box->rflags | (w->shared ? BB_RF_TID : 0);
+	w->flags = w->shared ? BB_RF_TID : 0;
 	w->room = box->room - (w->shared ? 8 : 0);
 	return true;
 }
@@ -298,10 +306,10 @@ static inline __attribute__((always_inline))
 uint32_t bb__record_crc_hw(uint32_t seq, uint32_t w1, uint64_t ts,
 					  const uint8_t *p, uint32_t n)
 {
-	uint32_t c = bb__crc_q(0xffffffffu, (uint64_t)seq | (uint64_t)w1 << 32);
+	uint64_t c = bb__crc_q64(0xffffffffu, (uint64_t)seq | (uint64_t)w1 << 32);
 
 	c = bb__crc32c_hw_update(c, p, n);
-	return bb__crc_q(c, ts) ^ 0xffffffffu;
+	return (uint32_t)bb__crc_q64(c, ts) ^ 0xffffffffu;
 }
 #endif
 
@@ -318,14 +326,15 @@ static inline __attribute__((always_inline)) void bb__seal(struct bb__w *w, uint
 	uint32_t seq = BB_SEQ_DONE(w->pos);
 	/* Bytes 4..7 of the envelope (len, tag, flags) as one little-endian
 	 * word: one store, and the CRC's first word with seq. */
-	uint32_t w1 = w->len | (uint32_t)tag << 16 | (uint32_t)w->flags << 24;
+	uint32_t w1 = w->len | (uint32_t)tag << 16 |
+		      (uint32_t)(w->flags | w->box->rflags) << 24;
 
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	memcpy(w->rec + 4, &w1, 4);
 #else
 	h->len = (uint16_t)w->len;
 	h->tag = tag;
-	h->flags = w->flags;
+	h->flags = w->flags | w->box->rflags;
 #endif
 	h->ts = ts;
 	if (bb_likely(w->box->crc != BB__CRC_NONE)) {
