@@ -200,6 +200,27 @@ unsigned long bt_parse_ul(const char *s, unsigned long lo, unsigned long hi,
 	return v;
 }
 
+void bt_batch_setup(int argc, char **argv, const char *prog, unsigned long *nbatch,
+		    unsigned long *ncalls, unsigned long *nround, void (*usage)(void))
+{
+	int c;
+
+	while ((c = getopt(argc, argv, nround ? "b:n:r:" : "b:n:")) != -1) {
+		switch (c) {
+		case 'b': *nbatch = bt_parse_ul(optarg, 10, 10000000, usage); break;
+		case 'n': *ncalls = bt_parse_ul(optarg, 1, 100000000, usage); break;
+		case 'r': *nround = bt_parse_ul(optarg, 1, 1000, usage); break;
+		default: usage();
+		}
+	}
+	if (optind != argc)
+		usage();
+	if (bt_timer_init() < 0) {
+		fprintf(stderr, "%s: cannot calibrate the timer\n", prog);
+		exit(1);
+	}
+}
+
 unsigned bt_parse_list(char *s, unsigned long *out, unsigned max, unsigned long lo,
 		       unsigned long hi, void (*usage)(void))
 {

@@ -136,6 +136,13 @@ double bt_median(const double *v, size_t n);                 /* copies v */
 /* A decimal number in [lo, hi], or @usage() (which must not return). */
 unsigned long bt_parse_ul(const char *s, unsigned long lo, unsigned long hi,
 			  void (*usage)(void));
+/* The options of the best-batch programs (bench_floor, bench_shadow,
+ * bench_inline): -b BATCHES into *nbatch, -n CALLS into *ncalls and, when
+ * @nround is not NULL, -r ROUNDS into *nround; anything else, or an
+ * operand, calls @usage().  Then calibrates the timer (bt_timer_init);
+ * exits with 1 and a message naming @prog if it cannot. */
+void bt_batch_setup(int argc, char **argv, const char *prog, unsigned long *nbatch,
+		    unsigned long *ncalls, unsigned long *nround, void (*usage)(void));
 /* A comma-separated list of such numbers into @out (at most @max; at
  * least one).  Returns the count; @s is modified (strtok). */
 unsigned bt_parse_list(char *s, unsigned long *out, unsigned max, unsigned long lo,

@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <blackbox.h>
 #include <blackbox/format.h>
@@ -95,22 +94,7 @@ int main(int argc, char **argv)
 		{ "TSC clock, CRC on",      BB_CLOCK_TSC, 0 },
 		{ "TSC clock, CRC off",     BB_CLOCK_TSC, BB_OPT_NO_CRC },
 	};
-	int c;
-
-	while ((c = getopt(argc, argv, "b:n:r:")) != -1) {
-		switch (c) {
-		case 'b': nbatch = bt_parse_ul(optarg, 10, 10000000, usage); break;
-		case 'n': ncalls = bt_parse_ul(optarg, 1, 100000000, usage); break;
-		case 'r': nround = bt_parse_ul(optarg, 1, 1000, usage); break;
-		default: usage();
-		}
-	}
-	if (optind != argc)
-		usage();
-	if (bt_timer_init() < 0) {
-		fprintf(stderr, "bench_floor: cannot calibrate the timer\n");
-		return 1;
-	}
+	bt_batch_setup(argc, argv, "bench_floor", &nbatch, &ncalls, &nround, usage);
 	printf("bench_floor: %lu batches of %lu calls per figure, %lu round(s); ns per call "
 	       "(min / p10 / median over batches); ratios use the min of the same round\n",
 	       nbatch, ncalls, nround);

@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "baselines.h"
 
@@ -139,21 +138,7 @@ int main(int argc, char **argv)
 		{ BT_HAVE_RDTSC ? "rdtsc" : "clock_gettime (no rdtsc here)", tsc_bare,
 		  tsc_after_chain, tsc_after_4, tsc_before_4, tsc_on_stamp },
 	};
-	int c;
-
-	while ((c = getopt(argc, argv, "b:n:")) != -1) {
-		switch (c) {
-		case 'b': nbatch = bt_parse_ul(optarg, 10, 10000000, usage); break;
-		case 'n': ncalls = bt_parse_ul(optarg, 1, 100000000, usage); break;
-		default: usage();
-		}
-	}
-	if (optind != argc)
-		usage();
-	if (bt_timer_init() < 0) {
-		fprintf(stderr, "bench_shadow: cannot calibrate the timer\n");
-		return 1;
-	}
+	bt_batch_setup(argc, argv, "bench_shadow", &nbatch, &ncalls, NULL, usage);
 	printf("bench_shadow: extra timer ticks per iteration over the bare loop "
 	       "(min of %lu batches of %lu), and per add; %s\n",
 	       nbatch, ncalls, bt_timer_desc);
