@@ -189,10 +189,12 @@ static void write_one_of_each(void)
 
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
-	/* Every value length from 1 to 143 bytes: the writer's inline CRC
-	 * takes whole 64-byte blocks, then 32, 16, 8, 4, 2 and 1 byte steps by
-	 * the bits of the length (crc32c.h), so every combination is here,
-	 * checked against the test's own bytewise CRC. */
+	/* Every value length from 1 to 142 bytes (bb_write_str: 1..24 and
+	 * 26..142, its head growing to 2 bytes at 24; the kv records of 4..44
+	 * fill in 25).  The writer's inline CRC takes whole 64-byte blocks,
+	 * then 32, 16, 8, 4, 2 and 1 byte steps by the bits of the length
+	 * (crc32c.h), so every combination is here, checked against the
+	 * test's own bytewise CRC. */
 	for (int len = 0; len <= 140; len++) {
 		char v[141];
 
