@@ -120,6 +120,22 @@ static inline void bt_base_rdtsc(struct bt_ctx *c)
 #endif
 }
 
+/*
+ * BT_OP(name, count, stmt) - a noinline function name() running @stmt
+ * @count times (the loop variable is i), the unit the best-batch programs
+ * time.  @stmt may set the int bad (an |= of a call's result); name()
+ * returns it, so a failed call is caught, not timed.
+ */
+#define BT_OP(name, count, stmt)                                        \
+	static __attribute__((noinline)) int name(void)                 \
+	{                                                               \
+		int bad = 0;                                            \
+		for (unsigned long i = 0; i < (count); i++) {           \
+			stmt;                                           \
+		}                                                       \
+		return bad;                                             \
+	}
+
 void bt_base_write(struct bt_ctx *c);          /* write(2) of bt_line */
 void bt_base_fprintf_flush(struct bt_ctx *c);  /* fprintf + fflush */
 void bt_base_fprintf(struct bt_ctx *c);        /* fprintf, buffered: lost on SIGKILL */

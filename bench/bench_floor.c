@@ -33,21 +33,11 @@ static unsigned long ncalls = 1000, nbatch = 3000, nround = 2;
 static const char *volatile dyn_value = "GET /index";   /* not a literal to the compiler */
 static struct bt_ctx ctx;                               /* sink of the bare timer reads */
 
-#define OP(name, stmt)                                                  \
-	static __attribute__((noinline)) int name(void)                 \
-	{                                                               \
-		int bad = 0;                                            \
-		for (unsigned long i = 0; i < ncalls; i++) {            \
-			stmt;                                           \
-		}                                                       \
-		return bad;                                             \
-	}
-
-OP(op_clock, bt_base_clock(&ctx))
-OP(op_tick, bt_base_rdtsc(&ctx))
-OP(op_kv, bad |= bb_write_kv("req", "GET /index"))
-OP(op_kv_dyn, bad |= bb_write_kv("req", dyn_value))
-OP(op_i64, bad |= bb_write_i64(1000 + i))
+BT_OP(op_clock, ncalls, bt_base_clock(&ctx))
+BT_OP(op_tick, ncalls, bt_base_rdtsc(&ctx))
+BT_OP(op_kv, ncalls, bad |= bb_write_kv("req", "GET /index"))
+BT_OP(op_kv_dyn, ncalls, bad |= bb_write_kv("req", dyn_value))
+BT_OP(op_i64, ncalls, bad |= bb_write_i64(1000 + i))
 
 struct stat3 { double min, p10, p50; };
 

@@ -64,20 +64,10 @@ int inline_kv(const char *key, size_t kl, const char *value, size_t vl)
 	return 0;
 }
 
-#define OP(name, stmt)                                                  \
-	static __attribute__((noinline)) int name(void)                 \
-	{                                                               \
-		int bad = 0;                                            \
-		for (unsigned long i = 0; i < ncalls; i++) {            \
-			stmt;                                           \
-		}                                                       \
-		return bad;                                             \
-	}
-
-OP(op_clock, bt_base_clock(&ctx))
-OP(op_tick, bt_base_rdtsc(&ctx))
-OP(op_kv, bad |= bb_write_kv("req", "GET /index"))
-OP(op_inline, bad |= inline_kv("req", 3, "GET /index", 10))
+BT_OP(op_clock, ncalls, bt_base_clock(&ctx))
+BT_OP(op_tick, ncalls, bt_base_rdtsc(&ctx))
+BT_OP(op_kv, ncalls, bad |= bb_write_kv("req", "GET /index"))
+BT_OP(op_inline, ncalls, bad |= inline_kv("req", 3, "GET /index", 10))
 
 /* Minimum ns per call over the batches (the first tenth warms up). */
 static double best(int (*fn)(void))
