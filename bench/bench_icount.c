@@ -68,6 +68,7 @@ static void do_event4(void)
 DEFINE_OP(nop, __asm__ __volatile__("" ::: "memory"))
 DEFINE_OP(clock, do_clock())
 DEFINE_OP(kv, bb_write_kv("req", "GET /index"))
+DEFINE_OP(kvlib, bb_write_kvn("req", 3, "GET /index", 10))
 DEFINE_OP(i64, bb_write_i64((int64_t)i))
 DEFINE_OP(str16, bb_write_str(str16))
 DEFINE_OP(event4, do_event4())
@@ -80,6 +81,7 @@ static const struct {
 	{ "nop", warm_nop, loop_nop },
 	{ "clock", warm_clock, loop_clock },
 	{ "kv", warm_kv, loop_kv },
+	{ "kvlib", warm_kvlib, loop_kvlib },
 	{ "i64", warm_i64, loop_i64 },
 	{ "str16", warm_str16, loop_str16 },
 	{ "event4", warm_event4, loop_event4 },
@@ -92,7 +94,7 @@ int main(int argc, char **argv)
 	int ret;
 
 	if (argc != 3) {
-		fprintf(stderr, "usage: bench_icount nop|clock|kv|i64|str16|event4 N\n");
+		fprintf(stderr, "usage: bench_icount nop|clock|kv|kvlib|i64|str16|event4 N\n");
 		return 2;
 	}
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)

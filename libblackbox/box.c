@@ -41,8 +41,33 @@ _Static_assert(offsetof(struct bb_ring_desc, lock) == 112, "descriptor layout");
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
 	       "64- and 32-bit atomics must be lock-free (shared between processes)");
 
-struct bb__box *bb__box;
-__thread struct bb__tls bb__tls __attribute__((tls_model("initial-exec")));
+/*
+ * The process's box and each thread's writer state.  Exported (as
+ * bb__box_v1 and bb__tls_v1, <blackbox/inline.h>) for the inline fast path
+ * of bb_write_kv() compiled into applications.  Default visibility matters
+ * beyond the export: a program that reads bb__box directly gets a copy
+ * relocation (the variable then lives in the program), and the library
+ * must reach it through the GOT like everyone else, which GCC does for a
+ * default-visibility variable under -fPIC.  (With -fvisibility=hidden it
+ * would be reached PC-relative and the program would see NULL forever:
+ * tests/lib/test_inline.c checks that it does not.)
+ */
+BB_EXPORT struct bb__box *bb__box;
+BB_EXPORT __thread struct bb__tls bb__tls __attribute__((tls_model("initial-exec")));
+
+/* The fast-path ABI: the library's structs begin with the parts the inline
+ * path reads, and struct bb__ring is the public one (<blackbox/inline.h>). */
+_Static_assert(offsetof(struct bb__box, f) == 0, "bb__box must begin with bb__fast_box");
+_Static_assert(offsetof(struct bb__tls, f) == 0, "bb__tls must begin with bb__fast_tls");
+_Static_assert(sizeof(struct bb__fast_box) == 20 && offsetof(struct bb__fast_box, room) == 16,
+	       "fast path v1: struct bb__fast_box layout changed");
+_Static_assert(sizeof(struct bb__fast_tls) == 16 && offsetof(struct bb__fast_tls, depth) == 12,
+	       "fast path v1: struct bb__fast_tls layout changed");
+_Static_assert(sizeof(struct bb__ring) == 64 && offsetof(struct bb__ring, tail) == 32,
+	       "fast path v1: struct bb__ring layout changed");
+/* bb__kv_fast() writes values of up to 49 bytes without a room test. */
+_Static_assert(BB_RING_MIN_SIZE / 4 - BB_RECORD_HDR_SIZE - BB_CRC_SIZE >= 49,
+	       "the smallest box's room must hold the inline path's largest value");
 
 /* Process-wide configuration, kept for the child of fork(). */
 static struct {
@@ -77,8 +102,8 @@ static void bb__thread_exit(void *arg)
 	struct bb__box *box = BB_LOAD_ACQUIRE(&bb__box);
 
 	(void)arg;
-	if (box && t->ring && t->gen == box->gen && t->depth == 0) {
-		struct bb_ring_desc *d = t->ring->desc;
+	if (box && t->f.ring && t->f.gen == box->f.gen && t->f.depth == 0) {
+		struct bb_ring_desc *d = t->f.ring->desc;
 
 		BB_STORE_RELAXED(&d->retired_at, BB_FETCH_ADD(&box->hdr->retire_counter, 1) + 1);
 		/* Release: our last head/tail stores and retired_at are
@@ -86,7 +111,7 @@ static void bb__thread_exit(void *arg)
 		 * next (bb__claim), which continues from them. */
 		BB_STORE_RELEASE(&d->state, (uint32_t)BB_RING_RETIRED);
 	}
-	t->ring = NULL;
+	t->f.ring = NULL;
 	t->exited = true;
 	/* Unmap the alternate signal stack bb__claim() gave us (crash.c). */
 	bb__crash_thread_exit(t);
@@ -112,8 +137,8 @@ static void bb__atfork_child(void)
 	struct bb__box *box = bb__box;
 
 	bb__box = NULL;
-	bb__tls.ring = NULL;
-	bb__tls.gen = 0;
+	bb__tls.f.ring = NULL;
+	bb__tls.f.gen = 0;
 	bb__tls.tid = 0;
 	if (!box)
 		return;
@@ -431,7 +456,7 @@ static int bb__open(const struct bb_options *o, const char *dir, size_t size)
 	box->state = (uint8_t *)box->hdr + l.state_off;
 	box->modules = (uint8_t *)box->hdr + l.mod_off;
 	box->max_record = (uint32_t)(l.ring_size / 4 < BB_RECORD_MAX ? l.ring_size / 4 : BB_RECORD_MAX);
-	box->clock = CLOCK_MONOTONIC;
+	box->f.clock = CLOCK_MONOTONIC;
 	box->pid = getpid();
 	box->keep_on_exit = o->flags & BB_OPT_KEEP_ON_EXIT;
 
@@ -478,7 +503,7 @@ static int bb__open(const struct bb_options *o, const char *dir, size_t size)
 	 * sees the whole header and ring table written above. */
 	BB_STORE_RELEASE(&h->magic, BB_MAGIC);
 
-	box->gen = ++bb__g.gen;
+	box->f.gen = ++bb__g.gen;
 	/* Publish to writers; pairs with the acquire load in bb__begin(). */
 	BB_STORE_RELEASE(&bb__box, box);
 	return 0;
@@ -574,7 +599,7 @@ BB_EXPORT int bb_close(void)
 	BB_STORE_RELEASE(&box->hdr->state, (uint32_t)BB_STATE_CLOSED);
 	bb__remove(box);
 	bb__unmap(box);
-	bb__tls.ring = NULL;
+	bb__tls.f.ring = NULL;
 	return 0;
 }
 
@@ -646,7 +671,7 @@ static void bb__owner_record(struct bb__box *box, struct bb__ring *r, int32_t ti
 	memcpy(p, prev, pl);
 	/* bb__commit leaves a nesting level: the caller entered one. */
 	bb__commit(&w, BB_TAG_OWNER);
-	bb__tls.depth++;
+	bb__tls.f.depth++;
 }
 
 /*
@@ -732,13 +757,13 @@ struct bb__ring *bb__begin_slow(struct bb__box *box, struct bb__tls *t)
 
 	if (!t->tid)
 		t->tid = bb__gettid();
-	if (t->depth == 1 && t->gen != box->gen && !t->exited) {
-		t->gen = box->gen;
-		t->ring = bb__claim(box, t);
-		if (t->ring) {
+	if (t->f.depth == 1 && t->f.gen != box->f.gen && !t->exited) {
+		t->f.gen = box->f.gen;
+		t->f.ring = bb__claim(box, t);
+		if (t->f.ring) {
 			if (bb__g.key_ok)
 				pthread_setspecific(bb__g.key, box);
-			return t->ring;
+			return t->f.ring;
 		}
 	}
 	/* The shared ring: a bounded try-lock (its acquire pairs with the
@@ -763,7 +788,7 @@ void bb__end_shared(struct bb__box *box, struct bb__tls *t)
 	 * descriptor) are visible to the next holder's acquire CAS. */
 	BB_STORE_RELEASE(&box->rings[box->nrings].desc->lock, 0);
 	BB_SIGNAL_FENCE();
-	t->depth--;
+	t->f.depth--;
 }
 
 /*

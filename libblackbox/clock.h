@@ -80,21 +80,9 @@ static inline int64_t bb__ts_to_wall_ns(const struct bb_header *h, uint64_t ts)
 	return bb__sat_add(h->anchor_realtime_ns, d);
 }
 
-/*
- * bb__rdtsc - the time stamp counter.  Plain rdtsc, not rdtscp or a fenced
- * read: a record's stamp may be taken a few instructions early or late, which
- * no reader can observe, and per-thread order holds because the TSC is
- * invariant (synchronised across cores) whenever the writer uses it.
- */
-#if defined(__x86_64__)
-static inline uint64_t bb__rdtsc(void)
-{
-	uint32_t lo, hi;
-
-	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
-	return (uint64_t)hi << 32 | lo;
-}
-#endif
+/* bb__rdtsc() (x86-64) is in <blackbox/inline.h>: the inline fast path of
+ * bb_write_kv() stamps records with it too. */
+#include <blackbox/inline.h>
 
 /*
  * Writer side (clock.c).

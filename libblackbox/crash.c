@@ -228,7 +228,7 @@ static void bb__crash_record(struct bb__box *box, int sig, const siginfo_t *si, 
 	rec->len = (uint16_t)len;
 	rec->tag = BB_TAG_CRASH;
 	rec->flags = BB_RF_CRC;
-	rec->ts = bb__now(box);
+	rec->ts = bb__now(&box->f);
 	crc = bb__record_crc(BB_CRASH_SEQ_DONE, rec, len);
 	/* Little-endian on every target (FORMAT.md §11). */
 	p[0] = (uint8_t)crc;

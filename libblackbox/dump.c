@@ -280,7 +280,7 @@ BB_EXPORT int bb_dump(int fd)
 		/* Ties go to the lower ring index, so an original is printed
 		 * before its copy (same ts) when both are present. */
 		ret = bb__dump_one(fd, box->hdr, &bb__cur[best], best, best == BB__IMPORTANT_IDX(box),
-				   box->crc != BB__CRC_NONE);
+				   box->f.crc != BB__CRC_NONE);
 		if (ret < 0)
 			break;
 	}

@@ -166,7 +166,7 @@ void bb__modules_gather(struct bb__box *box)
 	bb__cbor_put_head(4, w->count, out);
 	memcpy(out + head, bb__mod_buf, (size_t)(w->p - bb__mod_buf));
 	mh->len = len;
-	mh->ts = bb__now(box);
+	mh->ts = bb__now(&box->f);
 	mh->count = w->count;
 	mh->flags = w->truncated ? BB_MF_TRUNCATED : 0;
 	/* Release: every byte above is visible to a reader whose acquire

@@ -94,7 +94,7 @@ static void bb__slot_write(struct bb__box *box, uint8_t *s, uint32_t odd, bool b
 	if (bind)
 		memcpy(s + BB_RECORD_HDR_SIZE, kenc, klen_enc);
 	h->tag = BB_TAG_STATE;
-	h->ts = bb__now(box);
+	h->ts = bb__now(&box->f);
 	if (val) {
 		uint32_t len = BB_RECORD_HDR_SIZE + klen_enc + vlen + BB_CRC_SIZE;
 		uint8_t *c = s + len - BB_CRC_SIZE;

@@ -85,19 +85,19 @@ void bb__writer_setup(struct bb__box *box, const struct bb_options *o)
 {
 	struct bb_header *h = box->hdr;
 
-	box->clock = CLOCK_MONOTONIC;
-	box->tsc = bb__clock_setup(h, o->clock) == BB_CLOCK_TSC;
+	box->f.clock = CLOCK_MONOTONIC;
+	box->f.tsc = bb__clock_setup(h, o->clock) == BB_CLOCK_TSC;
 	if (o->flags & BB_OPT_NO_CRC) {
-		box->crc = BB__CRC_NONE;
-		box->rflags = 0;
-		box->trailer = 0;
+		box->f.crc = BB__CRC_NONE;
+		box->f.rflags = 0;
+		box->f.trailer = 0;
 	} else {
-		box->crc = bb__crc32c_have_hw() ? BB__CRC_HW : BB__CRC_SW;
-		box->rflags = BB_RF_CRC;
-		box->trailer = BB_CRC_SIZE;
+		box->f.crc = bb__crc32c_have_hw() ? BB__CRC_HW : BB__CRC_SW;
+		box->f.rflags = BB_RF_CRC;
+		box->f.trailer = BB_CRC_SIZE;
 		h->flags |= BB_HF_CRC32C;
 	}
-	box->room = box->max_record - BB_RECORD_HDR_SIZE - box->trailer;
+	box->f.room = box->max_record - BB_RECORD_HDR_SIZE - box->f.trailer;
 }
 
 /* Exact size of an encoded CBOR integer. */
@@ -196,7 +196,7 @@ static __attribute__((noinline)) void bb__important_copy(struct bb__w *w, uint8_
 	int32_t *lock = &r->desc->lock;
 	int32_t tid = bb__tls.tid;
 	uint32_t vhdr = BB_RECORD_HDR_SIZE + (w->shared ? 8u : 0u);
-	uint32_t vlen = w->len - vhdr - box->trailer;
+	uint32_t vlen = w->len - vhdr - box->f.trailer;
 	struct bb__w c;
 	uint8_t *p;
 
@@ -226,7 +226,7 @@ static __attribute__((noinline)) void bb__important_copy(struct bb__w *w, uint8_
  * the thread's ring (its flags carry BB_RF_IMPORTANT), then copy it. */
 static inline void bb__commit_important(struct bb__w *w, uint8_t tag)
 {
-	uint64_t ts = bb__now(w->box);
+	uint64_t ts = bb__now(&w->box->f);
 
 	bb__seal(w, tag, ts);
 	bb__important_copy(w, tag, ts);
@@ -393,7 +393,7 @@ int bb__write_kv(const char *key, size_t kl, struct bb__val *v, bool imp)
 		return ret;
 	if (imp) {
 		/* Room for the copy's TID extension in the important ring. */
-		w.room = w.box->room - 8;
+		w.room = w.box->f.room - 8;
 		w.flags |= BB_RF_IMPORTANT;
 	}
 	if (bb_likely(kl < 24 && ((v->type != BB_TYPE_STR && v->type != BB_TYPE_BYTES) ||
@@ -568,7 +568,7 @@ int bb__write_event(const char *name, const struct bb_field *f, size_t n, bool i
 		return ret;
 	if (imp) {
 		/* Room for the copy's TID extension in the important ring. */
-		w.room = w.box->room - 8;
+		w.room = w.box->f.room - 8;
 		w.flags |= BB_RF_IMPORTANT;
 	}
 	for (int round = 0; round <= 2 * (int)n + 1; round++) {
@@ -610,7 +610,7 @@ int bb__write_event(const char *name, const struct bb_field *f, size_t n, bool i
 		if (w.shared)
 			bb__end_shared(w.box, &bb__tls);
 		else
-			bb__tls.depth--;
+			bb__tls.f.depth--;
 		return -E2BIG;
 	}
 	if (flags)

@@ -27,23 +27,14 @@
 #include "internal.h"
 
 /*
- * Process-local view of one ring.  Aligned to a cache line: the rings of
- * different threads sit side by side in bb__box.rings[], and head (every
- * record) and tail (every record once wrapped) are written by each ring's
- * own thread; packed, two threads' rings shared a line (false sharing).
- * The box struct is allocated with posix_memalign() for this (box.c).
+ * struct bb__ring (one ring as its writer sees it), struct bb__fast_box,
+ * struct bb__fast_tls, the BB__CRC_* modes and the seqlock write
+ * primitives are in <blackbox/inline.h>: the inline fast path of
+ * bb_write_kv() compiled into applications uses them too, so they are
+ * ABI ("fast path v1", explained there).  The structs below begin with the
+ * fast-path parts (static assertions in box.c).
  */
 #define BB__CACHELINE 64
-struct __attribute__((aligned(BB__CACHELINE))) bb__ring {
-	struct bb_ring_desc *desc; /* in the box */
-	uint8_t *data;             /* 2 * size bytes: the ring mapped twice */
-	uint64_t mask;             /* size - 1 */
-	/* The writer's own copies of head and tail: the truth, published to
-	 * desc->head / desc->tail.  Touched only by the ring's one writer. */
-	uint64_t head;
-	uint64_t tail;
-};
-
 /*
  * Rings after the private ones: rings[nrings] is the shared ring (overflow
  * and nested writes), rings[nrings + 1] the important ring (copies of
@@ -59,6 +50,9 @@ struct __attribute__((aligned(BB__CACHELINE))) bb__ring {
 #define BB__MODULES_SIZE     (16u << 10)
 
 struct bb__box {
+	/* First, ABI: gen, clock, tsc, crc, rflags, trailer, room; chosen at
+	 * bb_init() (bb__writer_setup()), read on every write. */
+	struct bb__fast_box f;
 	struct bb_header *hdr;     /* header, ring table, state table, module area */
 	size_t hdr_map_len;
 	uint8_t *reserve;          /* PROT_NONE reservation holding all rings */
@@ -66,16 +60,6 @@ struct bb__box {
 	uint64_t ring_size;
 	uint32_t nrings;           /* private rings; see BB__EXTRA_RINGS */
 	uint32_t max_record;
-	uint32_t gen;              /* matches bb__tls.gen of threads that claimed here */
-	clockid_t clock;
-	/* Chosen at bb_init(), read on every write (same cache line as the
-	 * fields above): */
-	bool tsc;                  /* stamps from rdtsc (BB_CLOCK_TSC), else clock_gettime */
-	uint8_t crc;               /* BB__CRC_NONE / _HW (inline crc32) / _SW (crc32c.c) */
-	uint8_t rflags;            /* flags of every record: BB_RF_CRC or 0 */
-	uint32_t trailer;          /* bytes after the value: BB_CRC_SIZE or 0 */
-	uint32_t room;             /* value bytes of a private-ring record:
-	                            * max_record - envelope - trailer */
 	pid_t pid;                 /* the process that created it */
 	bool keep_on_exit;
 	bool shm;                  /* POSIX shm (shm_unlink) or a file in a directory */
@@ -86,23 +70,16 @@ struct bb__box {
 	struct bb__ring rings[];   /* nrings + BB__EXTRA_RINGS */
 };
 
-/* bb__box.crc */
-#define BB__CRC_NONE 0
-#define BB__CRC_HW   1         /* x86-64 with SSE4.2: inline crc32 instructions */
-#define BB__CRC_SW   2         /* bb__record_crc() (table, or the hardware via crc32c.c) */
-
 /* Per-thread state.  initial-exec TLS: one %fs-relative access, no call. */
 struct bb__tls {
-	struct bb__ring *ring;     /* claimed private ring, NULL = none/shared */
-	uint32_t gen;              /* box generation of the claim; 0 = never */
-	uint32_t depth;            /* writes in progress on this thread (nesting) */
+	struct bb__fast_tls f;     /* first, ABI: ring, gen, depth */
 	int32_t tid;               /* cached gettid() */
 	bool exited;               /* TLS destructor ran: shared ring from now on */
 	void *altstack;            /* crash handler's alternate signal stack (crash.c) */
 };
 
-extern struct bb__box *bb__box;     /* NULL: no box (see bb__nobox()) */
-extern __thread struct bb__tls bb__tls __attribute__((tls_model("initial-exec")));
+/* bb__box (NULL: no box, see bb__nobox()) and bb__tls are declared in
+ * <blackbox/inline.h>, under their versioned symbol names. */
 
 /* Slow paths, out of line (box.c).  bb__begin_slow() returns the ring
  * (the shared ring, locked, is &box->rings[box->nrings]) or NULL for -EBUSY:
@@ -153,28 +130,12 @@ struct bb__w {
 	uint64_t pos;
 	uint32_t len;
 	uint32_t room;             /* bytes available for the value */
-	uint8_t flags;             /* record flags besides box->rflags, which
+	uint8_t flags;             /* record flags besides box->f.rflags, which
 	                            * bb__seal() adds: loaded there rather than
 	                            * kept live across the encoding (a spill
 	                            * and a reload on the fast path) */
 	bool shared;
 };
-
-static inline uint64_t bb__now(const struct bb__box *box)
-{
-	struct timespec ts;
-
-#if defined(__x86_64__)
-	/* BB_CLOCK_TSC: raw ticks, converted by readers (clock.h).  A
-	 * predictable branch on a field of a line every write reads anyway;
-	 * its cost on the default path: BENCHMARKS.md "TSC clock". */
-	if (box->tsc)
-		return bb__rdtsc();
-#endif
-	/* vDSO on Linux: no system call, AS-safe. */
-	clock_gettime(box->clock, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /*
  * bb__begin - pick the ring for this write and enter the nesting section.
@@ -202,65 +163,44 @@ static inline bool bb__begin(struct bb__w *w, int *ret)
 		}
 	}
 	w->box = box;
-	/* depth + 1 kept in a register: testing t->depth again would reload
+	/* depth + 1 kept in a register: testing t->f.depth again would reload
 	 * what we just stored, a store-to-load forwarding round trip before
 	 * the clock read (BENCHMARKS.md "Issue 6 floor, third session"). */
-	depth = t->depth + 1;
-	t->depth = depth;
+	depth = t->f.depth + 1;
+	t->f.depth = depth;
 	/* The nesting mark is set before we look at the ring: a signal
 	 * handler that runs after this point sees depth > 1 and stays off our
 	 * private ring; one that ran before it completed its write before we
 	 * read r->head below. */
 	BB_SIGNAL_FENCE();
-	if (bb_likely(depth == 1 && t->gen == box->gen && t->ring)) {
-		w->r = t->ring;
+	if (bb_likely(depth == 1 && t->f.gen == box->f.gen && t->f.ring)) {
+		w->r = t->f.ring;
 		w->shared = false;
 		w->flags = 0;
-		w->room = box->room;
+		w->room = box->f.room;
 		return true;
 	}
 	w->r = bb__begin_slow(box, t);
 	if (!w->r) {
 		BB_SIGNAL_FENCE();
-		t->depth--;
+		t->f.depth--;
 		*ret = -EBUSY;
 		return false;
 	}
 	w->shared = w->r == &box->rings[box->nrings];
 	w->flags = w->shared ? BB_RF_TID : 0;
-	w->room = box->room - (w->shared ? 8 : 0);
+	w->room = box->f.room - (w->shared ? 8 : 0);
 	return true;
 }
 
-/*
- * bb__make_room_fast - the common case of bb__make_room() (box.c), inline:
- * once a ring has wrapped, nearly every record frees exactly one old record
- * of similar size.  Same checks as bb__make_room(): the old record's length
- * must be sane and lie inside [tail, head) (the box is memory a crashing
- * process may have scribbled on); anything else, or more than one record to
- * free, goes out of line.  (stride <= size follows from tail + stride <=
- * head, as head - tail <= size always holds for our own copies.)
- */
+/* bb__make_room_fast - make room for a record ending at @end: inline when
+ * it frees exactly one old record (bb__ring_free_one(), <blackbox/inline.h>:
+ * the steady state once a ring has wrapped), else bb__make_room() (box.c).
+ * Either publishes the new tail, then a release fence. */
 static inline void bb__make_room_fast(struct bb__ring *r, uint64_t end)
 {
-	uint64_t tail = r->tail;
-	const struct bb_record_hdr *h = (const void *)(r->data + (tail & r->mask));
-	uint32_t len = h->len;
-	uint64_t ntail = tail + BB_RECORD_STRIDE(len);
-
-	if (bb_likely(len >= BB_RECORD_HDR_SIZE && ntail <= r->head &&
-		      end - ntail <= r->mask + 1)) {
-		r->tail = ntail;
-		BB_STORE_RELAXED(&r->desc->tail, ntail);
-		/* Orders the new tail before the busy seq and the record bytes
-		 * that overwrite what it released.  Pairs with the acquire
-		 * fence in bb__ring_read(): a reader that copied overwritten
-		 * bytes sees this tail and drops the copy.  (As in
-		 * bb__make_room().) */
-		BB_FENCE_RELEASE();
-		return;
-	}
-	bb__make_room(r, end);
+	if (!bb__ring_free_one(r, end))
+		bb__make_room(r, end);
 }
 
 /*
@@ -272,20 +212,14 @@ static inline uint8_t *bb__reserve(struct bb__w *w, uint8_t flags, uint32_t vlen
 	struct bb__ring *r = w->r;
 	uint32_t hdr = BB_RECORD_HDR_SIZE + (w->shared ? 8u : 0u);
 	uint64_t pos = r->head;
-	uint64_t end = pos + BB_RECORD_STRIDE(hdr + vlen + w->box->trailer);
+	uint64_t end = pos + BB_RECORD_STRIDE(hdr + vlen + w->box->f.trailer);
 	if (bb_unlikely(end - r->tail > r->mask + 1))
 		bb__make_room_fast(r, end);   /* publishes the new tail, then a release fence */
 	w->pos = pos;
-	w->len = hdr + vlen + w->box->trailer;
+	w->len = hdr + vlen + w->box->f.trailer;
 	w->flags |= flags;
-	w->rec = r->data + (pos & r->mask);
-	BB_STORE_RELAXED((uint32_t *)(void *)w->rec, BB_SEQ_BUSY(pos));
-	/* Orders the busy mark before the record bytes stored next (a new
-	 * tail was already ordered before the busy mark by the fence in
-	 * bb__make_room).  Pairs with the acquire fence in bb__ring_read()
-	 * (ring.h): a reader whose copy saw our bytes sees the busy seq on its
-	 * re-read and drops the copy. */
-	BB_FENCE_RELEASE();
+	/* The busy mark, then a release fence (<blackbox/inline.h>). */
+	w->rec = bb__ring_busy(r, pos);
 	if (w->shared) {
 		int32_t ext[2] = { bb__tls.tid, 0 };
 
@@ -294,25 +228,6 @@ static inline uint8_t *bb__reserve(struct bb__w *w, uint8_t flags, uint32_t vlen
 	return w->rec + hdr;
 }
 
-#if defined(__x86_64__)
-/* CRC32C (FORMAT.md §11) of a record whose envelope is passed by value:
- * @seq the committed seq word, @w1 bytes 4..7 (len, tag, flags) as a
- * little-endian word, the @n bytes at @p (extensions and value), then @ts.
- * The stamp comes last in the format's order for this: the checksum of
- * everything else does not wait for the clock read, and one crc32q does.
- * Measured with the default clock (the vDSO's fenced rdtsc): -1.5 ns per
- * record against the stamp second (BENCHMARKS.md "Issue 6 floor"). */
-static inline __attribute__((always_inline))
-uint32_t bb__record_crc_hw(uint32_t seq, uint32_t w1, uint64_t ts,
-					  const uint8_t *p, uint32_t n)
-{
-	uint64_t c = bb__crc_q64(0xffffffffu, (uint64_t)seq | (uint64_t)w1 << 32);
-
-	c = bb__crc32c_hw_update(c, p, n);
-	return (uint32_t)bb__crc_q64(c, ts) ^ 0xffffffffu;
-}
-#endif
-
 /*
  * bb__seal - fill the envelope with @tag and the stamp @ts, append the CRC
  * trailer, mark the record committed and publish head.  Still inside the
@@ -320,32 +235,22 @@ uint32_t bb__record_crc_hw(uint32_t seq, uint32_t w1, uint64_t ts,
  */
 static inline __attribute__((always_inline)) void bb__seal(struct bb__w *w, uint8_t tag, uint64_t ts)
 {
-	struct bb__ring *r = w->r;
-	struct bb_record_hdr *h = (struct bb_record_hdr *)(void *)w->rec;
-	uint64_t end = w->pos + BB_RECORD_STRIDE(w->len);
+	const struct bb__fast_box *fb = &w->box->f;
 	uint32_t seq = BB_SEQ_DONE(w->pos);
-	/* Bytes 4..7 of the envelope (len, tag, flags) as one little-endian
-	 * word: one store, and the CRC's first word with seq. */
-	uint32_t w1 = w->len | (uint32_t)tag << 16 |
-		      (uint32_t)(w->flags | w->box->rflags) << 24;
+	uint32_t w1 = bb__ring_envelope(w->rec, w->len, tag, w->flags | fb->rflags, ts);
 
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	memcpy(w->rec + 4, &w1, 4);
-#else
-	h->len = (uint16_t)w->len;
-	h->tag = tag;
-	h->flags = w->flags | w->box->rflags;
-#endif
-	h->ts = ts;
-	if (bb_likely(w->box->crc != BB__CRC_NONE)) {
+	if (bb_likely(fb->crc != BB__CRC_NONE)) {
 		/* Over the final envelope with the committed seq (FORMAT.md
-		 * §11), stored before the release store of seq below, which
-		 * orders it with every other byte of the record. */
+		 * §11), stored before the release store of seq in
+		 * bb__ring_publish(), which orders it with every other byte
+		 * of the record.  (bb__ring_seal() is this with the first
+		 * branch only: the inline path runs on BB__CRC_HW boxes.
+		 * Calling it here measured +16 instructions per record,
+		 * callgrind: the compiler keeps fewer values in registers.) */
 		uint32_t crc, off = (uint32_t)(w->len - BB_CRC_SIZE);
-#if defined(__x86_64__)
-		if (bb_likely(w->box->crc == BB__CRC_HW))
-			crc = bb__record_crc_hw(seq, w1, ts,
-						w->rec + BB_RECORD_HDR_SIZE,
+#if defined(__x86_64__) && defined(__LP64__)
+		if (bb_likely(fb->crc == BB__CRC_HW))
+			crc = bb__record_crc_hw(seq, w1, ts, w->rec + BB_RECORD_HDR_SIZE,
 						off - BB_RECORD_HDR_SIZE);
 		else
 #endif
@@ -355,14 +260,7 @@ static inline __attribute__((always_inline)) void bb__seal(struct bb__w *w, uint
 #endif
 		memcpy(w->rec + off, &crc, BB_CRC_SIZE);
 	}
-	/* Commit mark with release: orders the envelope, value and CRC before
-	 * it, for readers that validate by seq alone (post mortem, where head
-	 * may not have been published yet). */
-	BB_STORE_RELEASE(&h->seq, seq);
-	r->head = end;
-	/* Publishes the record.  Pairs with the reader's acquire load of head:
-	 * every byte of every record before @end is visible to it. */
-	BB_STORE_RELEASE(&r->desc->head, end);
+	bb__ring_publish(w->r, w->rec, w->pos, w->len);
 }
 
 /* bb__leave - leave the nesting section (and the shared ring's lock). */
@@ -372,7 +270,7 @@ static inline void bb__leave(struct bb__w *w)
 		bb__end_shared(w->box, &bb__tls);
 	} else {
 		BB_SIGNAL_FENCE();
-		bb__tls.depth--;
+		bb__tls.f.depth--;
 	}
 }
 
@@ -384,7 +282,7 @@ static inline __attribute__((always_inline)) void bb__commit(struct bb__w *w, ui
 	 * bb__reserve() instead (to overlap rdtsc with the encoding) was
 	 * measured: TSC mode unchanged, the default clock 5 ns slower (the
 	 * write state is spilled across the clock_gettime() call). */
-	bb__seal(w, tag, bb__now(w->box));
+	bb__seal(w, tag, bb__now(&w->box->f));
 	bb__leave(w);
 }
 
