@@ -152,8 +152,8 @@ double bt_median(const double *v, size_t n);                 /* copies v */
 /* A decimal number in [lo, hi], or @usage() (which must not return). */
 unsigned long bt_parse_ul(const char *s, unsigned long lo, unsigned long hi,
 			  void (*usage)(void));
-/* The options of the best-batch programs (bench_floor, bench_shadow,
- * bench_inline): -b BATCHES into *nbatch, -n CALLS into *ncalls and, when
+/* The options of the best-batch programs (bench_floor, bench_shadow):
+ * -b BATCHES into *nbatch, -n CALLS into *ncalls and, when
  * @nround is not NULL, -r ROUNDS into *nround; anything else, or an
  * operand, calls @usage().  Then calibrates the timer (bt_timer_init);
  * exits with 1 and a message naming @prog if it cannot. */
