@@ -46,6 +46,8 @@ extract=$(find "$dest" -type f -name bb-extract | head -n 1)
 header=$(find "$dest" -path '*/include/blackbox.h' | head -n 1)
 [ -n "$header" ] || fail "no blackbox.h installed"
 [ -n "$(find "$dest" -path '*/include/blackbox/reader.h')" ] || fail "no blackbox/reader.h installed"
+# <blackbox.h> includes it: the inline fast path of bb_write_kv().
+[ -n "$(find "$dest" -path '*/include/blackbox/inline.h')" ] || fail "no blackbox/inline.h installed"
 [ -n "$(find "$dest" -path '*/man3/bb_init.3')" ] || echo "note: man pages not installed (-Dman=disabled?)"
 
 # The .pc file names the final prefix; the sysroot puts DESTDIR in front of
