@@ -186,9 +186,9 @@ int bb__write_kv_inline(const char *key, const char *value)
 	 * the test folds away for literals. */
 	if (__builtin_expect(!key || !value, 0))
 		return (bb_write_kv)(key, value);
-#ifdef BB__HAVE_KV_FAST
-	/* Folded at compile time: either this branch or the call below is
-	 * all that remains. */
+#if defined(BB__HAVE_KV_FAST) && !defined(__clang__)
+	/* GCC decides __builtin_constant_p after inlining: either this
+	 * branch or the call below is all that remains. */
 	if (__builtin_constant_p(__builtin_strlen(key)) &&
 	    __builtin_constant_p(__builtin_strlen(value)) &&
 	    __builtin_strlen(key) < 24 && __builtin_strlen(value) < 24)
@@ -196,7 +196,20 @@ int bb__write_kv_inline(const char *key, const char *value)
 #endif
 	return bb_write_kvn(key, __builtin_strlen(key), value, __builtin_strlen(value));
 }
+#if defined(BB__HAVE_KV_FAST) && defined(__clang__)
+/* Clang decides __builtin_constant_p of a call before inlining, so the
+ * test is made where the macro expands.  Its operand is not evaluated,
+ * and is constant only for an expression without side effects: the
+ * arguments are evaluated once.  (Not for GCC: there a NULL literal
+ * argument would draw -Wnonnull warnings from the unevaluated strlen.) */
+#define bb__kv_literal(s) (__builtin_constant_p(__builtin_strlen(s)) && __builtin_strlen(s) < 24)
+#define bb_write_kv(key, value)                                                   \
+	(bb__kv_literal(key) && bb__kv_literal(value)                             \
+	 ? bb__kv_fast((key), __builtin_strlen(key), (value), __builtin_strlen(value)) \
+	 : bb__write_kv_inline((key), (value)))
+#else
 #define bb_write_kv(key, value) bb__write_kv_inline((key), (value))
+#endif
 #endif
 
 /* Field types of a structured event. */
