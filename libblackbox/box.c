@@ -416,12 +416,13 @@ static int bb__open(const struct bb_options *o, const char *dir, size_t size)
 	if (ret < 0)
 		return ret;
 	{
-		/* Cache-line aligned: struct bb__ring is (writer.h, false
-		 * sharing between the rings of different threads). */
+		/* Aligned as struct bb__ring is, to a cache line
+		 * (<blackbox/inline.h>: false sharing between the rings of
+		 * different threads). */
 		size_t sz = sizeof(*box) + (l.nrings + BB__EXTRA_RINGS) * sizeof(struct bb__ring);
 		void *mem;
 
-		if (posix_memalign(&mem, BB__CACHELINE, sz))
+		if (posix_memalign(&mem, _Alignof(struct bb__ring), sz))
 			return -ENOMEM;
 		box = memset(mem, 0, sz);
 	}

@@ -34,7 +34,7 @@
  * ABI ("fast path v1", explained there).  The structs below begin with the
  * fast-path parts (static assertions in box.c).
  */
-#define BB__CACHELINE 64
+
 /*
  * Rings after the private ones: rings[nrings] is the shared ring (overflow
  * and nested writes), rings[nrings + 1] the important ring (copies of

@@ -413,6 +413,9 @@ int bb__kv_fast(const char *key, size_t kl, const char *value, size_t vl)
 		return bb_write_kvn(key, kl, value, vl);
 	depth = t->depth + 1;
 	t->depth = depth;
+	/* Compiler-only: the depth store is emitted before the ring is read
+	 * (a signal handler on this thread sees it; there is no other
+	 * reader of depth). */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	r = t->ring;
 	if (__builtin_expect(depth != 1 || t->gen != fb->gen || !r ||
@@ -434,10 +437,14 @@ int bb__kv_fast(const char *key, size_t kl, const char *value, size_t vl)
 	memcpy(rec + BB_RECORD_HDR_SIZE + 3 + kl, value, vl);
 	bb__ring_seal(r, rec, pos, len, BB_TAG_KV, fb->rflags, bb__now(fb),
 		      fb->crc == BB__CRC_HW, (uint32_t)(3 + kl + vl));
+	/* Compiler-only: every store of the record is emitted before the
+	 * depth is given back; a signal handler that runs after that may
+	 * take our ring again. */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	t->depth = depth - 1;
 	return 0;
 library:
+	/* As above: nothing of ours is in the ring yet. */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	t->depth = depth - 1;
 	return bb_write_kvn(key, kl, value, vl);
