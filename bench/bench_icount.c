@@ -6,7 +6,9 @@
  * BLACKBOX_DIR set to a private temporary directory).
  *
  * Usage: bench_icount OP N
- *   OP: clock | kv | i64 | str16 | event4 | nop
+ *   OP: clock | kv | kvlib | i64 | str16 | event4 | nop
+ *   (kv: bb_write_kv() of two literals, the inline fast path; kvlib: the
+ *   same record through the library, bb_write_kvn())
  *
  * bb_init(0), then a warm-up of WARMUP calls of OP (claims the thread's ring,
  * resolves lazy PLT bindings, and wraps the ring several times so that the
