@@ -30,6 +30,9 @@
 #include "out.h"
 #include "symbols.h"
 #include "prefetch.h"
+#include "resolve.h"
+#include "sandbox.h"
+#include "symwire.h"
 
 #define PROG "bb-extract"
 
@@ -43,14 +46,22 @@ enum {
 
 enum fmt { FMT_TEXT, FMT_JSON, FMT_CBOR };
 
+/* Longest line of a crash frame (longer ones are cut). */
+#define BBX_FRAME_LINE 8192
+
 /* Poll period of --follow. */
 #define FOLLOW_POLL_NS (50 * 1000 * 1000)
+
+/* --debug-dir given at most this often. */
+#define DEBUG_DIRS_MAX 16
 
 struct opts {
 	const char *path, *dir, *save;
 	pid_t pid;
-	bool  list, all, follow, quiet, any_owner, uring, no_symbols;
+	bool  list, all, follow, quiet, any_owner, uring, no_symbols, debuginfod;
 	enum fmt fmt;
+	const char *debug_dirs[DEBUG_DIRS_MAX]; /* absolute */
+	size_t ndebug_dirs;
 };
 
 /* Where a box comes from: a pid, a path, or an entry of a directory. */
@@ -131,7 +142,12 @@ static void usage(FILE *f)
 "                    is gone (or SIGINT); report records lost in between\n"
 "  -q, --quiet       no verification report on stderr unless damage is found\n"
 "      --any-owner   accept a box file owned by another uid than its header's\n"
-"      --no-symbols  crash frames as module+offset only (no addr2line runs)\n"
+"      --no-symbols  crash frames as module+offset only (no symboliser runs)\n"
+"      --debug-dir DIR  look for debug files in DIR first (DIR/.build-id/xx/\n"
+"                    yyyy.debug, DIR/<module's directory>/<debuglink>); again\n"
+"                    for more directories\n"
+"      --debuginfod  let the symboliser ask the debuginfod servers of\n"
+"                    DEBUGINFOD_URLS for missing debug files (off by default)\n"
 "      --uring       write output with io_uring when the kernel allows it\n"
 "      --no-uring    write output with write(2) (the default; also\n"
 "                    BB_EXTRACT_NO_URING=1)\n"
@@ -321,25 +337,76 @@ static int struct_record(const struct bb_record *rec, void *arg)
 
 /* ---- crash record and state table (format 2.0) ----------------------- */
 
-/* Symboliser timeout per module batch; BB_EXTRACT_SYMBOL_TIMEOUT_MS
- * overrides it (bb-extract(1)). */
+/* Symboliser timeout per module; BB_EXTRACT_SYMBOL_TIMEOUT_MS overrides it
+ * (bb-extract(1)). */
 #define SYMBOL_TIMEOUT_MS 10000
 
-static void sym_opts(const struct opts *o, struct bbx_sym_opts *so)
+static void sym_opts(const struct opts *o, const struct bb_box_info *info,
+		     struct bbx_sym_opts *so)
 {
 	const char *t = getenv("BB_EXTRACT_SYMBOL_TIMEOUT_MS");
-	const char *prog = getenv("BB_EXTRACT_ADDR2LINE");
+	const char *test = getenv("BB_EXTRACT_SYMBOL_TEST");
 	long v = t && *t ? strtol(t, NULL, 10) : 0;
 
 	so->symbolise = !o->no_symbols;
-	so->addr2line = prog && *prog ? prog : NULL;
 	so->timeout_ms = v > 0 && v < INT_MAX ? (int)v : SYMBOL_TIMEOUT_MS;
+	so->debug_dirs = o->debug_dirs;
+	so->ndebug_dirs = o->ndebug_dirs;
+	so->debuginfod = o->debuginfod;
+	so->file_uid = info->file_uid;
+	so->hdr_uid = info->uid;
+	/* test hooks: make the symbolising child misbehave */
+	so->test = !test ? BBX_SYM_TEST_NONE
+		 : !strcmp(test, "crash") ? BBX_SYM_TEST_CRASH
+		 : !strcmp(test, "hang") ? BBX_SYM_TEST_HANG
+		 : !strcmp(test, "garbage") ? BBX_SYM_TEST_GARBAGE : BBX_SYM_TEST_NONE;
 }
 
-/* Text: "  #1  0x401136  /usr/bin/prog+0x1136  main at /src/prog.c:12" */
+/* One line of a frame; paths and names come from the box and the
+ * binaries: control characters become '?', so it stays one line. */
+static void frame_line(struct bbx_out *o, char *line, int n)
+{
+	if (n < 0)
+		return;
+	if (n >= BBX_FRAME_LINE)
+		n = BBX_FRAME_LINE - 1;
+	for (int k = 0; k < n; k++)
+		if ((unsigned char)line[k] < ' ' || line[k] == 0x7f)
+			line[k] = '?';
+	bbx_out_put(o, line, (size_t)n);
+	bbx_out_char(o, '\n');
+}
+
+/* "name[+0xoff] at file:line" (or "??"), appended at @n of @line. */
+static int frame_loc(char *line, int n, const struct bbx_loc *l, bool has_off,
+		     uint64_t off, const char *tail)
+{
+	if (n < 0 || n >= BBX_FRAME_LINE)
+		return n;
+	n += snprintf(line + n, BBX_FRAME_LINE - (size_t)n, "%s",
+		      l->function ? l->function : "??");
+	if (l->function && has_off && n < BBX_FRAME_LINE)
+		n += snprintf(line + n, BBX_FRAME_LINE - (size_t)n, "+0x%llx",
+			      (unsigned long long)off);
+	if (l->file && n < BBX_FRAME_LINE)
+		n += snprintf(line + n, BBX_FRAME_LINE - (size_t)n, " at %s:%u", l->file,
+			      l->line);
+	if (n < BBX_FRAME_LINE)
+		n += snprintf(line + n, BBX_FRAME_LINE - (size_t)n, "%s", tail);
+	return n;
+}
+
+/*
+ * Text: "  #1  0x0000000000401136  /usr/bin/prog+0x1136  main+0x16 at /src/prog.c:12";
+ * "??" when the module's file was read and no symbol contains the address.
+ * Calls inlined at the address come first, innermost first, the function
+ * they are inlined into last:
+ *   "  #0  0x...  /usr/bin/prog+0x1149  check at /src/prog.c:7 (inlined)"
+ *   "        called from main+0x19 at /src/prog.c:20"
+ */
 static void text_frame(struct bbx_out *o, size_t i, const struct bbx_frame *f)
 {
-	char line[8192];
+	char line[BBX_FRAME_LINE];
 	int n;
 
 	n = snprintf(line, sizeof(line), "  #%-2zu 0x%016llx", i, (unsigned long long)f->addr);
@@ -348,33 +415,63 @@ static void text_frame(struct bbx_out *o, size_t i, const struct bbx_frame *f)
 			      (unsigned long long)f->offset);
 	else
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "  ?");
-	if (f->function && n < (int)sizeof(line))
-		n += snprintf(line + n, sizeof(line) - (size_t)n, "  %s", f->function);
-	if (f->file && n < (int)sizeof(line))
-		n += snprintf(line + n, sizeof(line) - (size_t)n, " at %s:%u", f->file, f->line);
-	if (n >= (int)sizeof(line))
-		n = (int)sizeof(line) - 1;
-	/* paths and names come from the box and the binaries: one line each */
-	for (int k = 0; k < n; k++)
-		if ((unsigned char)line[k] < ' ' || line[k] == 0x7f)
-			line[k] = '?';
-	bbx_out_put(o, line, (size_t)n);
-	bbx_out_char(o, '\n');
+	if (!f->examined && !f->at.function && !f->at.file) {
+		frame_line(o, line, n);
+		return;
+	}
+	if (n < (int)sizeof(line))
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "  ");
+	for (size_t k = 0; k < f->ninlined; k++) {
+		n = frame_loc(line, n, &f->inlined[k], false, 0, " (inlined)");
+		frame_line(o, line, n);
+		n = snprintf(line, sizeof(line), "        called from ");
+	}
+	n = frame_loc(line, n, &f->at, f->has_function_offset, f->function_offset, "");
+	frame_line(o, line, n);
 }
 
+static void struct_loc(struct bbx_em *em, const struct bbx_loc *l)
+{
+	if (l->function)
+		bbx_em_kv_str(em, "function", l->function);
+	if (l->file) {
+		bbx_em_kv_str(em, "file", l->file);
+		bbx_em_kv_u64(em, "line", l->line);
+	}
+}
+
+/* JSON / CBOR: addr, module, build_id, offset, function, function_offset,
+ * file, line, inlined (innermost first); each absent when unknown. */
 static void struct_frame(struct bbx_em *em, const struct bbx_frame *f)
 {
 	bbx_em_map(em);
 	bbx_em_kv_u64(em, "addr", f->addr);
 	if (f->module) {
 		bbx_em_kv_str(em, "module", f->module);
+		if (f->build_id) {
+			bbx_em_key(em, "build_id");
+			bbx_em_bytes(em, f->build_id, f->build_id_len);
+		}
 		bbx_em_kv_u64(em, "offset", f->offset);
 	}
-	if (f->function)
-		bbx_em_kv_str(em, "function", f->function);
-	if (f->file) {
-		bbx_em_kv_str(em, "file", f->file);
-		bbx_em_kv_u64(em, "line", f->line);
+	if (f->at.function) {
+		bbx_em_kv_str(em, "function", f->at.function);
+		if (f->has_function_offset)
+			bbx_em_kv_u64(em, "function_offset", f->function_offset);
+	}
+	if (f->at.file) {
+		bbx_em_kv_str(em, "file", f->at.file);
+		bbx_em_kv_u64(em, "line", f->at.line);
+	}
+	if (f->ninlined) {
+		bbx_em_key(em, "inlined");
+		bbx_em_array(em);
+		for (size_t k = 0; k < f->ninlined; k++) {
+			bbx_em_map(em);
+			struct_loc(em, &f->inlined[k]);
+			bbx_em_end(em);
+		}
+		bbx_em_end(em);
 	}
 	bbx_em_end(em);
 }
@@ -416,7 +513,7 @@ static int emit_crash(struct ctx *c)
 	}
 	if (bb_reader_modules(c->r, &mods, &nmods, NULL, err, sizeof(err)) < 0)
 		snprintf(note, sizeof(note), "no modules: %s; ", err);
-	sym_opts(c->opt, &so);
+	sym_opts(c->opt, c->info, &so);
 	if (cr->nframes && !(fr = calloc(cr->nframes, sizeof(*fr))))
 		return -ENOMEM;
 	if (fr)
@@ -1266,9 +1363,29 @@ static pid_t parse_pid(const char *s)
 	return (pid_t)v;
 }
 
+/* --debug-dir: an existing directory, made absolute (libdw reads a relative
+ * entry as a subdirectory of each module's), without ':' (its separator). */
+static void add_debug_dir(struct opts *o, const char *dir)
+{
+	struct stat st;
+	char *abs;
+
+	if (o->ndebug_dirs == DEBUG_DIRS_MAX)
+		usage_error("--debug-dir given more than %d times", DEBUG_DIRS_MAX);
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode))
+		usage_error("--debug-dir '%s': not a directory", dir);
+	abs = realpath(dir, NULL);
+	if (!abs)
+		usage_error("--debug-dir '%s': %s", dir, strerror(errno));
+	if (strchr(abs, ':'))
+		usage_error("--debug-dir '%s': a ':' cannot be searched", abs);
+	o->debug_dirs[o->ndebug_dirs++] = abs;
+}
+
 static void parse_args(int argc, char **argv, struct opts *o)
 {
-	enum { OPT_ANY_OWNER = 256, OPT_NO_URING, OPT_URING, OPT_NO_SYMBOLS };
+	enum { OPT_ANY_OWNER = 256, OPT_NO_URING, OPT_URING, OPT_NO_SYMBOLS, OPT_DEBUG_DIR,
+	       OPT_DEBUGINFOD };
 	static const struct option lopts[] = {
 		{ "path",      required_argument, NULL, 'p' },
 		{ "dir",       required_argument, NULL, 'd' },
@@ -1283,6 +1400,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "no-uring",  no_argument,       NULL, OPT_NO_URING },
 		{ "uring",     no_argument,       NULL, OPT_URING },
 		{ "no-symbols", no_argument,      NULL, OPT_NO_SYMBOLS },
+		{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
+		{ "debuginfod", no_argument,      NULL, OPT_DEBUGINFOD },
 		{ "help",      no_argument,       NULL, 'h' },
 		{ "version",   no_argument,       NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -1320,6 +1439,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case OPT_NO_URING: o->uring = false; break;
 		case OPT_URING: o->uring = true; break;
 		case OPT_NO_SYMBOLS: o->no_symbols = true; break;
+		case OPT_DEBUG_DIR: add_debug_dir(o, optarg); break;
+		case OPT_DEBUGINFOD: o->debuginfod = true; break;
 		case 'h':
 			usage(stdout);
 			exit(EXIT_CLEAN);
@@ -1370,6 +1491,11 @@ int main(int argc, char **argv)
 	const char *env = getenv("BB_EXTRACT_NO_URING");
 	int code, live = 0;
 
+#ifdef BB_HAVE_LIBDW
+	/* the symbolising child: bb-extract started again by bbx_sandbox_run() */
+	if (argc == 2 && !strcmp(argv[1], BBX_SANDBOX_CHILD_ARG))
+		return bbx_resolve_main();
+#endif
 	if (env && *env && strcmp(env, "0"))
 		o.uring = false;
 	parse_args(argc, argv, &o);

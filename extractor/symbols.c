@@ -1,28 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * symbols.c - module+offset for every crash frame, function and file:line
- * through addr2line(1) run once per module with a timeout (symbols.h).
+ * symbols.c - module+offset for every crash frame; function, inline chain
+ * and file:line from a confined child per module (symbols.h).
  */
-#include <elf.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <poll.h>
+#include <limits.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
+#include "sandbox.h"
 #include "symbols.h"
-
-extern char **environ;
-
-#define OUT_MAX (1u << 20) /* addr2line output we read, at most */
+#include "symwire.h"
 
 /* Append "@what: @why; " to @note. */
 static void note_add(char *note, size_t len, const char *what, const char *why)
@@ -37,275 +27,256 @@ static void note_add(char *note, size_t len, const char *what, const char *why)
 	snprintf(note + used, len - used, "%s: %s; ", what, why);
 }
 
-/* ---- build id of a file on disk --------------------------------------- */
+#ifdef BB_HAVE_LIBDW
 
-static int pread_exact(int fd, void *buf, size_t n, uint64_t off)
-{
-	ssize_t r = pread(fd, buf, n, (off_t)off);
-
-	return r == (ssize_t)n ? 0 : -1;
-}
+/* ---- the child's environment -------------------------------------------- */
 
 /*
- * The GNU build id in the PT_NOTE segments of the ELF64 file @fd (the
- * file is untrusted: every size is bounded).  Returns its length (0: none
- * found or not an ELF64 file of our byte order) and copies up to @cap
- * bytes to @id.
+ * The child gets no environment of ours (no LD_PRELOAD, no DEBUGINFOD_URLS
+ * unless asked), only: the sanitizers' options (they mean nothing to a
+ * build without sanitizers) and, with --debuginfod, what libdw's
+ * debuginfod client reads: the servers, a cache, HOME for the default
+ * cache (the owner's, when the child changes to the owner), proxies, and
+ * time limits under the child's own deadline so that a slow server costs
+ * the debug file, not the symbol table.
  */
-static size_t file_build_id(int fd, uint8_t *id, size_t cap)
+struct env {
+	char  *v[24];
+	size_t n;
+	char   store[8192];
+	size_t used;
+};
+
+static void env_add(struct env *e, const char *name, const char *value)
 {
-	Elf64_Ehdr eh;
+	size_t need = strlen(name) + strlen(value) + 2;
 
-	if (pread_exact(fd, &eh, sizeof(eh), 0) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
-	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr) ||
-	    eh.e_phnum > 256)
-		return 0;
-	for (unsigned i = 0; i < eh.e_phnum; i++) {
-		Elf64_Phdr ph;
-		uint8_t buf[4096];
-		size_t len, p = 0;
-
-		if (pread_exact(fd, &ph, sizeof(ph), eh.e_phoff + (uint64_t)i * sizeof(ph)))
-			return 0;
-		if (ph.p_type != PT_NOTE)
-			continue;
-		len = ph.p_filesz < sizeof(buf) ? (size_t)ph.p_filesz : sizeof(buf);
-		if (pread_exact(fd, buf, len, ph.p_offset))
-			continue;
-		while (len - p >= sizeof(Elf64_Nhdr)) {
-			Elf64_Nhdr nh;
-			size_t name, desc;
-
-			memcpy(&nh, buf + p, sizeof(nh));
-			p += sizeof(nh);
-			name = ((size_t)nh.n_namesz + 3) & ~(size_t)3;
-			desc = ((size_t)nh.n_descsz + 3) & ~(size_t)3;
-			if (name > len - p || desc > len - p - name)
-				break;
-			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-			    !memcmp(buf + p, "GNU", 4)) {
-				size_t n = nh.n_descsz < cap ? nh.n_descsz : cap;
-
-				memcpy(id, buf + p + name, n);
-				return nh.n_descsz;
-			}
-			p += name + desc;
-		}
-	}
-	return 0;
+	if (e->n + 1 >= sizeof(e->v) / sizeof(e->v[0]) || sizeof(e->store) - e->used < need)
+		return;
+	e->v[e->n++] = e->store + e->used;
+	e->used += (size_t)snprintf(e->store + e->used, need, "%s=%s", name, value) + 1;
+	e->v[e->n] = NULL;
 }
 
-/* ---- running addr2line ------------------------------------------------- */
-
-static int64_t now_ms(void)
+static void env_pass(struct env *e, const char *name)
 {
-	struct timespec ts;
+	const char *v = getenv(name);
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	if (v)
+		env_add(e, name, v);
 }
 
-/*
- * Run "@prog -f -C -e @path <offsets>" with stdin and stderr on /dev/null;
- * collect its stdout into a malloc'd NUL-terminated buffer.  A child that
- * is still running at the deadline is killed (SIGKILL) and reaped: nothing
- * it does can hang or crash us.  Returns the buffer or NULL; *why says
- * what went wrong.
- */
-static char *run_batch(const char *prog, const char *path, const uint64_t *offs, size_t n,
-		       int timeout_ms, const char **why)
+static void child_env(struct env *e, const struct bbx_sym_opts *o,
+		      const struct bbx_sandbox_id *id)
 {
-	char **argv = calloc(n + 6, sizeof(*argv)), (*hex)[24] = calloc(n, sizeof(*hex));
-	posix_spawn_file_actions_t fa;
-	int pfd[2] = { -1, -1 }, status;
-	size_t len = 0, cap = 4096;
-	char *out = malloc(cap);
-	int64_t deadline = now_ms() + timeout_ms;
-	bool killed = false;
-	pid_t pid;
+	static const char *const proxies[] = {
+		"http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
+		"no_proxy", "NO_PROXY",
+	};
+	char secs[16];
 
-	*why = "out of memory";
-	if (!argv || !hex || !out || pipe2(pfd, O_CLOEXEC)) {
-		if (pfd[0] >= 0) {
-			close(pfd[0]);
-			close(pfd[1]);
-		}
-		goto fail;
-	}
-	argv[0] = (char *)prog;
-	argv[1] = "-f";
-	argv[2] = "-C";
-	argv[3] = "-e";
-	argv[4] = (char *)path;
-	for (size_t i = 0; i < n; i++) {
-		snprintf(hex[i], sizeof(hex[i]), "0x%" PRIx64, offs[i]);
-		argv[5 + i] = hex[i];
-	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
-	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	if (posix_spawnp(&pid, prog, &fa, NULL, argv, environ)) {
-		posix_spawn_file_actions_destroy(&fa);
-		close(pfd[0]);
-		close(pfd[1]);
-		*why = "cannot run the symboliser";
-		goto fail;
-	}
-	posix_spawn_file_actions_destroy(&fa);
-	close(pfd[1]);
-	for (;;) {
-		struct pollfd p = { .fd = pfd[0], .events = POLLIN };
-		int64_t left = deadline - now_ms();
-		ssize_t r;
-
-		if (left <= 0 || len >= OUT_MAX) {
-			kill(pid, SIGKILL);
-			killed = true;
-			break;
-		}
-		if (poll(&p, 1, (int)left) <= 0)
-			continue; /* timeout (checked above) or EINTR */
-		if (cap - len < 2048) {
-			char *q = realloc(out, cap * 2);
-
-			if (!q) {
-				kill(pid, SIGKILL);
-				killed = true;
-				break;
-			}
-			out = q;
-			cap *= 2;
-		}
-		r = read(pfd[0], out + len, cap - len - 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-	}
-	close(pfd[0]);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (killed) {
-		*why = "the symboliser timed out and was killed";
-		goto fail;
-	}
-	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-		*why = "the symboliser failed";
-		goto fail;
-	}
-	out[len] = '\0';
-	free(argv);
-	free(hex);
-	return out;
-fail:
-	free(argv);
-	free(hex);
-	free(out);
-	return NULL;
+	e->n = 0;
+	e->used = 0;
+	e->v[0] = NULL;
+	env_pass(e, "ASAN_OPTIONS");
+	env_pass(e, "UBSAN_OPTIONS");
+	env_pass(e, "LSAN_OPTIONS");
+	if (!o->debuginfod || !getenv("DEBUGINFOD_URLS"))
+		return;
+	env_pass(e, "DEBUGINFOD_URLS");
+	env_pass(e, "DEBUGINFOD_CACHE_PATH");
+	if (!id->drop)
+		env_pass(e, "HOME");
+	else if (id->home[0])
+		env_add(e, "HOME", id->home);
+	for (size_t i = 0; i < sizeof(proxies) / sizeof(proxies[0]); i++)
+		env_pass(e, proxies[i]);
+	/* half the child's time for one download attempt, at least a second */
+	snprintf(secs, sizeof(secs), "%d", o->timeout_ms / 2000 > 0 ? o->timeout_ms / 2000 : 1);
+	env_add(e, "DEBUGINFOD_TIMEOUT", secs);
+	env_add(e, "DEBUGINFOD_MAXTIME", secs);
+	env_add(e, "DEBUGINFOD_RETRY_LIMIT", "0");
 }
 
-/* Next line of @*s (NUL-terminated in place), or NULL. */
-static char *next_line(char **s)
+/* ":.debug:DIR...:/usr/lib/debug" (libdwfl's debuginfo_path). */
+static int debug_path(const struct bbx_sym_opts *o, char *buf, size_t len)
 {
-	char *l = *s, *e;
+	size_t used = (size_t)snprintf(buf, len, ":.debug");
 
-	if (!l || !*l)
+	for (size_t i = 0; i < o->ndebug_dirs; i++) {
+		used += (size_t)snprintf(buf + used, used < len ? len - used : 0, ":%s",
+					 o->debug_dirs[i]);
+	}
+	used += (size_t)snprintf(buf + used, used < len ? len - used : 0, ":/usr/lib/debug");
+	return used < len ? 0 : -ENAMETOOLONG;
+}
+
+/* ---- one module --------------------------------------------------------- */
+
+static char *dup_or_null(const char *s, bool *oom)
+{
+	char *d;
+
+	if (!s)
 		return NULL;
-	e = strchr(l, '\n');
-	if (e) {
-		*e = '\0';
-		*s = e + 1;
-	} else {
-		*s = l + strlen(l);
-	}
-	return l;
+	d = strdup(s);
+	if (!d)
+		*oom = true;
+	return d;
 }
 
-/* "function\nfile:line [(discriminator N)]\n" per address, in order. */
-static int parse_batch(char *out, struct bbx_frame **fr, size_t n)
+/* The child's answer for one frame into @f (strings copied). */
+static int take(struct bbx_frame *f, const struct bbx_symframe *a)
 {
-	char *s = out;
+	bool oom = false;
 
-	for (size_t i = 0; i < n; i++) {
-		char *fn = next_line(&s), *loc = next_line(&s), *colon, *end;
-		unsigned long line;
-
-		if (!fn || !loc)
-			return 0;
-		if (strcmp(fn, "??") && !(fr[i]->function = strdup(fn)))
-			return -ENOMEM;
-		if ((end = strstr(loc, " (discriminator")))
-			*end = '\0';
-		colon = strrchr(loc, ':');
-		if (!colon || !strncmp(loc, "??", 2))
-			continue;
-		*colon = '\0';
-		line = strtoul(colon + 1, &end, 10);
-		if (!(fr[i]->file = strdup(loc)))
-			return -ENOMEM;
-		fr[i]->line = *end == '\0' && line < 100000000 ? (unsigned)line : 0;
+	f->at.function = dup_or_null(a->at.function, &oom);
+	f->at.file = dup_or_null(a->at.file, &oom);
+	f->at.line = a->at.line;
+	f->has_function_offset = a->has_offset;
+	f->function_offset = a->function_offset;
+	if (a->ninlined && !(f->inlined = calloc(a->ninlined, sizeof(*f->inlined))))
+		return -ENOMEM;
+	f->ninlined = a->ninlined;
+	for (size_t k = 0; k < a->ninlined; k++) {
+		f->inlined[k].function = dup_or_null(a->inlined[k].function, &oom);
+		f->inlined[k].file = dup_or_null(a->inlined[k].file, &oom);
+		f->inlined[k].line = a->inlined[k].line;
 	}
-	return 0;
+	return oom ? -ENOMEM : 0;
 }
 
-/* Resolve every frame of module @m in one addr2line run. */
-static int resolve_module(struct bbx_frame *f, size_t n, const struct bb_module *m,
-			  const struct bbx_sym_opts *o, char *note, size_t notelen)
-{
-	struct bbx_frame **mine = calloc(n, sizeof(*mine));
-	uint64_t *offs = calloc(n, sizeof(*offs));
-	const char *why = NULL;
-	uint8_t id[64];
-	size_t k = 0, idlen;
-	struct stat st;
-	char *out;
-	int fd, rc = 0;
+struct job {
+	struct bbx_symreq q;
+	size_t idx[BBX_SYM_MAX_FRAMES];     /* q's frames in f[] */
+	char req[BBX_SYM_REQ_MAX];
+	char path[BBX_SYM_REQ_MAX / 2];     /* debuginfo_path */
+	struct bbx_symframe ans[BBX_SYM_MAX_FRAMES];
+	bool got[BBX_SYM_MAX_FRAMES];
+	char out[BBX_SYM_ANSWER_MAX];
+};
 
-	if (!mine || !offs) {
-		rc = -ENOMEM;
-		goto done;
-	}
-	for (size_t i = 0; i < n; i++) {
+/* Symbolise the frames of module @m in one confined child. */
+static int resolve_module(struct job *j, struct bbx_frame *f, size_t n, const struct bb_module *m,
+			  const struct bbx_sym_opts *o, const struct bbx_sandbox_id *id,
+			  struct env *env, char *note, size_t notelen)
+{
+	struct bbx_wbuf w = { j->req, 0, sizeof(j->req) - 1, false };
+	char why[BBX_SYM_MSG_MAX + 128];
+	const char *msg;
+	size_t outlen;
+	bool ok;
+	int rc;
+
+	memset(&j->q, 0, sizeof(j->q));
+	for (size_t i = 0; i < n && j->q.n < BBX_SYM_MAX_FRAMES; i++) {
 		if (f[i].module != m->path)
 			continue;
-		mine[k] = &f[i];
-		/* a return address points after its call: look up the call */
-		offs[k++] = i ? f[i].offset - 1 : f[i].offset;
+		j->idx[j->q.n] = i;
+		j->q.off[j->q.n] = f[i].offset;
+		j->q.ret[j->q.n++] = i > 0;
 	}
-	if (!m->path[0] || m->path[0] != '/') {
+	if (m->path[0] != '/') {
 		note_add(note, notelen, m->path[0] ? m->path : "?", "not a file path");
-		goto done;
+		return 0;
 	}
-	fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		if (fd >= 0)
-			close(fd);
-		note_add(note, notelen, m->path, "not readable");
-		goto done;
+	if (strlen(m->path) >= PATH_MAX) {
+		note_add(note, notelen, "a module", "path too long");
+		return 0;
 	}
-	idlen = file_build_id(fd, id, sizeof(id));
-	close(fd);
-	if (m->build_id_len && (idlen != m->build_id_len ||
-				memcmp(id, m->build_id, idlen < sizeof(id) ? idlen : sizeof(id)))) {
-		note_add(note, notelen, m->path,
-			 "build id differs from the crashed process's (rebuilt?)");
-		goto done;
+	if (!m->build_id_len || m->build_id_len > BBX_SYM_BUILD_ID_MAX) {
+		note_add(note, notelen, m->path, m->build_id_len
+			 ? "the recorded build id is too long: not symbolised"
+			 : "the box records no build id for it: not symbolised");
+		return 0;
 	}
-	out = run_batch(o->addr2line ? o->addr2line : "addr2line", m->path, offs, k,
-			o->timeout_ms, &why);
-	if (!out) {
+	j->q.uid = (uint32_t)id->uid;
+	j->q.gid = (uint32_t)id->gid;
+	j->q.drop = id->drop;
+	j->q.debuginfod = o->debuginfod && getenv("DEBUGINFOD_URLS");
+	j->q.timeout_ms = (uint32_t)o->timeout_ms;
+	j->q.path = m->path;
+	memcpy(j->q.build_id, m->build_id, m->build_id_len);
+	j->q.build_id_len = m->build_id_len;
+	j->q.test = o->test;
+	if (debug_path(o, j->path, sizeof(j->path))) {
+		note_add(note, notelen, m->path, "--debug-dir: too long");
+		return 0;
+	}
+	j->q.debug_path = j->path;
+	if (bbx_symreq_encode(&j->q, &w)) {
+		note_add(note, notelen, m->path, "request too long");
+		return 0;
+	}
+	rc = bbx_sandbox_run(j->req, w.len, env->v, o->timeout_ms, j->out, sizeof(j->out),
+			     &outlen, why, sizeof(why));
+	if (rc) {
 		note_add(note, notelen, m->path, why);
-		goto done;
+		return 0;
 	}
-	rc = parse_batch(out, mine, k);
-	free(out);
-done:
-	free(mine);
-	free(offs);
+	if (bbx_symans_decode(j->out, outlen, j->q.n, &ok, &msg, j->ans, j->got)) {
+		snprintf(why, sizeof(why), "the symboliser's answer is malformed (%s): ignored",
+			 msg);
+		note_add(note, notelen, m->path, why);
+		return 0;
+	}
+	if (msg[0])
+		note_add(note, notelen, m->path, msg);
+	if (!ok)
+		return 0;
+	for (size_t k = 0; k < j->q.n; k++) {
+		struct bbx_frame *fr = &f[j->idx[k]];
+
+		fr->examined = true;
+		if (j->got[k] && (rc = take(fr, &j->ans[k])))
+			return rc;
+	}
+	return 0;
+}
+
+static int symbolise_modules(struct bbx_frame *f, size_t n, const struct bb_module *mods,
+			     size_t nmods, const struct bbx_sym_opts *o, char *note,
+			     size_t notelen)
+{
+	struct bbx_sandbox_id id;
+	char why[256];
+	struct env env;
+	struct job *j;
+	int rc = 0;
+
+	if (bbx_sandbox_identity(o->file_uid, o->hdr_uid, &id, why, sizeof(why))) {
+		note_add(note, notelen, "symbols", why);
+		return 0;
+	}
+	child_env(&env, o, &id);
+	if (o->debuginfod && !getenv("DEBUGINFOD_URLS"))
+		note_add(note, notelen, "--debuginfod", "DEBUGINFOD_URLS is not set");
+	if (!(j = malloc(sizeof(*j))))
+		return -ENOMEM;
+	for (size_t m = 0; m < nmods && !rc; m++) {
+		bool used = false;
+
+		for (size_t i = 0; i < n && !used; i++)
+			used = f[i].module == mods[m].path;
+		if (used)
+			rc = resolve_module(j, f, n, &mods[m], o, &id, &env, note, notelen);
+	}
+	free(j);
 	return rc;
 }
+
+#else /* !BB_HAVE_LIBDW */
+
+static int symbolise_modules(struct bbx_frame *f, size_t n, const struct bb_module *mods,
+			     size_t nmods, const struct bbx_sym_opts *o, char *note,
+			     size_t notelen)
+{
+	(void)f; (void)n; (void)mods; (void)nmods; (void)o;
+	note_add(note, notelen, "symbols", "bb-extract was built without libdw");
+	return 0;
+}
+
+#endif /* BB_HAVE_LIBDW */
 
 int bbx_symbolise(struct bbx_frame *f, const uint64_t *addrs, size_t n,
 		  const struct bb_module *mods, size_t nmods,
@@ -319,30 +290,25 @@ int bbx_symbolise(struct bbx_frame *f, const uint64_t *addrs, size_t n,
 		if (m) {
 			f[i].module = m->path;
 			f[i].offset = addrs[i] - m->bias;
+			f[i].build_id = m->build_id_len ? m->build_id : NULL;
+			f[i].build_id_len = m->build_id_len;
 		}
 	}
-	if (!o->symbolise)
+	if (!o->symbolise || !n)
 		return 0;
-	for (size_t j = 0; j < nmods; j++) {
-		bool used = false;
-		int rc;
-
-		for (size_t i = 0; i < n && !used; i++)
-			used = f[i].module == mods[j].path;
-		if (!used)
-			continue;
-		rc = resolve_module(f, n, &mods[j], o, note, notelen);
-		if (rc)
-			return rc;
-	}
-	return 0;
+	return symbolise_modules(f, n, mods, nmods, o, note, notelen);
 }
 
 void bbx_frames_free(struct bbx_frame *f, size_t n)
 {
 	for (size_t i = 0; f && i < n; i++) {
-		free(f[i].function);
-		free(f[i].file);
+		free(f[i].at.function);
+		free(f[i].at.file);
+		for (size_t k = 0; k < f[i].ninlined; k++) {
+			free(f[i].inlined[k].function);
+			free(f[i].inlined[k].file);
+		}
+		free(f[i].inlined);
 	}
 }
 

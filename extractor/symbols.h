@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * symbols.h - bb-extract's symboliser: turn a crash record's return
- * addresses into module+offset (always, from the box's module area) and,
- * when the module's file is present with debug information, into function
- * and file:line with binutils' addr2line(1).
+ * addresses into module+offset (always, from the box's module table) and,
+ * when the module's file on disk is the one the crashed process ran (same
+ * GNU build id), into a function name, the calls inlined at the address
+ * and file:line, with elfutils' libdwfl.
  *
- * Why addr2line and not libdw: see bb-extract(1), SYMBOLS.  In short: it is
- * on every machine that has a compiler (binutils), needs no new build
- * dependency, and runs in a child process, so a malformed or hostile ELF
- * file can crash or hang only the child, which a timeout kills; one child
- * per module resolves all of that module's frames.
+ * The files are named by the box, which is untrusted: they are opened and
+ * parsed only in a child process (resolve.c) confined to the box owner's
+ * privileges at most, with limits and a deadline (sandbox.c).  What the
+ * child answers is checked like any other untrusted input (symwire.c).
+ * The rules and their reasons: bb-extract(1), SYMBOLS.
  */
 #ifndef BBX_SYMBOLS_H
 #define BBX_SYMBOLS_H
@@ -20,30 +21,50 @@
 
 #include <blackbox/reader.h>
 
-/* One resolved frame.  Strings are owned by the frame (bbx_frames_free). */
+/* A function and where in it; strings owned by the frame. */
+struct bbx_loc {
+	char    *function; /* NULL when unknown */
+	char    *file;     /* NULL when unknown */
+	unsigned line;     /* 0 when unknown */
+};
+
+/* One resolved frame (bbx_frames_free releases its strings). */
 struct bbx_frame {
-	uint64_t    addr;     /* as recorded */
-	const char *module;   /* path of the module holding addr, NULL if none
-				 (points into the reader's module table) */
-	uint64_t    offset;   /* addr - load bias of that module */
-	char       *function; /* NULL when unknown */
-	char       *file;     /* NULL when unknown */
-	unsigned    line;     /* 0 when unknown */
+	uint64_t       addr;     /* as recorded */
+	const char    *module;   /* path of the module holding addr, NULL if none
+				    (points into the reader's module table) */
+	const uint8_t *build_id; /* that module's build id as recorded, or NULL */
+	size_t         build_id_len;
+	uint64_t       offset;   /* addr - load bias of that module */
+	bool           examined; /* the module's file was read: a frame without
+				    a function lies in no symbol (unknown) */
+	struct bbx_loc at;       /* the function (only one whose symbol contains
+				    the address) and the line in it */
+	bool           has_function_offset;
+	uint64_t       function_offset; /* offset - the function's start */
+	size_t         ninlined; /* calls inlined into it at this address ... */
+	struct bbx_loc *inlined; /* ... innermost first */
 };
 
 struct bbx_sym_opts {
-	bool        symbolise;  /* false: module+offset only (--no-symbols) */
-	const char *addr2line;  /* program to run; NULL: "addr2line" from PATH */
-	int         timeout_ms; /* per module batch; the child is killed after */
+	bool        symbolise;   /* false: module+offset only (--no-symbols) */
+	int         timeout_ms;  /* per module; the child is killed after */
+	const char *const *debug_dirs; /* --debug-dir, absolute, searched first */
+	size_t      ndebug_dirs;
+	bool        debuginfod;  /* --debuginfod */
+	uint32_t    file_uid;    /* owner of the box file ... */
+	uint32_t    hdr_uid;     /* ... and the uid its header names */
+	unsigned    test;        /* BBX_SYM_TEST_* (BB_EXTRACT_SYMBOL_TEST) */
 };
 
 /*
  * bbx_symbolise - fill @f[0..n) for the crash frames @addrs (innermost
  * first: frame 0 is the faulting PC, the others return addresses, looked
- * up at addr - 1 so the line is the call's, not the next statement's).
- * Never fails extraction: a missing file, a build id that differs from the
- * recorded one, a symboliser that fails, crashes or times out leaves the
- * frames with module+offset only, and appends why to @note (may be NULL).
+ * up at addr - 1 so that the function and line are the call's).
+ * Never fails extraction: a module without a recorded build id, a file
+ * missing, not regular, unreadable by the box's owner, with another build
+ * id, a child that fails, crashes, times out or answers nonsense leave its
+ * frames as module+offset and append why to @note (may be NULL).
  * Returns 0 or -ENOMEM.
  */
 int bbx_symbolise(struct bbx_frame *f, const uint64_t *addrs, size_t n,

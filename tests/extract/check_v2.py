@@ -5,7 +5,8 @@
 # crash, frames symbolised to the function of the test program (built -g);
 # state lines come before the records; --list says "crashed (SIGSEGV)";
 # --no-symbols, a hanging symboliser and a deleted binary still give
-# module+offset and a clean exit; an important record shows once; a crash
+# module+offset and a clean exit (tests/symbols tests the symboliser
+# itself); an important record shows once; a crash
 # inside a write leaves that record torn, never data; a TSC box converts to
 # sane wall times, and a TSC fallback says so in --list.
 # JSON parsed with Debian's python3, CBOR with python3-cbor2.
@@ -14,6 +15,7 @@
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -61,7 +63,7 @@ def jlines(out):
 
 def has_function(frames, name):
     return any(f.get("function") == name and f.get("file", "").endswith("bbx_crasher.c")
-               and f.get("line", 0) > 0 for f in frames)
+               and f.get("line", 0) > 0 and "function_offset" in f for f in frames)
 
 
 def check_order(recs, what):
@@ -117,7 +119,10 @@ def main():
             while f.tell() < len(out):
                 items.append(cbor2.load(f))
             check_order(items, "--cbor")
-            check(items[0]["frames"] == frames, "--cbor frames differ from --json")
+            # build ids are byte strings in CBOR, hex in JSON
+            cf = [dict(f, build_id=f["build_id"].hex()) if "build_id" in f else f
+                  for f in items[0]["frames"]]
+            check(cf == frames, "--cbor frames differ from --json")
         else:
             print("python3-cbor2 missing: CBOR not checked", file=sys.stderr)
 
@@ -127,7 +132,8 @@ def main():
         lines = out.splitlines()
         check(lines[0].startswith("*** crashed: SIGSEGV (11), code SEGV_MAPERR (1), "
                                   "fault address 0x0, thread %d" % pid), lines[0])
-        check(any("bbx_crash_here at " in l for l in lines[1:8]), "text frames:\n" + out)
+        check(any(re.search(r"  bbx_crash_here\+0x[0-9a-f]+ at \S*bbx_crasher\.c:\d+$", l)
+                  for l in lines[1:8]), "text frames:\n" + out)
         firststate = next(i for i, l in enumerate(lines) if " state " in l)
         check(all(l.startswith("  #") for l in lines[1:firststate]), "text crash block")
 
@@ -149,12 +155,8 @@ def main():
               "--no-symbols frames %r" % fr)
 
         # a symboliser that never answers is killed; extraction goes on
-        hang = os.path.join(d, "hanging-addr2line")
-        with open(hang, "w") as f:
-            f.write("#!/bin/sh\nexec sleep 3600\n")
-        os.chmod(hang, 0o755)
         rc, out, err = extract(d, pid, "--json", env_extra={
-            "BB_EXTRACT_ADDR2LINE": hang, "BB_EXTRACT_SYMBOL_TIMEOUT_MS": "200"})
+            "BB_EXTRACT_SYMBOL_TEST": "hang", "BB_EXTRACT_SYMBOL_TIMEOUT_MS": "200"})
         c = jlines(out)[0]
         check(rc == 0 and not any("function" in f for f in c["frames"]) and
               "timed out" in c.get("symbols_note", ""), "hanging symboliser: %r" % c)
@@ -170,7 +172,7 @@ def main():
             c = jlines(out)[0]
             mine = [f for f in c["frames"] if f.get("module") == copy]
             check(rc == 0 and mine and not any("function" in f for f in mine) and
-                  "not readable" in c.get("symbols_note", ""),
+                  copy + ": not found" in c.get("symbols_note", ""),
                   "deleted binary: %r" % c)
         finally:
             shutil.rmtree(d2)
