@@ -1,0 +1,640 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Description: bb-extract's crash symbols against real programs that die
+of SIGSEGV with the crash handler on, compiled here in every shape that
+matters: stripped with -rdynamic (a static function after exported ones:
+never named after a neighbour, "??"), its debug file split off under a
+private --debug-dir as .build-id/xx/yyyy.debug or found by .gnu_debuglink
+(exact function and file:line), PIE and non-PIE, always_inline at -O2 (the
+inline chain), a frame in a shared library; module paths that are missing,
+a FIFO, a device, a directory, a symlink to a device, to the same file, to
+a rebuilt one; a build id mismatch; a box without build ids; hostile files
+(truncated, garbage DWARF) and a child that crashes, hangs or answers
+garbage (extraction goes on); root extracting a non-root box (the child
+runs as the box's owner); debuginfod over loopback only with --debuginfod.
+Every named frame of every run is checked against the unstripped symbol
+table: the symbol must contain the address.
+
+usage: check_symbols.py BB_EXTRACT SRCDIR INCDIR LIBBLACKBOX_A SANITIZE CC [CC ARGS...]
+Exit 0 pass, 1 fail, 77 skip (bb-extract built without libdw).
+"""
+import http.server
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import stat
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+
+try:
+    import cbor2
+except ImportError:
+    cbor2 = None
+
+EXTRACT, SRC, INC, LIBA, SANITIZE = sys.argv[1:6]
+CC = sys.argv[6:]
+failures = []
+verified = [0]
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, file=sys.stderr)
+    return cond
+
+
+def run(args, **kw):
+    kw.setdefault("stdout", subprocess.PIPE)
+    kw.setdefault("stderr", subprocess.PIPE)
+    return subprocess.run(args, timeout=kw.pop("timeout", 120), **kw)
+
+
+def sh(args, **kw):
+    p = run(args, **kw)
+    if p.returncode != 0:
+        sys.exit("%s failed (%d): %s" % (" ".join(args), p.returncode,
+                                         p.stderr.decode(errors="replace")))
+    return p.stdout.decode(errors="replace")
+
+
+def markers(path):
+    """{"CRASH_HIDDEN": 46, ...} from the "@NAME" comments of a source."""
+    out = {}
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            m = re.search(r"/\* @([A-Z_]+) \*/", line)
+            if m:
+                out[m.group(1)] = n
+    return out
+
+
+PROG_C = os.path.join(SRC, "symt_prog.c")
+LIB_C = os.path.join(SRC, "symt_lib.c")
+LINES = dict(markers(PROG_C), **markers(LIB_C))
+
+
+def cflags():
+    f = ["-g", "-fno-toplevel-reorder", "-I" + INC]
+    if SANITIZE not in ("", "none"):
+        f.append("-fsanitize=" + SANITIZE)
+    return f
+
+
+def build_id(path):
+    m = re.search(r"Build ID: ([0-9a-f]+)", sh(["readelf", "-n", path]))
+    return m.group(1) if m else None
+
+
+def split_debug(full, stripped, debug):
+    """Debug file split off @full; @stripped keeps .dynsym only.  @debug is
+    kept out of @stripped's directory: libdw finds FILE.debug beside FILE."""
+    assert os.path.dirname(debug) != os.path.dirname(stripped)
+    sh(["objcopy", "--only-keep-debug", full, debug])
+    sh(["strip", "--strip-all", "-o", stripped, full])
+
+
+def place_build_id(debug, ddir):
+    bid = build_id(debug)
+    d = os.path.join(ddir, ".build-id", bid[:2])
+    os.makedirs(d, exist_ok=True)
+    shutil.copy(debug, os.path.join(d, bid[2:] + ".debug"))
+
+
+def compile_prog(out, opt="-O1", extra=(), lib=None):
+    args = CC + cflags() + [opt, "-rdynamic", PROG_C, "-o", out]
+    if lib:
+        args += ["-DSYMT_WITH_LIB", "-L" + os.path.dirname(lib), "-lsymt",
+                 "-Wl,-rpath,$ORIGIN"]
+    args += list(extra) + [LIBA, "-lcbor", "-lpthread"]
+    sh(args)
+
+
+# ---- the truth: symbols of the unstripped files ---------------------------
+
+TRUTH = {}   # module path -> [(name, value, size)]
+
+
+def symtab(path, dynamic=False):
+    out = run(["nm", "-S", "--defined-only"] + (["-D"] if dynamic else []) + [path])
+    syms = []
+    for line in out.stdout.decode(errors="replace").splitlines():
+        p = line.split()
+        if len(p) == 4:
+            syms.append((p[3].split("@")[0], int(p[0], 16), int(p[1], 16)))
+        elif len(p) == 3:  # no size: contains nothing
+            syms.append((p[2].split("@")[0], int(p[0], 16), 0))
+    return syms
+
+
+def truth_for(module):
+    if module not in TRUTH:
+        # modules we did not build (libc): their dynamic symbols, plus the
+        # full table of a Debian debug file when one is installed
+        syms = symtab(module, dynamic=True) if os.path.isfile(module) else []
+        bid = build_id(module) if os.path.isfile(module) else None
+        dbg = bid and "/usr/lib/debug/.build-id/%s/%s.debug" % (bid[:2], bid[2:])
+        if dbg and os.path.isfile(dbg):
+            syms += symtab(dbg)
+        TRUTH[module] = syms
+    return TRUTH[module]
+
+
+def check_contained(frames, what):
+    """No frame is named after a symbol that does not contain its address."""
+    for i, f in enumerate(frames):
+        if "function" not in f or "module" not in f:
+            continue
+        look = f["offset"] - (1 if i > 0 else 0)
+        cands = [s for s in truth_for(f["module"]) if s[0] == f["function"]]
+        if not cands:
+            continue  # a name from DWARF only: not in any table we can read
+        ok = any(v <= look < v + sz and f["offset"] - f["function_offset"] == v
+                 for _, v, sz in cands)
+        check(ok, "%s: frame %d named %s+%#x, but no such symbol contains offset %#x: %r"
+              % (what, i, f["function"], f.get("function_offset", 0), look, cands))
+        verified[0] += ok
+
+
+# ---- crashing and extracting -----------------------------------------------
+
+def crash(prog, box, mode="hidden", preexec=None, env_extra=None):
+    env = dict(os.environ, BLACKBOX_DIR=box)
+    env.update(env_extra or {})
+    p = run([prog, mode], env=env, preexec_fn=preexec)
+    if p.returncode != -signal.SIGSEGV:
+        sys.exit("%s %s did not die of SIGSEGV: %d %s" % (prog, mode, p.returncode,
+                                                          p.stderr.decode(errors="replace")))
+    return int(p.stdout.split()[0])
+
+
+def extract(box, pid, *args, env_extra=None, fmt="--json"):
+    env = dict(os.environ)
+    env.update(env_extra or {})
+    argv = [EXTRACT, "--dir", box, str(pid)] + ([fmt] if fmt else []) + list(args)
+    p = run(argv, env=env)
+    return p.returncode, p.stdout, p.stderr.decode(errors="replace")
+
+
+def crash_record(box, pid, *args, what, env_extra=None):
+    rc, out, err = extract(box, pid, *args, env_extra=env_extra)
+    check(rc == 0, "%s: exit %d: %s" % (what, rc, err))
+    recs = [json.loads(l) for l in out.decode().splitlines() if l.strip()]
+    c = recs[0] if recs and recs[0].get("type") == "crash" else {}
+    check(c.get("status") == "complete", "%s: no complete crash record" % what)
+    check_contained(c.get("frames", []), what)
+    return c
+
+
+def text_of(box, pid, *args, env_extra=None):
+    rc, out, err = extract(box, pid, *args, env_extra=env_extra, fmt=None)
+    return rc, out.decode(errors="replace"), err
+
+
+def of(frames, module):
+    return [f for f in frames if f.get("module") == module]
+
+
+def at(f, name, line_key, src=PROG_C):
+    return (f.get("function") == name and f.get("file", "").endswith(os.path.basename(src))
+            and f.get("line") == LINES[line_key])
+
+
+class Dirs:
+    """A 0755 scratch directory (a dropped child must reach what it reads)."""
+
+    def __init__(self):
+        self.root = tempfile.mkdtemp(prefix="bbsym.")
+        os.chmod(self.root, 0o755)
+
+    def sub(self, name, mode=0o755):
+        d = os.path.join(self.root, name)
+        os.makedirs(d, exist_ok=True)
+        os.chmod(d, mode)
+        return d
+
+
+# ---- the cases ---------------------------------------------------------------
+
+def stripped_and_split(t):
+    """-rdynamic, stripped: no neighbour's name; with its debug file: exact."""
+    for kind, extra in (("pie", ["-fPIE", "-pie"]), ("nopie", ["-fno-pie", "-no-pie"])):
+        d = t.sub(kind)
+        full, prog = os.path.join(d, "prog.full"), os.path.join(d, "prog")
+        dbg = os.path.join(t.sub(kind + "-store"), "prog.debug")
+        compile_prog(full, extra=extra)
+        split_debug(full, prog, dbg)
+        TRUTH[prog] = symtab(full)
+        box = t.sub(kind + "-box")
+        pid = crash(prog, box)
+
+        c = crash_record(box, pid, what=kind + " stripped")
+        fr = of(c["frames"], prog)
+        check(len(fr) >= 3, "%s: frames in prog %r" % (kind, c["frames"]))
+        f0 = c["frames"][0]
+        # the bug this guards against is real: the nearest exported symbol
+        # below the fault does not contain it, and addr2line names it anyway
+        dyn = [s for s in symtab(prog, dynamic=True) if s[1] <= f0["offset"]]
+        near = max(dyn, key=lambda s: s[1]) if dyn else None
+        check(near and not near[1] <= f0["offset"] < near[1] + near[2],
+              "%s: no exported neighbour below the fault (test premise): %r" % (kind, near))
+        if shutil.which("addr2line"):
+            a2l = run(["addr2line", "-f", "-e", prog, hex(f0["offset"])]).stdout.decode()
+            print("%s: addr2line names frame 0 %r (the neighbour's name)" %
+                  (kind, a2l.split("\n")[0]), file=sys.stderr)
+        check(f0.get("module") == prog and "function" not in f0 and "file" not in f0,
+              "%s stripped: frame 0 must be unknown: %r" % (kind, f0))
+        check(c["frames"][1].get("function") == "symt_run",
+              "%s stripped: frame 1 (exported) %r" % (kind, c["frames"][1]))
+        check(f0.get("build_id") == build_id(prog), "%s: build_id %r" % (kind, f0))
+        rc, txt, err = text_of(box, pid)
+        line0 = txt.splitlines()[1]
+        check(rc == 0 and re.search(r"prog\+0x%x  \?\?$" % f0["offset"], line0),
+              "%s stripped text frame 0 not marked unknown: %r" % (kind, line0))
+
+        ddir = t.sub(kind + "-debug")
+        place_build_id(dbg, ddir)
+        c = crash_record(box, pid, "--debug-dir", ddir, what=kind + " --debug-dir")
+        f = c["frames"]
+        check(at(f[0], "symt_hidden", "CRASH_HIDDEN") and f[0]["function_offset"] > 0,
+              "%s --debug-dir: frame 0 %r" % (kind, f[0]))
+        check(at(f[1], "symt_run", "CALL_HIDDEN"), "%s --debug-dir: frame 1 %r" % (kind, f[1]))
+        check(any(x.get("function") == "main" for x in f), "%s: no main frame" % kind)
+        rc, txt, err = text_of(box, pid, "--debug-dir", ddir)
+        check(re.search(r"  #0  0x[0-9a-f]{16}  %s\+0x[0-9a-f]+  symt_hidden\+0x[0-9a-f]+ "
+                        r"at \S*symt_prog\.c:%d\n" % (re.escape(prog), LINES["CRASH_HIDDEN"]),
+                        txt), "%s --debug-dir text:\n%s" % (kind, txt))
+        if cbor2:
+            rc, out, err = extract(box, pid, "--debug-dir", ddir, fmt="--cbor")
+            item = cbor2.load(io.BytesIO(out))
+            cf = [dict(x, build_id=x["build_id"].hex()) if "build_id" in x else x
+                  for x in item["frames"]]
+            check(cf == f, "%s: --cbor frames differ from --json" % kind)
+
+        if kind == "pie":
+            # the debug information in the binary itself
+            pid2 = crash(full, box)
+            c = crash_record(box, pid2, what="unstripped")
+            check(at(c["frames"][0], "symt_hidden", "CRASH_HIDDEN"),
+                  "unstripped: frame 0 %r" % c["frames"][0])
+            # .gnu_debuglink beside the binary
+            ld = t.sub("debuglink")
+            linked, ldbg = os.path.join(ld, "prog"), os.path.join(ld, "prog.dbg")
+            shutil.copy(dbg, ldbg)
+            sh(["objcopy", "--add-gnu-debuglink=" + ldbg, prog, linked])
+            TRUTH[linked] = symtab(full)
+            pid3 = crash(linked, box)
+            c = crash_record(box, pid3, what="debuglink")
+            check(at(c["frames"][0], "symt_hidden", "CRASH_HIDDEN"),
+                  "debuglink: frame 0 %r" % c["frames"][0])
+            # --no-symbols: module+offset, nothing else
+            rc, out, err = extract(box, pid, "--no-symbols", "--debug-dir", ddir)
+            fr = json.loads(out.decode().splitlines()[0])["frames"]
+            check(rc == 0 and all(set(x) <= {"addr", "module", "build_id", "offset"}
+                                  for x in fr), "--no-symbols frames %r" % fr)
+            rc, txt, err = text_of(box, pid, "--no-symbols")
+            check(re.search(r"prog\+0x[0-9a-f]+\n", txt.splitlines()[1] + "\n"),
+                  "--no-symbols text %r" % txt.splitlines()[1])
+            pie = prog, full, dbg, box, pid
+    return pie
+
+
+def inline_case(t):
+    d = t.sub("inline")
+    full, prog = os.path.join(d, "prog.full"), os.path.join(d, "prog")
+    dbg = os.path.join(t.sub("inline-store"), "prog.debug")
+    compile_prog(full, opt="-O2")
+    split_debug(full, prog, dbg)
+    TRUTH[prog] = symtab(full)
+    ddir = t.sub("inline-debug")
+    place_build_id(dbg, ddir)
+    box = t.sub("inline-box")
+    pid = crash(prog, box, "inline")
+    c = crash_record(box, pid, "--debug-dir", ddir, what="inline")
+    f0 = c["frames"][0]
+    inl = f0.get("inlined", [])
+    check(at(f0, "symt_inl_outer", "CALL_MID"), "inline: frame 0 %r" % f0)
+    check(len(inl) == 2 and at(inl[0], "symt_store", "CRASH_INLINE") and
+          at(inl[1], "symt_mid", "CALL_STORE"), "inline: chain %r" % inl)
+    check(at(c["frames"][1], "symt_run", "CALL_OUTER"), "inline: frame 1 %r" % c["frames"][1])
+    rc, txt, err = text_of(box, pid, "--debug-dir", ddir)
+    lines = txt.splitlines()
+    check(re.search(r"  symt_store at \S*symt_prog\.c:%d \(inlined\)$" % LINES["CRASH_INLINE"],
+                    lines[1]) and
+          re.fullmatch(r"        called from symt_mid at \S*symt_prog\.c:%d \(inlined\)"
+                       % LINES["CALL_STORE"], lines[2]) and
+          re.fullmatch(r"        called from symt_inl_outer\+0x[0-9a-f]+ at \S*symt_prog\.c:%d"
+                       % LINES["CALL_MID"], lines[3]) and lines[4].startswith("  #1 "),
+          "inline text:\n" + "\n".join(lines[:6]))
+
+
+def lib_case(t):
+    d = t.sub("lib")
+    store = t.sub("lib-store")
+    libfull, lib = os.path.join(d, "libsymt.full"), os.path.join(d, "libsymt.so")
+    libdbg = os.path.join(store, "libsymt.debug")
+    sh(CC + cflags() + ["-O1", "-fPIC", "-shared", LIB_C, "-o", libfull])
+    split_debug(libfull, lib, libdbg)
+    TRUTH[lib] = symtab(libfull)
+    full, prog = os.path.join(d, "prog.full"), os.path.join(d, "prog")
+    dbg = os.path.join(store, "prog.debug")
+    compile_prog(full, lib=lib)
+    split_debug(full, prog, dbg)
+    TRUTH[prog] = symtab(full)
+    box = t.sub("lib-box")
+    pid = crash(prog, box, "lib")
+    c = crash_record(box, pid, what="lib stripped")
+    f = c["frames"]
+    check(f[0].get("module") == lib and "function" not in f[0],
+          "lib stripped: frame 0 must be unknown: %r" % f[0])
+    check(f[1].get("function") == "symt_lib_entry", "lib stripped: frame 1 %r" % f[1])
+    ddir = t.sub("lib-debug")
+    place_build_id(libdbg, ddir)
+    place_build_id(dbg, ddir)
+    c = crash_record(box, pid, "--debug-dir", ddir, what="lib --debug-dir")
+    f = c["frames"]
+    check(f[0].get("module") == lib and at(f[0], "symt_lib_hidden", "CRASH_LIB", LIB_C),
+          "lib: frame 0 %r" % f[0])
+    check(at(f[1], "symt_lib_entry", "CALL_LIB_HIDDEN", LIB_C), "lib: frame 1 %r" % f[1])
+    check(f[2].get("module") == prog and at(f[2], "symt_run", "CALL_LIB"),
+          "lib: frame 2 %r" % f[2])
+    libc = [x for x in f if "libc.so" in x.get("module", "")]
+    check(libc and all(x.get("build_id") for x in libc), "libc frames %r" % libc)
+
+
+def paths_case(t, prog, full):
+    """What a module path can be after the crash."""
+    def victim(name):
+        d = t.sub(name)
+        v = os.path.join(d, "victim")
+        shutil.copy(prog, v)
+        TRUTH[v] = symtab(full)
+        box = t.sub(name + "-box")
+        return v, box, crash(v, box)
+
+    def expect(box, pid, v, note, what):
+        c = crash_record(box, pid, what=what)
+        mine = of(c["frames"], v)
+        check(mine and not any("function" in x for x in mine), "%s: names %r" % (what, mine))
+        check(note in c.get("symbols_note", ""), "%s: note %r" % (what, c.get("symbols_note")))
+
+    v, box, pid = victim("missing")
+    os.unlink(v)
+    expect(box, pid, v, v + ": not found", "missing")
+
+    v, box, pid = victim("fifo")
+    os.unlink(v)
+    os.mkfifo(v)
+    expect(box, pid, v, v + ": a FIFO: refused", "FIFO")
+
+    v, box, pid = victim("dir")
+    os.unlink(v)
+    os.mkdir(v)
+    expect(box, pid, v, v + ": a directory: refused", "directory")
+
+    if os.geteuid() == 0:
+        v, box, pid = victim("device")
+        os.unlink(v)
+        os.mknod(v, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # like /dev/null
+        expect(box, pid, v, v + ": a character device: refused", "device")
+    else:
+        print("device node: not root, skipped", file=sys.stderr)
+
+    v, box, pid = victim("symlink-dev")
+    os.unlink(v)
+    os.symlink("/dev/zero", v)
+    expect(box, pid, v, v + ": a character device: refused", "symlink to a device")
+
+    # a symlink to the very file (the loader names libraries by their
+    # soname link): followed, the build id ties it to the process
+    v, box, pid = victim("symlink-same")
+    real = os.path.join(os.path.dirname(v), "real")
+    os.rename(v, real)
+    os.symlink(real, v)
+    c = crash_record(box, pid, what="symlink to the same file")
+    check(c["frames"][1].get("function") == "symt_run",
+          "symlink to the same file: frame 1 %r" % c["frames"][1])
+
+    # rebuilt in place: another build id
+    other = os.path.join(t.sub("other"), "prog")
+    compile_prog(other, extra=["-Wl,--build-id=0x0123456789abcdef0123456789abcdef01234567"])
+    v, box, pid = victim("rebuilt")
+    shutil.copy(other, v)
+    expect(box, pid, v, v + ": build id differs", "rebuilt")
+
+    v, box, pid = victim("symlink-other")
+    os.unlink(v)
+    os.symlink(other, v)
+    expect(box, pid, v, v + ": build id differs", "symlink to another build")
+
+    # hostile: truncated after its notes
+    v, box, pid = victim("truncated")
+    with open(v, "r+b") as f:
+        f.truncate(4096)
+    expect(box, pid, v, v + ": ", "truncated")
+    print("truncated: %s" % crash_record(box, pid, what="truncated").get("symbols_note"),
+          file=sys.stderr)
+
+    # hostile: ELF header, program headers and notes intact (the build id
+    # matches), everything after them scrambled, section headers included;
+    # whatever libdw makes of it, extraction goes on and no name is wrong
+    v, box, pid = victim("scrambled")
+    size = os.path.getsize(v)
+    with open(v, "r+b") as f:
+        f.seek(1024)
+        f.write(bytes((i * 197 + 11) % 251 for i in range(size - 1024)))
+    c = crash_record(box, pid, what="scrambled")
+    print("scrambled: frame 0 %r; note %r" % (c["frames"][0], c.get("symbols_note")),
+          file=sys.stderr)
+
+    # the same with the section headers left whole: libdw reads symbol and
+    # string tables of garbage; the text stays one line per frame
+    v, box, pid = victim("scrambled-sections")
+    with open(v, "r+b") as f:
+        shoff = struct.unpack("<Q", f.read(64)[0x28:0x30])[0]
+        f.seek(1024)
+        f.write(bytes((i * 197 + 11) % 251 for i in range(shoff - 1024)))
+    c = crash_record(box, pid, what="scrambled sections")
+    rc, txt, err = text_of(box, pid)
+    block = txt.split("\n")[:len(c["frames"]) + 1]
+    check(rc == 0 and all(re.fullmatch(r"  #\d+ +0x[0-9a-f]{16}  [ -~]*", l) for l in block[1:]),
+          "scrambled sections, text:\n%s" % "\n".join(block))
+    print("scrambled sections: frames %r; note %r" % (c["frames"][:2], c.get("symbols_note")),
+          file=sys.stderr)
+
+
+def no_build_id_case(t):
+    d = t.sub("noid")
+    prog = os.path.join(d, "prog")
+    compile_prog(prog, extra=["-Wl,--build-id=none"])
+    TRUTH[prog] = symtab(prog)
+    check(build_id(prog) is None, "--build-id=none left a build id")
+    box = t.sub("noid-box")
+    pid = crash(prog, box)
+    c = crash_record(box, pid, what="no build id")
+    mine = of(c["frames"], prog)
+    check(mine and not any("function" in x or "build_id" in x for x in mine),
+          "no build id: frames %r" % mine)
+    check(prog + ": the box records no build id for it: not symbolised" in
+          c.get("symbols_note", ""), "no build id: note %r" % c.get("symbols_note"))
+
+
+def hostile_case(t, prog, box, pid, full, dbg):
+    # garbage DWARF under the right build id: the child may fail or crash;
+    # extraction goes on, and no name it gives is a wrong one
+    ddir = t.sub("garbage-debug")
+    junk = os.path.join(t.root, "junk")
+    with open(junk, "wb") as f:
+        f.write(bytes((i * 131 + 7) % 256 for i in range(16384)))
+    bad = os.path.join(t.root, "bad.debug")
+    sh(["objcopy", "--update-section", ".debug_info=" + junk,
+        "--update-section", ".debug_abbrev=" + junk,
+        "--update-section", ".debug_line=" + junk, dbg, bad])
+    place_build_id(bad, ddir)
+    c = crash_record(box, pid, "--debug-dir", ddir, what="garbage DWARF")
+    print("garbage DWARF: frame 0 %r; note %r" % (c["frames"][0], c.get("symbols_note")),
+          file=sys.stderr)
+
+    # a child that misbehaves: the module loses its names, nothing else
+    for hook, note in (("crash", "killed by SIGSEGV"), ("hang", "timed out after 300 ms"),
+                       ("garbage", "answer is malformed")):
+        env = {"BB_EXTRACT_SYMBOL_TEST": hook, "BB_EXTRACT_SYMBOL_TIMEOUT_MS": "300"}
+        c = crash_record(box, pid, env_extra=env, what="child " + hook)
+        check(not any("function" in x for x in c["frames"]) and
+              note in c.get("symbols_note", ""), "child %s: %r" % (hook, c))
+        rc, txt, err = text_of(box, pid, env_extra=env)
+        check(rc == 0 and txt.startswith("*** crashed") and note in err,
+              "child %s, text: %d %r" % (hook, rc, err))
+
+
+def owner_case(t):
+    """Root extracting a non-root box: the child runs as the box's owner."""
+    if os.geteuid() != 0:
+        print("root extracting another user's box: not root, skipped", file=sys.stderr)
+        return
+    nobody = 65534
+    d = t.sub("owner")
+    prog = os.path.join(d, "prog")
+    compile_prog(prog)
+    TRUTH[prog] = symtab(prog)
+    os.chmod(prog, 0o711)  # nobody may run it, not read it
+    box = t.sub("owner-box")
+    os.chown(box, nobody, nobody)
+
+    def as_nobody():
+        os.setgroups([])
+        os.setgid(nobody)
+        os.setuid(nobody)
+
+    pid = crash(prog, box, preexec=as_nobody)
+    boxfile = [n for n in os.listdir(box) if n.startswith("blackbox.%d." % pid)]
+    check(boxfile and os.stat(os.path.join(box, boxfile[0])).st_uid == nobody,
+          "the box is not nobody's")
+    c = crash_record(box, pid, what="root reads nobody's box")
+    mine = of(c["frames"], prog)
+    check(mine and not any("function" in x for x in mine) and
+          prog + ": Permission denied (uid %d)" % nobody in c.get("symbols_note", ""),
+          "a root child would read what nobody cannot: %r" % c)
+    libc = [x for x in c["frames"] if "libc.so" in x.get("module", "")]
+    check(libc and any("function" in x for x in libc),
+          "libc (readable by nobody) not symbolised: %r" % libc)
+    os.chmod(prog, 0o755)
+    c = crash_record(box, pid, what="root reads nobody's box, readable binary")
+    check(at(c["frames"][0], "symt_hidden", "CRASH_HIDDEN"),
+          "readable by nobody: frame 0 %r" % c["frames"][0])
+
+
+class Debuginfod(http.server.BaseHTTPRequestHandler):
+    files = {}      # build id -> path
+    requests = []
+    hang = False
+
+    def do_GET(self):
+        Debuginfod.requests.append(self.path)
+        if Debuginfod.hang:
+            threading.Event().wait(30)
+            return
+        m = re.fullmatch(r"/buildid/([0-9a-f]+)/debuginfo", self.path)
+        path = m and Debuginfod.files.get(m.group(1))
+        if not path:
+            self.send_error(404)
+            return
+        with open(path, "rb") as f:
+            data = f.read()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *a):
+        pass
+
+
+def debuginfod_case(t, prog, box, pid, dbg):
+    """libdw's debuginfod client, against a server on 127.0.0.1 only."""
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Debuginfod)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    Debuginfod.files[build_id(prog)] = dbg
+    base = {"DEBUGINFOD_URLS": "http://127.0.0.1:%d" % srv.server_address[1],
+            "http_proxy": "", "https_proxy": "", "no_proxy": "127.0.0.1"}
+    try:
+        env = dict(base, DEBUGINFOD_CACHE_PATH=t.sub("cache1"))
+        c = crash_record(box, pid, env_extra=env, what="DEBUGINFOD_URLS without --debuginfod")
+        check(not Debuginfod.requests and "function" not in c["frames"][0],
+              "debuginfod asked without --debuginfod: %r" % Debuginfod.requests)
+        c = crash_record(box, pid, "--debuginfod", env_extra=env, what="--debuginfod")
+        check(any(build_id(prog) in r for r in Debuginfod.requests),
+              "--debuginfod: no request for the build id: %r" % Debuginfod.requests)
+        check(at(c["frames"][0], "symt_hidden", "CRASH_HIDDEN"),
+              "--debuginfod: frame 0 %r" % c["frames"][0])
+        # a server that never answers: the download is given up within the
+        # child's time, the symbol table's names stay
+        Debuginfod.hang = True
+        env = dict(base, DEBUGINFOD_CACHE_PATH=t.sub("cache2"),
+                   BB_EXTRACT_SYMBOL_TIMEOUT_MS="8000")
+        c = crash_record(box, pid, "--debuginfod", env_extra=env, what="hanging debuginfod")
+        check(c["frames"][1].get("function") == "symt_run" and
+              "timed out" not in c.get("symbols_note", ""),
+              "hanging debuginfod: %r" % c)
+    finally:
+        srv.shutdown()
+
+
+def main():
+    p = run([EXTRACT, "--help"])
+    if b"--debug-dir" not in p.stdout:
+        sys.exit("bb-extract has no --debug-dir")
+    t = Dirs()
+    try:
+        probe = t.sub("probe")
+        compile_prog(os.path.join(probe, "prog"))
+        pid = crash(os.path.join(probe, "prog"), probe)
+        rc, out, err = extract(probe, pid)
+        if "built without libdw" in out.decode():
+            print("bb-extract built without libdw: skipped")
+            sys.exit(77)
+        prog, full, dbg, box, pid = stripped_and_split(t)
+        inline_case(t)
+        lib_case(t)
+        paths_case(t, prog, full)
+        no_build_id_case(t)
+        hostile_case(t, prog, box, pid, full, dbg)
+        owner_case(t)
+        debuginfod_case(t, prog, box, pid, dbg)
+    finally:
+        shutil.rmtree(t.root)
+    print("%d named frames checked against the symbol tables" % verified[0], file=sys.stderr)
+    check(verified[0] >= 20, "only %d named frames verified" % verified[0])
+    if failures:
+        sys.exit("%d check(s) failed" % len(failures))
+    print("ok")
+
+
+main()
