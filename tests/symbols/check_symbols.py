@@ -11,7 +11,9 @@ a FIFO, a device, a directory, a symlink to a device, to the same file, to
 a rebuilt one; a build id mismatch; a box without build ids; hostile files
 (truncated, garbage DWARF) and a child that crashes, hangs or answers
 garbage (extraction goes on); root extracting a non-root box (the child
-runs as the box's owner); debuginfod over loopback only with --debuginfod.
+runs as the box's owner); debuginfod over loopback only with --debuginfod;
+Debian's nginx with the box preloaded, a worker sent SIGSEGV (when nginx
+is installed).
 Every named frame of every run is checked against the unstripped symbol
 table: the symbol must contain the address.
 
@@ -607,6 +609,72 @@ def debuginfod_case(t, prog, box, pid, dbg):
         srv.shutdown()
 
 
+def nginx_case(t):
+    """Debian's nginx (stripped, symbols exported dynamically), the box
+    preloaded, a worker sent SIGSEGV: its static functions are "??", never
+    the exported function laid out before them."""
+    nginx = "/usr/sbin/nginx"
+    if not os.access(nginx, os.X_OK) or os.geteuid() != 0 or SANITIZE not in ("", "none"):
+        print("nginx: needs %s, root and a build without sanitizers: skipped" % nginx,
+              file=sys.stderr)
+        return
+    d = t.sub("nginx")
+    shim = os.path.join(d, "preload.so")
+    sh(CC + cflags() + ["-O1", "-fPIC", "-shared", os.path.join(SRC, "symt_preload.c"),
+                        "-o", shim, LIBA, "-lcbor", "-lpthread"])
+    box = t.sub("nginx-box")
+    os.makedirs(os.path.join(d, "logs"))
+    s = __import__("socket").socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    with open(os.path.join(d, "nginx.conf"), "w") as f:
+        f.write("daemon off; master_process on; worker_processes 1;\n"
+                "error_log %s/logs/error.log; pid %s/nginx.pid;\n"
+                "events { worker_connections 16; }\n"
+                "http { access_log off; server { listen 127.0.0.1:%d; return 200; } }\n"
+                % (d, d, port))
+    env = dict(os.environ, LD_PRELOAD=shim, BLACKBOX_DIR=box)
+    env.pop("ASAN_OPTIONS", None)
+    master = subprocess.Popen([nginx, "-p", d, "-c", os.path.join(d, "nginx.conf")], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = None
+    try:
+        for _ in range(300):  # until the worker has its box (or 30 s)
+            kids = [int(p) for p in os.listdir("/proc") if p.isdigit() and
+                    open("/proc/%s/stat" % p).read().rsplit(")", 1)[1].split()[1]
+                    == str(master.pid)] if master.poll() is None else []
+            boxes = [n for n in os.listdir(box) if kids and n.startswith("blackbox.%d." % kids[0])]
+            if boxes:
+                worker = kids[0]
+                break
+            threading.Event().wait(0.1)
+        if not check(worker, "nginx: no worker box"):
+            return
+        os.kill(worker, signal.SIGSEGV)
+        for _ in range(300):
+            rc, txt, err = text_of(box, worker)
+            if txt.startswith("*** crashed"):
+                break
+            threading.Event().wait(0.1)
+    finally:
+        master.terminate()
+        master.wait(timeout=60)
+    c = crash_record(box, worker, what="nginx")
+    TRUTH[nginx] = symtab(nginx, dynamic=True)
+    mine = of(c["frames"], nginx)
+    named = [f for f in mine if "function" in f]
+    unknown = [f for f in mine if "function" not in f]
+    check(named and unknown, "nginx: frames %r" % mine)
+    for f in unknown:
+        below = [s for s in TRUTH[nginx] if s[1] <= f["offset"]]
+        near = max(below, key=lambda s: s[1]) if below else None
+        check(not near or not near[1] <= f["offset"] - 1 < near[1] + near[2],
+              "nginx: frame %r is unknown but %r contains it" % (f, near))
+    print("nginx: %d frames named, %d unknown (static functions): %s" %
+          (len(named), len(unknown), [f["function"] for f in named]), file=sys.stderr)
+
+
 def main():
     p = run([EXTRACT, "--help"])
     if b"--debug-dir" not in p.stdout:
@@ -628,6 +696,7 @@ def main():
         hostile_case(t, prog, box, pid, full, dbg)
         owner_case(t)
         debuginfod_case(t, prog, box, pid, dbg)
+        nginx_case(t)
     finally:
         shutil.rmtree(t.root)
     print("%d named frames checked against the symbol tables" % verified[0], file=sys.stderr)
