@@ -85,48 +85,22 @@ static int above_stdio(int fd)
 	return nfd;
 }
 
-/*
- * Wait for @pid until @deadline; kill it then and give it 2 s more to be
- * reaped (a child in uninterruptible sleep, on a dead NFS server, say, is
- * left behind rather than waited for).  Returns 0 with *status, or
- * -ETIMEDOUT if it could not be reaped.
- */
-static int reap(pid_t pid, int64_t deadline, bool *killed, int *status)
-{
-	for (;;) {
-		struct timespec ms = { 0, 1000000 };
-		pid_t r = waitpid(pid, status, WNOHANG);
-
-		if (r == pid)
-			return 0;
-		if (r < 0 && errno != EINTR)
-			return -ETIMEDOUT; /* not ours any more: nothing to wait for */
-		if (now_ms() >= deadline) {
-			if (*killed)
-				return -ETIMEDOUT;
-			kill(pid, SIGKILL);
-			*killed = true;
-			deadline = now_ms() + 2000;
-		}
-		nanosleep(&ms, NULL);
-	}
-}
-
-int bbx_sandbox_run(const void *in, size_t inlen, char *const env[], int timeout_ms,
-		    char *out, size_t cap, size_t *outlen, char *why, size_t whylen)
+int bbx_sandbox_start(struct bbx_child *c, const void *in, size_t inlen, char *const env[],
+		      int timeout_ms, char *buf, size_t cap)
 {
 	static char *const argv[] = { "bb-extract", BBX_SANDBOX_CHILD_ARG, NULL };
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t sa;
 	struct sigaction old;
 	sigset_t none, all;
-	int64_t start = now_ms(), deadline = start + timeout_ms;
-	int infd, p[2] = { -1, -1 }, status = 0, rc;
-	bool killed = false, toobig = false;
-	size_t len = 0;
-	pid_t pid;
+	int infd, p[2] = { -1, -1 }, rc;
 
-	*outlen = 0;
+	memset(c, 0, sizeof(*c));
+	c->out = c->pidfd = -1;
+	c->buf = buf;
+	c->cap = cap;
+	c->timeout_ms = timeout_ms;
+	c->deadline = now_ms() + timeout_ms;
 	/* an inherited SIGCHLD = SIG_IGN would reap the child for us, and its
 	 * status would be lost */
 	if (sigaction(SIGCHLD, NULL, &old) == 0 && old.sa_handler == SIG_IGN)
@@ -136,11 +110,12 @@ int bbx_sandbox_run(const void *in, size_t inlen, char *const env[], int timeout
 	infd = above_stdio(memfd_create("bb-extract-request", MFD_CLOEXEC));
 	if (infd < 0 || write(infd, in, inlen) != (ssize_t)inlen ||
 	    lseek(infd, 0, SEEK_SET) != 0 || pipe2(p, O_CLOEXEC)) {
-		rc = -errno;
-		snprintf(why, whylen, "cannot set up the symboliser: %s", strerror(errno));
+		c->rc = -errno;
+		snprintf(c->why, sizeof(c->why), "cannot set up the symboliser: %s",
+			 strerror(errno));
 		if (infd >= 0)
 			close(infd);
-		return rc;
+		return c->rc;
 	}
 	p[0] = above_stdio(p[0]);
 	p[1] = above_stdio(p[1]);
@@ -156,7 +131,7 @@ int bbx_sandbox_run(const void *in, size_t inlen, char *const env[], int timeout
 	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
 	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
 	rc = p[0] < 0 || p[1] < 0 ? EMFILE
-				  : posix_spawn(&pid, "/proc/self/exe", &fa, &sa, argv, env);
+				  : posix_spawn(&c->pid, "/proc/self/exe", &fa, &sa, argv, env);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&sa);
 	close(infd);
@@ -165,66 +140,144 @@ int bbx_sandbox_run(const void *in, size_t inlen, char *const env[], int timeout
 	if (rc) {
 		if (p[0] >= 0)
 			close(p[0]);
-		snprintf(why, whylen, "cannot start the symboliser: %s", strerror(rc));
-		return -rc;
+		c->rc = -rc;
+		snprintf(c->why, sizeof(c->why), "cannot start the symboliser: %s", strerror(rc));
+		return c->rc;
 	}
-	for (;;) {
-		struct pollfd pf = { .fd = p[0], .events = POLLIN };
-		int64_t left = deadline - now_ms();
-		ssize_t r;
-
-		if (left <= 0)
-			break;
-		r = poll(&pf, 1, (int)left);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		if (len == cap) {
-			toobig = true;
-			break;
-		}
-		r = read(p[0], out + len, cap - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-	}
-	close(p[0]);
-	if (toobig) {
-		kill(pid, SIGKILL);
-		killed = true;
-	}
-	if (reap(pid, deadline, &killed, &status)) {
-		snprintf(why, whylen, "the symboliser did not end %d ms after it was "
-			 "killed: left behind", 2000);
-		return -ETIMEDOUT;
-	}
-	if (toobig) {
-		snprintf(why, whylen, "the symboliser wrote more than %zu bytes and was killed",
-			 cap);
-		return -EMSGSIZE;
-	}
-	if (killed) {
-		snprintf(why, whylen, "the symboliser timed out after %d ms and was killed",
-			 timeout_ms);
-		return -ETIMEDOUT;
-	}
-	if (WIFSIGNALED(status)) {
-		const char *abbrev = sigabbrev_np(WTERMSIG(status));
-
-		snprintf(why, whylen, "the symboliser was killed by SIG%s",
-			 abbrev ? abbrev : "?");
-		return -EINTR;
-	}
-	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-		snprintf(why, whylen, "the symboliser failed (exit status %d)",
-			 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-		return -EPROTO;
-	}
-	*outlen = len;
+	c->out = p[0];
+	/* a descriptor that polls readable when the child exits (Linux 5.3) */
+	c->pidfd = above_stdio((int)syscall(SYS_pidfd_open, c->pid, 0));
 	return 0;
+}
+
+static bool finished(const struct bbx_child *c)
+{
+	return c->rc || c->reaped;
+}
+
+/* Read what @c wrote; at EOF, close its end. */
+static void drain(struct bbx_child *c)
+{
+	ssize_t r;
+
+	if (c->len == c->cap) {
+		c->toobig = true;
+		kill(c->pid, SIGKILL);
+		c->killed = true;
+		r = 0;
+	} else {
+		r = read(c->out, c->buf + c->len, c->cap - c->len);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+			return;
+	}
+	if (r <= 0) {
+		close(c->out);
+		c->out = -1;
+		return;
+	}
+	c->len += (size_t)r;
+}
+
+static void try_reap(struct bbx_child *c)
+{
+	pid_t r = waitpid(c->pid, &c->status, WNOHANG);
+
+	if (r == c->pid || (r < 0 && errno == ECHILD))
+		c->reaped = true; /* ECHILD: not ours any more, status unknown */
+}
+
+/* The deadline of @c passed: kill it, or give up on reaping it. */
+static void expire(struct bbx_child *c, int64_t now)
+{
+	if (!c->killed) {
+		kill(c->pid, SIGKILL);
+		c->killed = true;
+		c->deadline = now + 2000;
+		return;
+	}
+	c->rc = -ETIMEDOUT;
+	snprintf(c->why, sizeof(c->why), "the symboliser did not end 2 s after it was "
+		 "killed: left behind");
+}
+
+/* After the child is reaped: what happened, in c->rc and c->why. */
+static void verdict(struct bbx_child *c)
+{
+	int st = c->status;
+
+	if (c->out >= 0)
+		close(c->out);
+	if (c->pidfd >= 0)
+		close(c->pidfd);
+	c->out = c->pidfd = -1;
+	if (c->rc)
+		return;
+	if (c->toobig) {
+		c->rc = -EMSGSIZE;
+		snprintf(c->why, sizeof(c->why), "the symboliser wrote more than %zu bytes and "
+			 "was killed", c->cap);
+	} else if (c->killed) {
+		c->rc = -ETIMEDOUT;
+		snprintf(c->why, sizeof(c->why), "the symboliser timed out after %d ms and was "
+			 "killed", c->timeout_ms);
+	} else if (WIFSIGNALED(st)) {
+		const char *abbrev = sigabbrev_np(WTERMSIG(st));
+
+		c->rc = -EINTR;
+		snprintf(c->why, sizeof(c->why), "the symboliser was killed by SIG%s",
+			 abbrev ? abbrev : "?");
+	} else if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		c->rc = -EPROTO;
+		snprintf(c->why, sizeof(c->why), "the symboliser failed (exit status %d)",
+			 WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	}
+}
+
+void bbx_sandbox_finish(struct bbx_child *const *c, size_t n)
+{
+	struct pollfd pf[BBX_SANDBOX_PARALLEL];
+	struct bbx_child *who[BBX_SANDBOX_PARALLEL];
+
+	if (n > BBX_SANDBOX_PARALLEL)
+		n = BBX_SANDBOX_PARALLEL;
+	for (;;) {
+		int64_t now = now_ms(), wake = INT64_MAX;
+		size_t k = 0;
+		int r;
+
+		for (size_t i = 0; i < n; i++) {
+			struct bbx_child *x = c[i];
+
+			if (finished(x))
+				continue;
+			if (x->out < 0 && x->pidfd < 0)
+				try_reap(x); /* no pidfd: look again in a millisecond */
+			if (!finished(x) && now >= x->deadline)
+				expire(x, now);
+			if (finished(x))
+				continue;
+			wake = x->deadline < wake ? x->deadline : wake;
+			if (x->out < 0 && x->pidfd < 0 && now + 1 < wake)
+				wake = now + 1;
+			if (k < sizeof(pf) / sizeof(pf[0]) && (x->out >= 0 || x->pidfd >= 0)) {
+				pf[k] = (struct pollfd){ x->out >= 0 ? x->out : x->pidfd, POLLIN, 0 };
+				who[k++] = x;
+			}
+		}
+		if (wake == INT64_MAX)
+			break;
+		r = poll(pf, k, (int)(wake - now));
+		for (size_t i = 0; r > 0 && i < k; i++) {
+			if (!pf[i].revents)
+				continue;
+			if (pf[i].fd == who[i]->out)
+				drain(who[i]);
+			else
+				try_reap(who[i]);
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		verdict(c[i]);
 }
 
 /* ---- child -------------------------------------------------------------- */

@@ -23,6 +23,9 @@
 /* argv[1] that makes bb-extract the symbolising child (internal). */
 #define BBX_SANDBOX_CHILD_ARG "--symbolizer-child"
 
+/* Children bbx_sandbox_finish() runs at once, at most. */
+#define BBX_SANDBOX_PARALLEL 4
+
 /* Address space of the child (RLIMIT_AS): debug files are mapped whole. */
 #define BBX_SANDBOX_MEM ((uint64_t)4 << 30)
 
@@ -48,20 +51,45 @@ struct bbx_sandbox_id {
 int bbx_sandbox_identity(uint32_t file_uid, uint32_t hdr_uid, struct bbx_sandbox_id *id,
 			 char *why, size_t whylen);
 
+/* One child started by bbx_sandbox_start(), until bbx_sandbox_finish(). */
+struct bbx_child {
+	pid_t    pid;
+	int      out;        /* its standard output, -1 once at EOF */
+	int      pidfd;      /* readable when it exits; -1 if unsupported */
+	char    *buf;        /* what it wrote ... */
+	size_t   len, cap;   /* ... at most cap bytes */
+	int      timeout_ms;
+	int64_t  deadline;   /* CLOCK_MONOTONIC ms: kill at, then reap by */
+	bool     killed, toobig, reaped;
+	int      status;     /* waitpid() status once reaped */
+	int      rc;         /* bbx_sandbox_finish(): 0 or -errno ... */
+	char     why[160];   /* ... and what happened */
+};
+
 /*
- * bbx_sandbox_run - start "/proc/self/exe BBX_SANDBOX_CHILD_ARG" with @in
+ * bbx_sandbox_start - start "/proc/self/exe BBX_SANDBOX_CHILD_ARG" with @in
  * (@inlen bytes) as its standard input, standard error on /dev/null, no
  * other descriptor, default signal dispositions and @env as its whole
- * environment; collect at most @cap bytes of its standard output into
- * @out.  A child still running @timeout_ms after the start is killed
- * (SIGKILL) and reaped; so is one that writes more than @cap bytes.
- * Returns 0 when the child exited with status 0 (*@outlen bytes in @out),
- * else a negative errno with @why saying what happened: -ETIMEDOUT (killed
- * at the deadline), -EINTR (killed by a signal), -EPROTO (exit status not
- * 0), -EMSGSIZE (too much output), or what starting it failed with.
+ * environment; its standard output will go to @buf (@cap bytes).  Returns
+ * 0, or a negative errno with @c->why saying what failed (@c->rc too).
  */
-int bbx_sandbox_run(const void *in, size_t inlen, char *const env[], int timeout_ms,
-		    char *out, size_t cap, size_t *outlen, char *why, size_t whylen);
+int bbx_sandbox_start(struct bbx_child *c, const void *in, size_t inlen, char *const env[],
+		      int timeout_ms, char *buf, size_t cap);
+
+/*
+ * bbx_sandbox_finish - collect the output of the @n children @c[0..n)
+ * (n <= BBX_SANDBOX_PARALLEL; those with rc != 0 were not started and are
+ * skipped) and reap
+ * them, all at once.  A child still running @timeout_ms after its start is
+ * killed (SIGKILL) and reaped; so is one that writes more than cap bytes;
+ * one that cannot be reaped 2 s after SIGKILL (uninterruptible sleep on a
+ * dead NFS server, say) is left behind rather than waited for.  Then
+ * each child's rc is 0 when it exited with status 0 (len bytes in buf),
+ * else a negative errno with why saying what happened: -ETIMEDOUT (killed at the
+ * deadline, or left behind), -EINTR (killed by a signal), -EPROTO (exit
+ * status not 0), -EMSGSIZE (too much output).
+ */
+void bbx_sandbox_finish(struct bbx_child *const *c, size_t n);
 
 /* What the child confines itself to (bbx_sandbox_confine). */
 struct bbx_confine {

@@ -146,28 +146,29 @@ static int take(struct bbx_frame *f, const struct bbx_symframe *a)
 	return oom ? -ENOMEM : 0;
 }
 
+/* One module's child: its request, its answer. */
 struct job {
+	const struct bb_module *m;
 	struct bbx_symreq q;
 	size_t idx[BBX_SYM_MAX_FRAMES];     /* q's frames in f[] */
 	char req[BBX_SYM_REQ_MAX];
-	char path[BBX_SYM_REQ_MAX / 2];     /* debuginfo_path */
 	struct bbx_symframe ans[BBX_SYM_MAX_FRAMES];
 	bool got[BBX_SYM_MAX_FRAMES];
+	struct bbx_child child;
 	char out[BBX_SYM_ANSWER_MAX];
 };
 
-/* Symbolise the frames of module @m in one confined child. */
-static int resolve_module(struct job *j, struct bbx_frame *f, size_t n, const struct bb_module *m,
-			  const struct bbx_sym_opts *o, const struct bbx_sandbox_id *id,
-			  struct env *env, char *note, size_t notelen)
+/* Start the child for the frames of module @j->m, or say why not. */
+static void start_module(struct job *j, struct bbx_frame *f, size_t n,
+			 const struct bbx_sym_opts *o, const struct bbx_sandbox_id *id,
+			 struct env *env, const char *dpath, char *note, size_t notelen)
 {
+	const struct bb_module *m = j->m;
 	struct bbx_wbuf w = { j->req, 0, sizeof(j->req) - 1, false };
-	char why[BBX_SYM_MSG_MAX + 128];
-	const char *msg;
-	size_t outlen;
-	bool ok;
-	int rc;
+	const char *why = NULL;
 
+	j->child.rc = -ECANCELED; /* not started */
+	j->child.why[0] = '\0';
 	memset(&j->q, 0, sizeof(j->q));
 	for (size_t i = 0; i < n && j->q.n < BBX_SYM_MAX_FRAMES; i++) {
 		if (f[i].module != m->path)
@@ -176,19 +177,18 @@ static int resolve_module(struct job *j, struct bbx_frame *f, size_t n, const st
 		j->q.off[j->q.n] = f[i].offset;
 		j->q.ret[j->q.n++] = i > 0;
 	}
-	if (m->path[0] != '/') {
-		note_add(note, notelen, m->path[0] ? m->path : "?", "not a file path");
-		return 0;
-	}
-	if (strlen(m->path) >= PATH_MAX) {
-		note_add(note, notelen, "a module", "path too long");
-		return 0;
-	}
-	if (!m->build_id_len || m->build_id_len > BBX_SYM_BUILD_ID_MAX) {
-		note_add(note, notelen, m->path, m->build_id_len
-			 ? "the recorded build id is too long: not symbolised"
-			 : "the box records no build id for it: not symbolised");
-		return 0;
+	if (m->path[0] != '/')
+		why = "not a file path";
+	else if (strlen(m->path) >= PATH_MAX)
+		why = "path too long";
+	else if (!m->build_id_len)
+		why = "the box records no build id for it: not symbolised";
+	else if (m->build_id_len > BBX_SYM_BUILD_ID_MAX)
+		why = "the recorded build id is too long: not symbolised";
+	if (why) {
+		note_add(note, notelen, m->path[0] == '/' && strlen(m->path) < PATH_MAX ? m->path
+			 : "a module", why);
+		return;
 	}
 	j->q.uid = (uint32_t)id->uid;
 	j->q.gid = (uint32_t)id->gid;
@@ -199,29 +199,37 @@ static int resolve_module(struct job *j, struct bbx_frame *f, size_t n, const st
 	memcpy(j->q.build_id, m->build_id, m->build_id_len);
 	j->q.build_id_len = m->build_id_len;
 	j->q.test = o->test;
-	if (debug_path(o, j->path, sizeof(j->path))) {
-		note_add(note, notelen, m->path, "--debug-dir: too long");
-		return 0;
-	}
-	j->q.debug_path = j->path;
+	j->q.debug_path = dpath;
 	if (bbx_symreq_encode(&j->q, &w)) {
 		note_add(note, notelen, m->path, "request too long");
+		return;
+	}
+	if (bbx_sandbox_start(&j->child, j->req, w.len, env->v, o->timeout_ms, j->out,
+			      sizeof(j->out)))
+		note_add(note, notelen, m->path, j->child.why);
+}
+
+/* The answer of a finished child into its frames. */
+static int take_module(struct job *j, struct bbx_frame *f, char *note, size_t notelen)
+{
+	char why[BBX_SYM_MSG_MAX + 128];
+	const char *msg;
+	bool ok;
+	int rc;
+
+	if (j->child.rc) {
+		if (j->child.rc != -ECANCELED && j->child.why[0])
+			note_add(note, notelen, j->m->path, j->child.why);
 		return 0;
 	}
-	rc = bbx_sandbox_run(j->req, w.len, env->v, o->timeout_ms, j->out, sizeof(j->out),
-			     &outlen, why, sizeof(why));
-	if (rc) {
-		note_add(note, notelen, m->path, why);
-		return 0;
-	}
-	if (bbx_symans_decode(j->out, outlen, j->q.n, &ok, &msg, j->ans, j->got)) {
+	if (bbx_symans_decode(j->out, j->child.len, j->q.n, &ok, &msg, j->ans, j->got)) {
 		snprintf(why, sizeof(why), "the symboliser's answer is malformed (%s): ignored",
 			 msg);
-		note_add(note, notelen, m->path, why);
+		note_add(note, notelen, j->m->path, why);
 		return 0;
 	}
 	if (msg[0])
-		note_add(note, notelen, m->path, msg);
+		note_add(note, notelen, j->m->path, msg);
 	if (!ok)
 		return 0;
 	for (size_t k = 0; k < j->q.n; k++) {
@@ -234,32 +242,54 @@ static int resolve_module(struct job *j, struct bbx_frame *f, size_t n, const st
 	return 0;
 }
 
+/*
+ * One child per module that holds frames, BBX_SANDBOX_PARALLEL at a time:
+ * modules are independent, and a large debug file (libc's takes some
+ * 40 ms to decompress) need not wait for the others.
+ */
 static int symbolise_modules(struct bbx_frame *f, size_t n, const struct bb_module *mods,
 			     size_t nmods, const struct bbx_sym_opts *o, char *note,
 			     size_t notelen)
 {
 	struct bbx_sandbox_id id;
-	char why[256];
+	char why[256], dpath[BBX_SYM_REQ_MAX / 2];
+	struct bbx_child *kids[BBX_SANDBOX_PARALLEL];
 	struct env env;
 	struct job *j;
+	size_t m = 0;
 	int rc = 0;
 
 	if (bbx_sandbox_identity(o->file_uid, o->hdr_uid, &id, why, sizeof(why))) {
 		note_add(note, notelen, "symbols", why);
 		return 0;
 	}
+	if (debug_path(o, dpath, sizeof(dpath))) {
+		note_add(note, notelen, "symbols", "--debug-dir: too long");
+		return 0;
+	}
 	child_env(&env, o, &id);
 	if (o->debuginfod && !getenv("DEBUGINFOD_URLS"))
 		note_add(note, notelen, "--debuginfod", "DEBUGINFOD_URLS is not set");
-	if (!(j = malloc(sizeof(*j))))
+	if (!(j = malloc(BBX_SANDBOX_PARALLEL * sizeof(*j))))
 		return -ENOMEM;
-	for (size_t m = 0; m < nmods && !rc; m++) {
-		bool used = false;
+	while (m < nmods && !rc) {
+		size_t k = 0;
 
-		for (size_t i = 0; i < n && !used; i++)
-			used = f[i].module == mods[m].path;
-		if (used)
-			rc = resolve_module(j, f, n, &mods[m], o, &id, &env, note, notelen);
+		for (; m < nmods && k < BBX_SANDBOX_PARALLEL; m++) {
+			bool used = false;
+
+			for (size_t i = 0; i < n && !used; i++)
+				used = f[i].module == mods[m].path;
+			if (!used)
+				continue;
+			j[k].m = &mods[m];
+			start_module(&j[k], f, n, o, &id, &env, dpath, note, notelen);
+			kids[k] = &j[k].child;
+			k++;
+		}
+		bbx_sandbox_finish(kids, k);
+		for (size_t i = 0; i < k && !rc; i++)
+			rc = take_module(&j[i], f, note, notelen);
 	}
 	free(j);
 	return rc;
