@@ -10,7 +10,7 @@
 #  - the state annotations (bb_set) and the records before the crash are
 #    there, and bb-extract lists the box as crashed and extracts it;
 #  - bb-extract --json prints the crash record first (SIGSEGV, thread
-#    parser, frame 0 symbolised to apply_config when addr2line is there),
+#    parser, frame 0 symbolised to apply_config when bb-extract has libdw),
 #    then the state table, then the records.
 # Boxes go to a private directory.  Exit 77 (skipped) in a sanitizer build:
 # the sanitizer's own SIGSEGV handler decides the exit status there.
@@ -83,11 +83,12 @@ case $first in '{"type":"crash"'*) ;; *) fail "the first --json line is not the 
 case $first in *'"status":"complete"'*) ;; *) fail "the crash record is not complete: $first" ;; esac
 case $first in *'"signal":11,'*'"signal_name":"SIGSEGV"'*) ;; *) fail "the crash record does not say SIGSEGV: $first" ;; esac
 case $first in *'"thread":"parser"'*) ;; *) fail "the crash record does not name the thread parser" ;; esac
-# frame 0 symbolised (bb-extract runs addr2line, from binutils like nm)
-if command -v addr2line >/dev/null 2>&1; then
-	case $first in *'"frames":[{'*'"function":"apply_config"'*) ;;
-	*) fail "frame 0 of the crash record is not apply_config: $first" ;; esac
-fi
+# frame 0 symbolised (unless bb-extract was built without libdw)
+case $first in
+*'built without libdw'*) echo "bb-extract built without libdw: frame 0 not named" ;;
+*'"frames":[{'*'"function":"apply_config"'*) ;;
+*) fail "frame 0 of the crash record is not apply_config: $first" ;;
+esac
 state=$(grep -n '"type":"state"' "$tmp/extract.json" | head -n 1 | cut -d: -f1)
 record=$(grep -n '"type":"kv"' "$tmp/extract.json" | head -n 1 | cut -d: -f1)
 [ -n "$state" ] && [ -n "$record" ] && [ "$state" -lt "$record" ] ||

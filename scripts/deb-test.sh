@@ -247,9 +247,8 @@ cpid=$(sed -n 's/^pid \([0-9]*\) box .*/\1/p' "$tmp/crash.out")
 "$root/usr/bin/bb-extract" --dir "$boxes" --json "$cpid" >"$tmp/crash.json" || fail "bb-extract --json exited $?"
 first=$(head -n 1 "$tmp/crash.json")
 case $first in '{"type":"crash"'*'"signal_name":"SIGSEGV"'*) ;; *) fail "no SIGSEGV crash record first: $first" ;; esac
-if command -v addr2line >/dev/null 2>&1; then
-	case $first in *'"function":"apply_config"'*) ;; *) fail "frame 0 is not apply_config: $first" ;; esac
-fi
+# the package's bb-extract is built with libdw: frame 0 is always named
+case $first in *'"function":"apply_config"'*) ;; *) fail "frame 0 is not apply_config: $first" ;; esac
 echo "crash record first: SIGSEGV in apply_config"
 
 echo "deb-test: all checks passed in $(($(date +%s) - start)) s (package build $((t1 - t0)) s)"
