@@ -1492,7 +1492,7 @@ int main(int argc, char **argv)
 	int code, live = 0;
 
 #ifdef BB_HAVE_LIBDW
-	/* the symbolising child: bb-extract started again by bbx_sandbox_run() */
+	/* the symbolising child: bb-extract started again by bbx_sandbox_start() */
 	if (argc == 2 && !strcmp(argv[1], BBX_SANDBOX_CHILD_ARG))
 		return bbx_resolve_main();
 #endif

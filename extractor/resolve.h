@@ -4,7 +4,7 @@
  * parses the ELF and DWARF files a box names, with elfutils' libdwfl, in a
  * process confined by sandbox.c.  bb-extract becomes it when started as
  * "bb-extract BBX_SANDBOX_CHILD_ARG" (symbols.c does that, through
- * bbx_sandbox_run()).
+ * bbx_sandbox_start()).
  */
 #ifndef BBX_RESOLVE_H
 #define BBX_RESOLVE_H

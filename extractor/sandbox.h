@@ -8,7 +8,7 @@
  * dumps, and a wall-clock deadline the parent enforces by killing it.
  * The design and why: bb-extract(1), SYMBOLS.
  *
- * The parent side (bbx_sandbox_identity, bbx_sandbox_run) and the child
+ * The parent side (bbx_sandbox_identity, _start, _finish) and the child
  * side (bbx_sandbox_confine) live here together so that what one promises
  * the other does.  Not thread-safe; bb-extract is single-threaded.
  */

@@ -551,6 +551,44 @@ def owner_case(t):
     check(at(c["frames"][0], "symt_hidden", "CRASH_HIDDEN"),
           "readable by nobody: frame 0 %r" % c["frames"][0])
 
+    # bb-extract run by users: a copy of it (and of the library, where its
+    # RUNPATH looks) that they can reach; a copy of the box they can read
+    bindir, libdir = t.sub("bin"), t.sub("libblackbox")
+    bbx = os.path.join(bindir, "bb-extract")
+    shutil.copy(EXTRACT, bbx)
+    for n in os.listdir(os.path.dirname(LIBA)):
+        if n.startswith("libblackbox.so") and not n.endswith(".p"):
+            shutil.copy(os.path.join(os.path.dirname(LIBA), n), libdir)
+    copy = os.path.join(t.sub("owner-copy"), "box")
+    shutil.copy(os.path.join(box, boxfile[0]), copy)
+    os.chown(copy, nobody, nobody)
+    os.chmod(copy, 0o644)
+
+    def as_user(uid):
+        def f():
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+        return f
+
+    def by(uid, what):
+        p = run([bbx, "--path", copy, "--json"], preexec_fn=as_user(uid))
+        check(p.returncode == 0, "%s: exit %d %s" % (what, p.returncode, p.stderr))
+        c = json.loads(p.stdout.decode().splitlines()[0]) if p.returncode == 0 else {}
+        check_contained(c.get("frames", []), what)
+        return c
+
+    # the owner itself: the child stays nobody and reads what nobody can
+    c = by(nobody, "nobody reads its own box")
+    check(at(c["frames"][0], "symt_hidden", "CRASH_HIDDEN"),
+          "nobody reads its own box: frame 0 %r" % c["frames"][0])
+    # a third user (uid 65533) can read the copy, cannot become nobody:
+    # no file is parsed for it
+    c = by(65533, "another user reads nobody's box")
+    check(c and not any("function" in f for f in c["frames"]) and
+          "the box belongs to uid %d and we are uid 65533" % nobody in
+          c.get("symbols_note", ""), "a third user's box was symbolised: %r" % c)
+
 
 class Debuginfod(http.server.BaseHTTPRequestHandler):
     files = {}      # build id -> path
