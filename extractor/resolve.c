@@ -177,12 +177,10 @@ static uint32_t call_line(Dwarf_Die *die)
 static void frame_symbol(Dwfl_Module *mod, Dwarf_Addr look, uint64_t off,
 			 struct bbx_symframe *f)
 {
+	static char plain[BBX_SYM_NAME_MAX + 1];
 	GElf_Off soff = 0;
 	GElf_Sym sym;
-	const char *name = dwfl_module_addrinfo(mod, look, &soff, &sym, NULL, NULL, NULL);
-
-	static char plain[BBX_SYM_NAME_MAX + 1];
-	const char *at;
+	const char *at, *name = dwfl_module_addrinfo(mod, look, &soff, &sym, NULL, NULL, NULL);
 
 	/* soff = look - value: a value above look wraps to a huge soff */
 	if (!name || !*name || sym.st_size == 0 || soff >= sym.st_size || soff > look)

@@ -33,8 +33,10 @@ static void note_add(char *note, size_t len, const char *what, const char *why)
 
 /*
  * The child gets no environment of ours (no LD_PRELOAD, no DEBUGINFOD_URLS
- * unless asked), only: the sanitizers' options (they mean nothing to a
- * build without sanitizers) and, with --debuginfod, what libdw's
+ * unless asked), only: LD_LIBRARY_PATH, so that it loads the libraries we
+ * loaded (an install outside the loader's paths), the sanitizers' options
+ * (they mean nothing to a build without sanitizers) and, with
+ * --debuginfod, what libdw's
  * debuginfod client reads: the servers, a cache, HOME for the default
  * cache (the owner's, when the child changes to the owner), proxies, and
  * time limits under the child's own deadline so that a slow server costs
@@ -78,6 +80,7 @@ static void child_env(struct env *e, const struct bbx_sym_opts *o,
 	e->n = 0;
 	e->used = 0;
 	e->v[0] = NULL;
+	env_pass(e, "LD_LIBRARY_PATH");
 	env_pass(e, "ASAN_OPTIONS");
 	env_pass(e, "UBSAN_OPTIONS");
 	env_pass(e, "LSAN_OPTIONS");

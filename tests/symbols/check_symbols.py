@@ -435,6 +435,16 @@ def paths_case(t, prog, full):
     os.symlink(other, v)
     expect(box, pid, v, v + ": build id differs", "symlink to another build")
 
+    # a FIFO where libdw looks for a debug file (FILE.debug beside FILE):
+    # libdw opens it and waits; the deadline costs the module its names
+    v, box, pid = victim("fifo-debug")
+    os.mkfifo(v + ".debug")
+    c = crash_record(box, pid, env_extra={"BB_EXTRACT_SYMBOL_TIMEOUT_MS": "500"},
+                     what="FIFO as a debug file")
+    check(not any("function" in x for x in of(c["frames"], v)) and
+          v + ": the symboliser timed out after 500 ms" in c.get("symbols_note", ""),
+          "FIFO as a debug file: %r" % c)
+
     # hostile: truncated after its notes
     v, box, pid = victim("truncated")
     with open(v, "r+b") as f:
