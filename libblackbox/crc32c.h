@@ -35,8 +35,8 @@ int bb__crc32c_have_hw(void);
 uint32_t bb__crc32c_sw(uint32_t crc, const void *p, size_t n);
 
 /* bb__crc_q64() and bb__crc32c_hw_update(), the instruction inline (x86-64
- * only), are in <blackbox/inline.h>: the inline fast path of bb_write_kv()
- * uses them too. */
-#include <blackbox/inline.h>
+ * only), are in <blackbox/inline.h> (which <blackbox.h> includes): the
+ * inline paths of the writers use them too. */
+#include <blackbox.h>
 
 #endif /* BB_CRC32C_H */

@@ -29,9 +29,9 @@
 /*
  * struct bb__ring (one ring as its writer sees it), struct bb__fast_box,
  * struct bb__fast_tls, the BB__CRC_* modes and the seqlock write
- * primitives are in <blackbox/inline.h>: the inline fast path of
- * bb_write_kv() compiled into applications uses them too, so they are
- * ABI ("fast path v1", explained there).  The structs below begin with the
+ * primitives are in <blackbox/inline.h>: the inline paths of the kv
+ * writers compiled into applications use them too, so they are ABI
+ * ("fast path v1", explained there).  The structs below begin with the
  * fast-path parts (static assertions in box.c).
  */
 
@@ -142,7 +142,7 @@ struct bb__w {
  * Returns 0 (then bb__end() must follow) or a negative errno / 0-for-disabled
  * through *ret with false.
  */
-static inline bool bb__begin(struct bb__w *w, int *ret)
+static inline __attribute__((always_inline)) bool bb__begin(struct bb__w *w, int *ret)
 {
 	/* Acquire pairs with the release store publishing the box in
 	 * bb_init(): the box struct is complete before we use it. */
@@ -207,7 +207,7 @@ static inline void bb__make_room_fast(struct bb__ring *r, uint64_t end)
  * bb__reserve - make room for a record of @vlen value bytes and mark it
  * busy.  Returns the value area; the envelope is filled by bb__commit().
  */
-static inline uint8_t *bb__reserve(struct bb__w *w, uint8_t flags, uint32_t vlen)
+static inline __attribute__((always_inline)) uint8_t *bb__reserve(struct bb__w *w, uint8_t flags, uint32_t vlen)
 {
 	struct bb__ring *r = w->r;
 	uint32_t hdr = BB_RECORD_HDR_SIZE + (w->shared ? 8u : 0u);
@@ -264,7 +264,7 @@ static inline __attribute__((always_inline)) void bb__seal(struct bb__w *w, uint
 }
 
 /* bb__leave - leave the nesting section (and the shared ring's lock). */
-static inline void bb__leave(struct bb__w *w)
+static inline __attribute__((always_inline)) void bb__leave(struct bb__w *w)
 {
 	if (bb_unlikely(w->shared)) {
 		bb__end_shared(w->box, &bb__tls);
@@ -286,69 +286,9 @@ static inline __attribute__((always_inline)) void bb__commit(struct bb__w *w, ui
 	bb__leave(w);
 }
 
-/* CBOR head size for a length or integer argument (RFC 8949 §3). */
-static inline uint32_t bb__cbor_head(uint64_t n)
-{
-	return n < 24 ? 1 : n <= 0xff ? 2 : n <= 0xffff ? 3 : n <= 0xffffffffu ? 5 : 9;
-}
-
-/*
- * bb__cbor_put_head - write the CBOR head of major type @major (0..7, not
- * shifted) with argument @n at @p; returns the byte after it.
- *
- * Inline rather than libcbor's cbor_encode_uint/negint/string_start/...:
- * those are PLT calls into a second library that re-dispatch on the size
- * (cbor_encode_string_start -> _cbor_encode_uint -> _cbor_encode_uint8),
- * about 19 instructions for a 1-byte head, against 2-3 here (callgrind,
- * bench/callgrind.sh, BENCHMARKS.md).  A head is one byte or a byte plus a
- * big-endian argument of 1, 2, 4 or 8 bytes (RFC 8949 §3): trivial.
- * libcbor still encodes what is not trivial (doubles, write.c).
- */
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-#define bb__be16(x) ((uint16_t)(x))
-#define bb__be32(x) ((uint32_t)(x))
-#define bb__be64(x) ((uint64_t)(x))
-#else
-#define bb__be16(x) __builtin_bswap16((uint16_t)(x))
-#define bb__be32(x) __builtin_bswap32((uint32_t)(x))
-#define bb__be64(x) __builtin_bswap64((uint64_t)(x))
-#endif
-
-static inline uint8_t *bb__cbor_put_head(unsigned major, uint64_t n, uint8_t *p)
-{
-	uint8_t mt = (uint8_t)(major << 5);
-
-	if (bb_likely(n < 24)) {
-		*p = (uint8_t)(mt | n);
-		return p + 1;
-	}
-	if (n <= 0xff) {
-		p[0] = mt | 24;
-		p[1] = (uint8_t)n;
-		return p + 2;
-	}
-	if (n <= 0xffff) {
-		uint16_t be = bb__be16(n);
-
-		p[0] = mt | 25;
-		memcpy(p + 1, &be, 2);
-		return p + 3;
-	}
-	if (n <= 0xffffffffu) {
-		uint32_t be = bb__be32(n);
-
-		p[0] = mt | 26;
-		memcpy(p + 1, &be, 4);
-		return p + 5;
-	}
-	{
-		uint64_t be = bb__be64(n);
-
-		p[0] = mt | 27;
-		memcpy(p + 1, &be, 8);
-		return p + 9;
-	}
-}
+/* bb__cbor_head(), bb__cbor_put_head() (CBOR heads written inline rather
+ * than by libcbor), bb__cbor_put_f64() and bb__copy_small() are in
+ * <blackbox/inline.h>: the inline paths of the kv writers use them too. */
 
 /* Cut @n so that s[0..n) does not end inside a UTF-8 sequence. */
 static inline size_t bb__utf8_cut(const char *s, size_t n)

@@ -5,11 +5,10 @@
  * shared library.
  *
  * The tests must know whether a write ran inline or through the library.
- * This program defines bb_write_kvn() itself: its own calls (the inline
- * path's fallbacks, and the bb_write_kv() macro when the lengths are not
- * constants) bind to this definition, which counts and forwards to the
- * library's through dlsym(RTLD_NEXT).  A write that leaves the count alone
- * ran inline.
+ * This program defines the library's entries the inline paths fall back to
+ * (bb_write_kvn(), bb_write_kv() ...) itself: its own calls bind to these
+ * definitions, which count and forward to the library's through
+ * dlsym(RTLD_NEXT).  A write that leaves the count alone ran inline.
  *
  * What is checked: the program sees the box through its copy relocation of
  * bb__box_v1; literal writes run inline after the thread's first write;
@@ -46,22 +45,35 @@ Test(inline, not_built_here)
 
 TestSuite(inline, .init = bbt_setup_dir, .fini = bbt_teardown_dir, .timeout = 120);
 
-/* ---- the interposed library entry --------------------------------------- */
+/* ---- the interposed library entries ------------------------------------- */
 
 static atomic_ulong kvn_calls;
 
-int bb_write_kvn(const char *key, size_t klen, const char *value, size_t vlen)
-{
-	static int (*real)(const char *, size_t, const char *, size_t);
-
-	if (!real) {
-		*(void **)&real = dlsym(RTLD_NEXT, "bb_write_kvn");
-		if (!real)
-			abort();
+/*
+ * BBT_COUNT(ret, name, params, args) - define @name here: count the call
+ * and forward it to the library's @name, found with dlsym(RTLD_NEXT).  The
+ * inline paths' fallbacks (and the macros for strings they do not take)
+ * call these entries; this program's definitions take precedence over the
+ * library's for its own calls.  Parenthesised: <blackbox.h> has macros of
+ * these names.
+ */
+#define BBT_COUNT(ret, name, params, args)                                  \
+	ret (name) params                                                   \
+	{                                                                   \
+		static ret (*real) params;                                  \
+									    \
+		if (!real) {                                                \
+			*(void **)&real = dlsym(RTLD_NEXT, #name);          \
+			if (!real)                                          \
+				abort();                                    \
+		}                                                           \
+		atomic_fetch_add(&kvn_calls, 1);                            \
+		return real args;                                           \
 	}
-	atomic_fetch_add(&kvn_calls, 1);
-	return real(key, klen, value, vlen);
-}
+
+BBT_COUNT(int, bb_write_kvn, (const char *key, size_t klen, const char *value, size_t vlen),
+	  (key, klen, value, vlen))
+BBT_COUNT(int, bb_write_kv, (const char *key, const char *value), (key, value))
 
 static unsigned long calls(void)
 {
@@ -324,23 +336,32 @@ Test(inline, same_records_as_the_library_without_checksums)
 	same_records_as_the_library(BB_OPT_NO_CRC);
 }
 
-Test(inline, strings_of_24_bytes_take_the_library)
+Test(inline, strings_over_64_bytes_take_the_library)
 {
+	static const char k65[] =
+		"abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklm";
 	struct raws c;
 	unsigned long before;
 
+	cr_assert_eq(strlen(k65), 65);
 	open_box(0, 0, 0);
 	cr_assert_eq(bb_write_kv("k", "v"), 0);
 	before = calls();
-	cr_assert_eq(bb_write_kv("abcdefghijklmnopqrstuvwx", "v"), 0);   /* 24-byte key */
-	cr_assert_eq(bb_write_kv("k", "abcdefghijklmnopqrstuvwx"), 0);   /* 24-byte value */
+	/* 24 to 64 bytes take a 2-byte head, inline. */
+	cr_assert_eq(bb_write_kv("abcdefghijklmnopqrstuvwx", "v"), 0);
+	cr_assert_eq(calls(), before);
+	/* 65 bytes: the library measures and writes them. */
+	cr_assert_eq(bb_write_kv(k65, "v"), 0);
+	cr_assert_eq(bb_write_kv("k", k65), 0);
 	cr_assert_eq(calls(), before + 2);
 	read_box(path, &c);
 	only_kv(&c);
-	cr_assert_eq(c.n, 3);
+	cr_assert_eq(c.n, 4);
 	cr_assert_eq(c.r[1].vlen, 1 + 2 + 24 + 1 + 1);   /* text(24) has a 2-byte head */
 	cr_assert_eq(c.r[1].value[1], 0x78);
 	cr_assert_eq(c.r[1].value[2], 24);
+	cr_assert_eq(c.r[2].vlen, 1 + 2 + 65 + 1 + 1);
+	cr_assert_eq(c.r[3].vlen, 1 + 1 + 1 + 2 + 65);
 	free(c.r);
 	cr_assert_eq(bb_close(), 0);
 }
