@@ -185,7 +185,7 @@ static void write_one_of_each(void)
 	const uint8_t bytes[] = { 0, 1, 0xfe, 0xff, 7 };
 	struct bb_field ev[] = { BB_STR("path", "/index.html"), BB_I64("status", -404),
 				 BB_F64("ms", 1.5), BB_BYTES("raw", bytes, 5) };
-	char big[3000];
+	char big[5000];
 
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
