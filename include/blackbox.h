@@ -188,21 +188,22 @@ int bb_write_kv_bool(const char *key, bool v);
  * NULL (even with a zero length).  Errors and AS-safety as the writers
  * above.
  *
- * With GCC or Clang, bb_write_kv() is a macro (unless BB_NO_INLINE is
- * defined) that lets the compiler see the strings:
- *  - when both lengths are compile-time constants under 24 bytes (string
- *    literals, the common bb_write_kv("state", "ready")), in C on x86-64,
- *    the record is written inline in the caller by the library's own
- *    protocol (<blackbox/inline.h>): no call, about 1.2x a bare
- *    clock_gettime() instead of 1.29x through the library (BENCHMARKS.md
- *    "Inline fast path").  Same record bytes, same returns, same AS-safety;
- *    a thread's first write, a nested write, a box without the SSE4.2
- *    checksum and a ring that must drop more than one old record still go
- *    through the library;
- *  - otherwise it calls bb_write_kvn() with the lengths, so a literal key
- *    costs no strlen().
- * The exported function bb_write_kv() remains, for function pointers,
- * other languages and (bb_write_kv)(k, v).
+ * Inline paths.  With GCC or Clang on x86-64, in C and C++, bb_write_kv()
+ * and the typed bb_write_kv_i64(), _u64() and _f64() are macros (unless
+ * BB_NO_INLINE is defined) that write the record in the caller, by the
+ * library's own protocol (<blackbox/inline.h>), when the key and a text
+ * value are at most 64 bytes: string literals with their lengths folded at
+ * compile time, strings known only at run time measured inline (aligned
+ * 16-byte blocks, never a page the string does not reach).  Same record
+ * bytes, same returns, same AS-safety; a thread's first write, a nested
+ * write, a box without the SSE4.2 checksum, a ring that must drop more
+ * than one old record and longer or NULL strings go through the library.
+ * About 1.2x a bare clock_gettime() for literals, 1.3x for run-time
+ * strings, where the library call costs 1.3x and 1.35x (BENCHMARKS.md
+ * "Record cost").  Without the inline paths (other targets), GCC and
+ * Clang still pass a literal's length to bb_write_kvn(): no strlen().
+ * The exported functions remain, for function pointers, other languages
+ * and (bb_write_kv)(k, v).
  */
 int bb_write_kvn(const char *key, size_t klen, const char *value, size_t vlen);
 
@@ -232,6 +233,14 @@ int bb__write_kv_inline(const char *key, const char *value)
  * are copied in order; long strings are truncated (flagged) to fit.
  * Errors as the writers above, plus -EINVAL for n > BB_EVENT_MAX_FIELDS, a
  * NULL key, or an unknown type.  AS-safe as the writers above.
+ *
+ * Inline path: with GCC or Clang on x86-64 (C and C++, unless BB_NO_INLINE)
+ * a macro writes the record in the caller when the compiler sees @n and
+ * every field's type as constants (at most 8 fields, built where the call
+ * is: BB_STR() ..., member assignments), every string is at most 64 bytes
+ * and the record fits the box; otherwise, and for invalid arguments, it
+ * calls the library.  Same record, same returns.  About 1.4x a bare
+ * clock_gettime() for 4 fields, 2.5x through the library (BENCHMARKS.md).
  */
 int bb_write_event(const char *name, const struct bb_field *fields, size_t n);
 

@@ -977,7 +977,7 @@ int bb__event_fast(const char *name, const struct bb_field *f, size_t nf, int nl
 	BB__UNROLL
 	for (size_t i = 0; i < nf; i++) {
 		key[i] = f[i].key;
-		type[i] = f[i].type;
+		type[i] = (int)f[i].type;
 		ptr[i] = NULL;
 		val[i] = 0;
 		vl[i] = 0;
