@@ -122,29 +122,27 @@ static inline uint8_t *bb__put_int(uint8_t *p, int64_t v)
 	return bb__cbor_put_head((unsigned)(sign & 1), (uint64_t)v ^ sign, p);
 }
 
-/* Copy @n bytes: inline moves up to 16 (bb__copy_small(), <blackbox/inline.h>;
- * keys and values are mostly short), libc's memcpy above (inline copies up
- * to 64 cost the library's writers 10-20 instructions per record, measured:
- * the bigger inlined bodies keep fewer values in registers).  Never reads
+/* Copy @n bytes: inline moves up to 16 (bb__copy16(), <blackbox/inline.h>;
+ * keys and values are mostly short), libc's memcpy above (the inline
+ * paths' copies up to 64 made the library's writers bigger than GCC
+ * inlines well: +6 instructions per bb_write_kvn, measured).  Never reads
  * or writes outside [0, n). */
 static inline void bb__copy(uint8_t *d, const void *src, size_t n)
 {
 	if (bb_likely(n <= 16))
-		bb__copy_small(d, src, n);
+		bb__copy16(d, src, n);
 	else
 		memcpy(d, src, n);
 }
 
-static inline __attribute__((always_inline))
-uint8_t *bb__put_text(uint8_t *p, const char *s, size_t n)
+static inline uint8_t *bb__put_text(uint8_t *p, const char *s, size_t n)
 {
 	p = bb__cbor_put_head(3, n, p);
 	bb__copy(p, s, n);
 	return p + n;
 }
 
-static inline __attribute__((always_inline))
-uint8_t *bb__put_bytes(uint8_t *p, const void *s, size_t n)
+static inline uint8_t *bb__put_bytes(uint8_t *p, const void *s, size_t n)
 {
 	p = bb__cbor_put_head(2, n, p);
 	bb__copy(p, s, n);
@@ -203,7 +201,7 @@ static __attribute__((noinline)) void bb__important_copy(struct bb__w *w, uint8_
 	c.flags = (uint8_t)(w->flags | BB_RF_TID);
 	p = bb__reserve(&c, 0, vlen);
 	memcpy(p, w->rec + vhdr, vlen);
-	bb__seal(&c, tag, ts);
+	bb__seal(&c, tag, ts, false);
 	/* Release: our head/tail updates of the important ring (process-local
 	 * and in the descriptor) are visible to the next holder's acquire CAS. */
 	BB_STORE_RELEASE(lock, 0);
@@ -216,7 +214,7 @@ static inline void bb__commit_important(struct bb__w *w, uint8_t tag)
 {
 	uint64_t ts = bb__now(&w->box->f);
 
-	bb__seal(w, tag, ts);
+	bb__seal(w, tag, ts, false);
 	bb__important_copy(w, tag, ts);
 }
 
@@ -305,7 +303,7 @@ static int bb__write_blob(uint8_t tag, const void *s, size_t n)
 			bb__put_text(p, s, n);
 		else
 			bb__put_bytes(p, s, n);
-		bb__commit(&w, tag));
+		bb__commit_big(&w, tag));
 	return 0;
 }
 

@@ -142,7 +142,7 @@ struct bb__w {
  * Returns 0 (then bb__end() must follow) or a negative errno / 0-for-disabled
  * through *ret with false.
  */
-static inline __attribute__((always_inline)) bool bb__begin(struct bb__w *w, int *ret)
+static inline bool bb__begin(struct bb__w *w, int *ret)
 {
 	/* Acquire pairs with the release store publishing the box in
 	 * bb_init(): the box struct is complete before we use it. */
@@ -207,7 +207,7 @@ static inline void bb__make_room_fast(struct bb__ring *r, uint64_t end)
  * bb__reserve - make room for a record of @vlen value bytes and mark it
  * busy.  Returns the value area; the envelope is filled by bb__commit().
  */
-static inline __attribute__((always_inline)) uint8_t *bb__reserve(struct bb__w *w, uint8_t flags, uint32_t vlen)
+static inline uint8_t *bb__reserve(struct bb__w *w, uint8_t flags, uint32_t vlen)
 {
 	struct bb__ring *r = w->r;
 	uint32_t hdr = BB_RECORD_HDR_SIZE + (w->shared ? 8u : 0u);
@@ -232,8 +232,15 @@ static inline __attribute__((always_inline)) uint8_t *bb__reserve(struct bb__w *
  * bb__seal - fill the envelope with @tag and the stamp @ts, append the CRC
  * trailer, mark the record committed and publish head.  Still inside the
  * nesting section (and, for the shared ring, the lock): bb__leave() next.
+ * @big (a constant): the value may be long, checksum one of 64 bytes or
+ * more out of line, in three streams from BB__CRC_LONG_MIN bytes
+ * (crc32c.c: a third of the time for 4 KiB).  Only the text and byte
+ * writers pass it: in the others the possible call cost the short records
+ * 0.3-0.7 ns (the compiler keeps fewer values in registers across it),
+ * measured, and their long values keep the inline single stream.
  */
-static inline __attribute__((always_inline)) void bb__seal(struct bb__w *w, uint8_t tag, uint64_t ts)
+static inline __attribute__((always_inline))
+void bb__seal(struct bb__w *w, uint8_t tag, uint64_t ts, bool big)
 {
 	const struct bb__fast_box *fb = &w->box->f;
 	uint32_t seq = BB_SEQ_DONE(w->pos);
@@ -250,12 +257,9 @@ static inline __attribute__((always_inline)) void bb__seal(struct bb__w *w, uint
 		uint32_t crc, off = (uint32_t)(w->len - BB_CRC_SIZE);
 #if defined(__x86_64__) && defined(__LP64__)
 		if (bb_likely(fb->crc == BB__CRC_HW)) {
-			/* A value of 64 bytes or more out of line
-			 * (crc32c.c: three streams from BB__CRC_LONG_MIN
-			 * bytes, a third of the time for 4 KiB); testing
-			 * 64 costs nothing, the inline CRC's block loop
-			 * then folds away. */
-			if (bb_unlikely(off - BB_RECORD_HDR_SIZE >= 64))
+			/* Testing 64 costs nothing: the inline CRC's block
+			 * loop then folds away. */
+			if (big && bb_unlikely(off - BB_RECORD_HDR_SIZE >= 64))
 				crc = bb__record_crc_long(seq, w1, ts,
 							  w->rec + BB_RECORD_HDR_SIZE,
 							  off - BB_RECORD_HDR_SIZE);
@@ -275,7 +279,7 @@ static inline __attribute__((always_inline)) void bb__seal(struct bb__w *w, uint
 }
 
 /* bb__leave - leave the nesting section (and the shared ring's lock). */
-static inline __attribute__((always_inline)) void bb__leave(struct bb__w *w)
+static inline void bb__leave(struct bb__w *w)
 {
 	if (bb_unlikely(w->shared)) {
 		bb__end_shared(w->box, &bb__tls);
@@ -293,7 +297,15 @@ static inline __attribute__((always_inline)) void bb__commit(struct bb__w *w, ui
 	 * bb__reserve() instead (to overlap rdtsc with the encoding) was
 	 * measured: TSC mode unchanged, the default clock 5 ns slower (the
 	 * write state is spilled across the clock_gettime() call). */
-	bb__seal(w, tag, bb__now(&w->box->f));
+	bb__seal(w, tag, bb__now(&w->box->f), false);
+	bb__leave(w);
+}
+
+/* bb__commit_big - bb__commit() of a value that may be long (see
+ * bb__seal()). */
+static inline __attribute__((always_inline)) void bb__commit_big(struct bb__w *w, uint8_t tag)
+{
+	bb__seal(w, tag, bb__now(&w->box->f), true);
 	bb__leave(w);
 }
 

@@ -484,35 +484,17 @@ static inline uint8_t *bb__cbor_put_f64(uint8_t *p, uint64_t bits)
 }
 
 /*
- * bb__copy_small - copy @n bytes, n <= 64: two overlapping loads and
- * stores of the largest power of two not above n (one pair of 32 bytes for
- * 33..64), never reading or writing outside [0, n).  A few moves where a
- * PLT call into libc's memcpy costs ~14 instructions more (callgrind); for
- * a constant @n the compiler emits the exact moves.
+ * bb__copy16 - copy @n bytes, n <= 16: two overlapping loads and stores of
+ * 8 or 4 bytes, or three bytes, never reading or writing outside [0, n).
+ * A few moves where a PLT call into libc's memcpy costs ~14 instructions
+ * more (callgrind); for a constant @n the compiler emits the exact moves.
+ * The library's writers use it for short strings (write.c).
  */
-static inline __attribute__((always_inline))
-void bb__copy_small(uint8_t *d, const void *src, size_t n)
+static inline void bb__copy16(uint8_t *d, const void *src, size_t n)
 {
 	const uint8_t *s = (const uint8_t *)src;
 
-	if (n >= 16) {
-		uint8_t a[32], b[32];
-		size_t k = n > 32 ? 32 : 16;
-
-		/* memcpy of a constant 16 or 32 bytes: unaligned vector
-		 * moves, no call. */
-		if (k == 32) {
-			memcpy(a, s, 32);
-			memcpy(b, s + n - 32, 32);
-			memcpy(d, a, 32);
-			memcpy(d + n - 32, b, 32);
-		} else {
-			memcpy(a, s, 16);
-			memcpy(b, s + n - 16, 16);
-			memcpy(d, a, 16);
-			memcpy(d + n - 16, b, 16);
-		}
-	} else if (n >= 8) {
+	if (n >= 8) {
 		uint64_t a, b;
 
 		memcpy(&a, s, 8);
@@ -530,6 +512,32 @@ void bb__copy_small(uint8_t *d, const void *src, size_t n)
 		d[0] = s[0];
 		d[n / 2] = s[n / 2];
 		d[n - 1] = s[n - 1];
+	}
+}
+
+/*
+ * bb__copy_small - bb__copy16() for n <= 64: above 16, two overlapping
+ * 16-byte (up to 32) or 32-byte copies (memcpy of a constant 16 or 32
+ * bytes: unaligned vector moves, no call).  The inline paths' copy.
+ */
+static inline __attribute__((always_inline))
+void bb__copy_small(uint8_t *d, const void *src, size_t n)
+{
+	const uint8_t *s = (const uint8_t *)src;
+	uint8_t a[32], b[32];
+
+	if (n <= 16) {
+		bb__copy16(d, s, n);
+	} else if (n > 32) {
+		memcpy(a, s, 32);
+		memcpy(b, s + n - 32, 32);
+		memcpy(d, a, 32);
+		memcpy(d + n - 32, b, 32);
+	} else {
+		memcpy(a, s, 16);
+		memcpy(b, s + n - 16, 16);
+		memcpy(d, a, 16);
+		memcpy(d + n - 16, b, 16);
 	}
 }
 
