@@ -12,6 +12,10 @@
  *  - bb_write_kv(k, v) with both strings known only at run time (read
  *    through volatile pointers): the inline path's bounded scan, once with
  *    the same 3 + 10 bytes and once with 16 + 64 (the longest it takes);
+ *  - two floors of those inline paths: the run-time strings' record with
+ *    their lengths known to the compiler (bb__kv_fast() of <blackbox/inline.h>,
+ *    internal, called here only to show what the scan and the variable
+ *    lengths cost), and bb_write_kv_i64 of a constant (its size folded);
  *  - bb_write_kv_i64/_u64/_f64 with a literal key, bb_write_i64;
  *  - bb_write_event with 4 fields (2 strings, 2 i64);
  *  - a 4 KiB value (bb_write_bytes) against the floor of what it must do
@@ -87,6 +91,9 @@ BT_OP(op_kv, ncalls, bad |= bb_write_kv("req", "GET /index"))
 BT_OP(op_kv_lib, ncalls, bad |= bb_write_kvn("req", 3, "GET /index", 10))
 BT_OP(op_kv_run, ncalls, bad |= bb_write_kv(dyn_key, dyn_value))
 BT_OP(op_kv_run64, ncalls, bad |= bb_write_kv(dyn_key16, dyn_value64))
+BT_OP(op_kv_known, ncalls,
+      bad |= bb__kv_fast(dyn_key, 3, BB__KV_TEXT, dyn_value, 10, 0))
+BT_OP(op_kv_i64_const, ncalls, bad |= bb_write_kv_i64("n", 1000))
 BT_OP(op_kv_i64, ncalls, bad |= bb_write_kv_i64("n", 1000 + (int64_t)i))
 BT_OP(op_kv_u64, ncalls, bad |= bb_write_kv_u64("n", 1000 + (uint64_t)i))
 BT_OP(op_kv_f64, ncalls, bad |= bb_write_kv_f64("x", (double)i * 0.25))
@@ -152,7 +159,7 @@ int main(int argc, char **argv)
 		for (size_t k = 0; k < sizeof(cfg) / sizeof(cfg[0]); k++) {
 			struct bb_options o = { .clock = cfg[k].clock,
 						.flags = cfg[k].flags | BB_OPT_NO_ENV };
-			struct bt_stat3 clk, tck, kv, kvl, kvr, kvr64, ki, ku, kf, i64, ev;
+			struct bt_stat3 clk, tck, kv, kvl, kvr, kvr64, kvk, kic, ki, ku, kf, i64, ev;
 			struct bt_stat3 cp, crc1 = { 0, 0, 0 }, crc, flr, b4k;
 			int crc_on = !(cfg[k].flags & BB_OPT_NO_CRC), tsc = cfg[k].clock != 0;
 			int ret = bb_init_opts(&o);
@@ -170,6 +177,8 @@ int main(int argc, char **argv)
 			kvl = measure(op_kv_lib);
 			kvr = measure(op_kv_run);
 			kvr64 = measure(op_kv_run64);
+			kvk = measure(op_kv_known);
+			kic = measure(op_kv_i64_const);
 			ki = measure(op_kv_i64);
 			ku = measure(op_kv_u64);
 			kf = measure(op_kv_f64);
@@ -190,6 +199,8 @@ int main(int argc, char **argv)
 			row("  the same, library call", kvl, &clk, &tck);
 			row("bb_write_kv(k, v) run-time, 3 + 10 B", kvr, &clk, &tck);
 			row("bb_write_kv(k, v) run-time, 16 + 64 B", kvr64, &clk, &tck);
+			row("  floor: lengths known, 3 + 10 B", kvk, &clk, &tck);
+			row("  floor: bb_write_kv_i64(\"n\", 1000)", kic, &clk, &tck);
 			row("bb_write_kv_i64(\"n\", v)", ki, &clk, &tck);
 			row("bb_write_kv_u64(\"n\", v)", ku, &clk, &tck);
 			row("bb_write_kv_f64(\"x\", v)", kf, &clk, &tck);
