@@ -573,7 +573,7 @@ const void *bb__opaque(const void *s, size_t n)
  * accepts the aligned blocks: a naturally aligned load of which some bytes
  * are addressable is allowed, its other bytes undefined, --partial-loads-ok
  * defaults to yes, and the mask of the terminator does not depend on them;
- * tests/lib/test_inline.c runs under it.)
+ * tests/lib/inline_memcheck.c runs under it.)
  */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_HWADDRESS__)
 #define BB__STRLEN_BY_LIBC 1
@@ -946,12 +946,20 @@ static inline uint64_t bb__int_arg(int64_t v)
  * bb__event_fast - bb_write_event(@name, @f, @nf) (<blackbox.h>) in the
  * caller: [text name, {key: value, ...}], the library's record, when @nf is
  * a compile-time constant up to BB__EVENT_INLINE_MAX, every field's type is
- * a compile-time constant (the fields are written where the call is, as
- * with BB_STR() ...), every string (name, keys, text and byte values) is at
- * most BB__INLINE_STR_MAX bytes and the whole fits the box's room.  The
- * loops over the fields are unrolled, so literal keys fold like the kv
+ * a compile-time constant, every string (name, keys, text and byte values)
+ * is at most BB__INLINE_STR_MAX bytes and the whole fits the box's room.
+ * The loops over the fields are unrolled, so literal keys fold like the kv
  * path's.  Anything else, and every invalid argument (its -EINVAL), takes
  * the library's bb_write_event().
+ *
+ * When the compiler sees the types: GCC decides __builtin_constant_p right
+ * after its main inlining, so the stores of the types must be visible by
+ * then: fields written where the call is (BB_STR() ..., member
+ * assignments, always_inline helpers; a plain static inline helper may be
+ * inlined too late in a big function), and not given since to a call that
+ * might change them (another event's library fallback, say).  Under
+ * AddressSanitizer the instrumented array hides them.  Either way the
+ * event still takes the library, correctly.
  */
 static inline __attribute__((always_inline))
 int bb__event_fast(const char *name, const struct bb_field *f, size_t nf, int nlit)
