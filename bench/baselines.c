@@ -130,6 +130,37 @@ void bt_base_fprintf(struct bt_ctx *c)
 	fprintf(c->f, "%s=%s\n", bt_key, bt_val);
 }
 
+/* ---- best batches -------------------------------------------------------- */
+
+struct bt_stat3 bt_best(int (*fn)(void), unsigned long nbatch, unsigned long calls,
+			const char *prog)
+{
+	double *s = malloc(sizeof(*s) * nbatch);
+	struct bt_stat3 r;
+
+	if (!s) {
+		perror("malloc");
+		exit(1);
+	}
+	for (unsigned long b = 0, warm = nbatch / 10; b < warm + nbatch; b++) {
+		uint64_t t0 = bt_tick_begin();
+		int bad = fn();
+		uint64_t t1 = bt_tick_end();
+
+		if (bad) {
+			fprintf(stderr, "%s: a write failed\n", prog);
+			exit(1);
+		}
+		if (b >= warm)
+			s[b - warm] = (double)(t1 - t0) * bt_ns_per_tick / (double)calls;
+	}
+	r.p50 = bt_quantile(s, nbatch, 0.5);   /* sorts s */
+	r.min = s[0];
+	r.p10 = bt_quantile(s, nbatch, 0.1);
+	free(s);
+	return r;
+}
+
 /* ---- statistics ---------------------------------------------------------- */
 
 static int cmp_double(const void *a, const void *b)

@@ -140,6 +140,25 @@ void bt_base_write(struct bt_ctx *c);          /* write(2) of bt_line */
 void bt_base_fprintf_flush(struct bt_ctx *c);  /* fprintf + fflush */
 void bt_base_fprintf(struct bt_ctx *c);        /* fprintf, buffered: lost on SIGKILL */
 
+/* ---- best batches -------------------------------------------------------- */
+
+/* Per call, in ns, over the batches of bt_best(). */
+struct bt_stat3 {
+	double min, p10, p50;
+};
+
+/*
+ * bt_best - run @fn (a BT_OP function making @calls calls) in @nbatch timed
+ * batches after a warm-up of a tenth as many (the ring claim, the PLT,
+ * every ring wrapped), and return the minimum, the 10th percentile and the
+ * median of the per-call times.  A batch that shared its core with
+ * anything else is slower, never faster: the minimum estimates the cost on
+ * a quiet core.  Exits with a message naming @prog if @fn returns
+ * non-zero (a call failed: nothing to time).
+ */
+struct bt_stat3 bt_best(int (*fn)(void), unsigned long nbatch, unsigned long calls,
+			const char *prog);
+
 /* ---- statistics ---------------------------------------------------------- */
 
 /* Sort @v in place and return its @p quantile (0 <= p <= 1), nearest rank. */

@@ -6,9 +6,14 @@
  * BLACKBOX_DIR set to a private temporary directory).
  *
  * Usage: bench_icount OP N
- *   OP: clock | kv | kvlib | i64 | str16 | event4 | nop
+ *   OP: clock | kv | kvlib | kvrun | kvrun64 | kvi64 | kvu64 | kvf64 | i64 |
+ *       str16 | event4 | bytes4k | nop
  *   (kv: bb_write_kv() of two literals, the inline fast path; kvlib: the
- *   same record through the library, bb_write_kvn())
+ *   same record through the library, bb_write_kvn(); kvrun: the same two
+ *   strings known only at run time, the inline path's scan; kvrun64: run-time
+ *   strings of 16 and 64 bytes; kvi64/kvu64/kvf64: the typed writers with a
+ *   literal key, inline; event4: bb_write_event() with 4 fields, 2 strings
+ *   and 2 i64; bytes4k: bb_write_bytes() of 4 KiB)
  *
  * bb_init(0), then a warm-up of WARMUP calls of OP (claims the thread's ring,
  * resolves lazy PLT bindings, and wraps the ring several times so that the
@@ -33,6 +38,13 @@
 
 static const char str16[] = "aaaaaaaaaaaaaaaa";
 static volatile uint64_t sink;
+/* Not literals to the compiler: read anew on every call. */
+static const char *volatile dyn_key = "req";
+static const char *volatile dyn_value = "GET /index";
+static const char *volatile dyn_key16 = "request.path.key";
+static const char *volatile dyn_value64 =
+	"/api/v2/orders/1234567890/items?expand=all&fields=id,sku,qty,pr";
+static uint8_t big[4096];
 
 #define NOINLINE __attribute__((noinline, noclone))
 
@@ -55,13 +67,13 @@ static void do_clock(void)
 	sink += (uint64_t)ts.tv_nsec;
 }
 
-static void do_event4(void)
+static void do_event4(unsigned i)
 {
 	struct bb_field f[4] = {
 		BB_STR("method", "GET"),
 		BB_STR("path", "/index"),
 		BB_I64("status", 200),
-		BB_U64("bytes", 4096),
+		BB_I64("bytes", (int64_t)i),
 	};
 
 	bb_write_event("http", f, 4);
@@ -71,9 +83,15 @@ DEFINE_OP(nop, __asm__ __volatile__("" ::: "memory"))
 DEFINE_OP(clock, do_clock())
 DEFINE_OP(kv, bb_write_kv("req", "GET /index"))
 DEFINE_OP(kvlib, bb_write_kvn("req", 3, "GET /index", 10))
+DEFINE_OP(kvrun, bb_write_kv(dyn_key, dyn_value))
+DEFINE_OP(kvrun64, bb_write_kv(dyn_key16, dyn_value64))
+DEFINE_OP(kvi64, bb_write_kv_i64("n", 1000 + (int64_t)i))
+DEFINE_OP(kvu64, bb_write_kv_u64("n", 1000 + (uint64_t)i))
+DEFINE_OP(kvf64, bb_write_kv_f64("x", (double)i * 0.25))
 DEFINE_OP(i64, bb_write_i64((int64_t)i))
 DEFINE_OP(str16, bb_write_str(str16))
-DEFINE_OP(event4, do_event4())
+DEFINE_OP(event4, do_event4(i))
+DEFINE_OP(bytes4k, bb_write_bytes(big, sizeof(big)))
 
 static const struct {
 	const char *name;
@@ -84,9 +102,15 @@ static const struct {
 	{ "clock", warm_clock, loop_clock },
 	{ "kv", warm_kv, loop_kv },
 	{ "kvlib", warm_kvlib, loop_kvlib },
+	{ "kvrun", warm_kvrun, loop_kvrun },
+	{ "kvrun64", warm_kvrun64, loop_kvrun64 },
+	{ "kvi64", warm_kvi64, loop_kvi64 },
+	{ "kvu64", warm_kvu64, loop_kvu64 },
+	{ "kvf64", warm_kvf64, loop_kvf64 },
 	{ "i64", warm_i64, loop_i64 },
 	{ "str16", warm_str16, loop_str16 },
 	{ "event4", warm_event4, loop_event4 },
+	{ "bytes4k", warm_bytes4k, loop_bytes4k },
 };
 
 int main(int argc, char **argv)
@@ -96,7 +120,8 @@ int main(int argc, char **argv)
 	int ret;
 
 	if (argc != 3) {
-		fprintf(stderr, "usage: bench_icount nop|clock|kv|kvlib|i64|str16|event4 N\n");
+		fprintf(stderr, "usage: bench_icount nop|clock|kv|kvlib|kvrun|kvrun64|kvi64|kvu64|"
+			"kvf64|i64|str16|event4|bytes4k N\n");
 		return 2;
 	}
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)

@@ -2,7 +2,8 @@
 //
 // cxx_example.cpp - libblackbox from C++: both public headers compile as
 // C++ (extern "C", no C-only constructs), and a box is written and read
-// back.  Run with a private BLACKBOX_DIR.
+// back.  The writes below take the inline paths of <blackbox/inline.h>
+// (g++ and clang++ on x86-64), as in C.  Run with a private BLACKBOX_DIR.
 //
 //   bb-cxx-example [EXPECTED_VERSION]
 #include <blackbox.h>
@@ -57,6 +58,8 @@ int main(int argc, char **argv)
 	if (ret < 0)
 		return fail("bb_init", ret);
 	bb_write_kv("lang", "c++");
+	std::string who = "example";
+	bb_write_kv("who", who.c_str());   // known only at run time
 	bb_write_kv_i64("answer", 42);
 
 	// No compound literals in C++: set the members.
@@ -87,8 +90,8 @@ int main(int argc, char **argv)
 	bb_close();
 	if (ret != 0)
 		return fail("bb_reader_walk", ret);
-	if (c.kv != 2 || c.events != 1) {
-		std::fprintf(stderr, "read back %d kv and %d events, wrote 2 and 1\n", c.kv, c.events);
+	if (c.kv != 3 || c.events != 1) {
+		std::fprintf(stderr, "read back %d kv and %d events, wrote 3 and 1\n", c.kv, c.events);
 		return 1;
 	}
 	return 0;

@@ -42,8 +42,36 @@
 extern "C" {
 #endif
 
-/* The inline fast path (internal names, bb__*): see bb_write_kv(). */
+/* Field types of a structured event. */
+enum bb_type {
+	BB_TYPE_STR = 1,
+	BB_TYPE_I64,
+	BB_TYPE_U64,
+	BB_TYPE_F64,
+	BB_TYPE_BOOL,
+	BB_TYPE_BYTES,
+};
+
+struct bb_field {
+	const char  *key;
+	enum bb_type type;
+	union {
+		const char *s;
+		int64_t     i64;
+		uint64_t    u64;
+		double      f64;
+		bool        b;
+		struct { const void *p; size_t n; } bytes;
+	} v;
+};
+
+/* Maximum fields in one event. */
+#define BB_EVENT_MAX_FIELDS 32u
+
+/* The inline paths (internal names, bb__*): see bb_write_kv() and
+ * bb_write_event(). */
 #include <blackbox/inline.h>
+
 
 #define BB_VERSION_MAJOR 0
 #define BB_VERSION_MINOR 1
@@ -160,25 +188,34 @@ int bb_write_kv_bool(const char *key, bool v);
  * NULL (even with a zero length).  Errors and AS-safety as the writers
  * above.
  *
- * With GCC or Clang, bb_write_kv() is a macro (unless BB_NO_INLINE is
- * defined) that lets the compiler see the strings:
- *  - when both lengths are compile-time constants under 24 bytes (string
- *    literals, the common bb_write_kv("state", "ready")), in C on x86-64,
- *    the record is written inline in the caller by the library's own
- *    protocol (<blackbox/inline.h>): no call, about 1.2x a bare
- *    clock_gettime() instead of 1.29x through the library (BENCHMARKS.md
- *    "Inline fast path").  Same record bytes, same returns, same AS-safety;
- *    a thread's first write, a nested write, a box without the SSE4.2
- *    checksum and a ring that must drop more than one old record still go
- *    through the library;
- *  - otherwise it calls bb_write_kvn() with the lengths, so a literal key
- *    costs no strlen().
- * The exported function bb_write_kv() remains, for function pointers,
- * other languages and (bb_write_kv)(k, v).
+ * Inline paths.  With GCC or Clang on x86-64, in C and C++, bb_write_kv()
+ * and the typed bb_write_kv_i64(), _u64() and _f64() are macros (unless
+ * BB_NO_INLINE is defined) that write the record in the caller, by the
+ * library's own protocol (<blackbox/inline.h>), when the key and a text
+ * value are at most 64 bytes: string literals with their lengths folded at
+ * compile time, strings known only at run time measured inline (aligned
+ * 16-byte blocks, never a page the string does not reach).  Same record
+ * bytes, same returns, same AS-safety; a thread's first write, a nested
+ * write, a box without the SSE4.2 checksum, a ring that must drop more
+ * than one old record and longer or NULL strings go through the library.
+ * About 1.2x a bare clock_gettime() for literals, 1.3x for run-time
+ * strings, where the library call costs 1.3x and 1.35x (BENCHMARKS.md
+ * "Record cost").  Without the inline paths (other targets), GCC and
+ * Clang still pass a literal's length to bb_write_kvn(): no strlen().
+ * The exported functions remain, for function pointers, other languages
+ * and (bb_write_kv)(k, v).
  */
 int bb_write_kvn(const char *key, size_t klen, const char *value, size_t vlen);
 
-#if (defined(__GNUC__) || defined(__clang__)) && !defined(BB_NO_INLINE)
+#if defined(BB__HAVE_KV_FAST)
+/* The inline paths, <blackbox/inline.h>: bb__lit() tests for a literal
+ * where the macro expands (Clang) or says 0 (GCC tests it inside). */
+#define bb_write_kv(key, value) bb__kv_str((key), (value), bb__lit(key), bb__lit(value))
+#define bb_write_kv_i64(key, v) bb__kv_i64((key), (v), bb__lit(key))
+#define bb_write_kv_u64(key, v) bb__kv_u64((key), (v), bb__lit(key))
+#define bb_write_kv_f64(key, v) bb__kv_f64((key), (v), bb__lit(key))
+#elif (defined(__GNUC__) || defined(__clang__)) && !defined(BB_NO_INLINE)
+/* No inline path for this target: the lengths, folded for literals. */
 static inline __attribute__((always_inline))
 int bb__write_kv_inline(const char *key, const char *value)
 {
@@ -186,65 +223,31 @@ int bb__write_kv_inline(const char *key, const char *value)
 	 * the test folds away for literals. */
 	if (__builtin_expect(!key || !value, 0))
 		return (bb_write_kv)(key, value);
-#if defined(BB__HAVE_KV_FAST) && !defined(__clang__)
-	/* GCC decides __builtin_constant_p after inlining: either this
-	 * branch or the call below is all that remains. */
-	if (__builtin_constant_p(__builtin_strlen(key)) &&
-	    __builtin_constant_p(__builtin_strlen(value)) &&
-	    __builtin_strlen(key) < 24 && __builtin_strlen(value) < 24)
-		return bb__kv_fast(key, __builtin_strlen(key), value, __builtin_strlen(value));
-#endif
 	return bb_write_kvn(key, __builtin_strlen(key), value, __builtin_strlen(value));
 }
-#if defined(BB__HAVE_KV_FAST) && defined(__clang__)
-/* Clang decides __builtin_constant_p of a call before inlining, so the
- * test is made where the macro expands.  Its operand is not evaluated,
- * and is constant only for an expression without side effects: the
- * arguments are evaluated once.  (Not for GCC: there a NULL literal
- * argument would draw -Wnonnull warnings from the unevaluated strlen.) */
-#define bb__kv_literal(s) (__builtin_constant_p(__builtin_strlen(s)) && __builtin_strlen(s) < 24)
-#define bb_write_kv(key, value)                                                   \
-	(bb__kv_literal(key) && bb__kv_literal(value)                             \
-	 ? bb__kv_fast((key), __builtin_strlen(key), (value), __builtin_strlen(value)) \
-	 : bb__write_kv_inline((key), (value)))
-#else
 #define bb_write_kv(key, value) bb__write_kv_inline((key), (value))
 #endif
-#endif
-
-/* Field types of a structured event. */
-enum bb_type {
-	BB_TYPE_STR = 1,
-	BB_TYPE_I64,
-	BB_TYPE_U64,
-	BB_TYPE_F64,
-	BB_TYPE_BOOL,
-	BB_TYPE_BYTES,
-};
-
-struct bb_field {
-	const char  *key;
-	enum bb_type type;
-	union {
-		const char *s;
-		int64_t     i64;
-		uint64_t    u64;
-		double      f64;
-		bool        b;
-		struct { const void *p; size_t n; } bytes;
-	} v;
-};
-
-/* Maximum fields in one event. */
-#define BB_EVENT_MAX_FIELDS 32u
 
 /*
  * bb_write_event - one record holding @name and @n typed fields.  Fields
  * are copied in order; long strings are truncated (flagged) to fit.
  * Errors as the writers above, plus -EINVAL for n > BB_EVENT_MAX_FIELDS, a
  * NULL key, or an unknown type.  AS-safe as the writers above.
+ *
+ * Inline path: with GCC or Clang on x86-64 (C and C++, unless BB_NO_INLINE)
+ * a macro writes the record in the caller when the compiler sees @n and
+ * every field's type as constants (at most 8 fields, built where the call
+ * is: BB_STR() ..., member assignments), every string is at most 64 bytes
+ * and the record fits the box; otherwise, and for invalid arguments, it
+ * calls the library.  Same record, same returns.  About 1.4x a bare
+ * clock_gettime() for 4 fields, 2.5x through the library (BENCHMARKS.md).
  */
 int bb_write_event(const char *name, const struct bb_field *fields, size_t n);
+
+#if defined(BB__HAVE_KV_FAST)
+/* The inline path, <blackbox/inline.h>. */
+#define bb_write_event(name, f, n) bb__event_fast((name), (f), (n), bb__lit(name))
+#endif
 
 /*
  * bb_write_kv_important, bb_write_event_important - bb_write_kv() and

@@ -65,9 +65,10 @@ _Static_assert(sizeof(struct bb__fast_tls) == 16 && offsetof(struct bb__fast_tls
 	       "fast path v1: struct bb__fast_tls layout changed");
 _Static_assert(sizeof(struct bb__ring) == 64 && offsetof(struct bb__ring, tail) == 32,
 	       "fast path v1: struct bb__ring layout changed");
-/* bb__kv_fast() writes values of up to 49 bytes without a room test. */
-_Static_assert(BB_RING_MIN_SIZE / 4 - BB_RECORD_HDR_SIZE - BB_CRC_SIZE >= 49,
-	       "the smallest box's room must hold the inline path's largest value");
+/* The inline kv paths write values of up to BB__INLINE_VALUE_MAX bytes
+ * without a room test (bb__fast_begin() tests only above BB__ROOM_MIN). */
+_Static_assert(BB__ROOM_MIN >= BB__INLINE_VALUE_MAX,
+	       "the smallest box's room must hold the inline kv paths' largest value");
 
 /* Process-wide configuration, kept for the child of fork(). */
 static struct {

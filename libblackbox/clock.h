@@ -80,9 +80,9 @@ static inline int64_t bb__ts_to_wall_ns(const struct bb_header *h, uint64_t ts)
 	return bb__sat_add(h->anchor_realtime_ns, d);
 }
 
-/* bb__rdtsc() (x86-64) is in <blackbox/inline.h>: the inline fast path of
- * bb_write_kv() stamps records with it too. */
-#include <blackbox/inline.h>
+/* bb__rdtsc() (x86-64) is in <blackbox/inline.h> (which <blackbox.h>
+ * includes): the inline paths of the writers stamp records with it too. */
+#include <blackbox.h>
 
 /*
  * Writer side (clock.c).

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * write.c - the record writers: compute the exact CBOR size, reserve, encode
- * straight into the ring, commit.  CBOR heads (integers, string/array/map
- * starts) are written inline by bb__cbor_put_head() (writer.h: a PLT call
- * into libcbor cost ~19 instructions per 1-byte head, measured); libcbor's
- * allocation-free encoder still writes doubles (cbor_encode_double: always
- * the 9-byte float64 form, which bb__val_size() counts on), the one
- * encoding here that is not a trivial byte pattern.
+ * straight into the ring, commit.  Every encoding is written inline
+ * (<blackbox/inline.h>: bb__cbor_put_head(), bb__cbor_put_f64(),
+ * bb__copy_small()); a PLT call into libcbor cost ~19 instructions per
+ * 1-byte head, measured, and its cbor_encode_double() writes the same 9
+ * bytes as bb__cbor_put_f64() (the 9-byte float64 form, which
+ * bb__val_size() counts on; tests/lib/test_inline.c compares them).
  *
  * The ring is mapped twice back to back (box.c), so the value area of a
  * record is contiguous even when it wraps: every encoder call below writes
@@ -14,7 +14,6 @@
  *
  * No malloc, no lock, no system call; AS-safe (see blackbox.h).
  */
-#include <cbor.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +99,15 @@ void bb__writer_setup(struct bb__box *box, const struct bb_options *o)
 	box->f.room = box->max_record - BB_RECORD_HDR_SIZE - box->f.trailer;
 }
 
+/* The IEEE 754 bits of @v (bb__cbor_put_f64() writes them). */
+static inline uint64_t bb__f64_bits(double v)
+{
+	uint64_t bits;
+
+	memcpy(&bits, &v, sizeof(bits));
+	return bits;
+}
+
 /* Exact size of an encoded CBOR integer. */
 static inline uint32_t bb__int_size(int64_t v)
 {
@@ -114,39 +122,17 @@ static inline uint8_t *bb__put_int(uint8_t *p, int64_t v)
 	return bb__cbor_put_head((unsigned)(sign & 1), (uint64_t)v ^ sign, p);
 }
 
-/*
- * Copy @n bytes; keys and values are mostly short, and for up to 16 bytes
- * two overlapping loads and stores beat a PLT call into libc's memcpy
- * (~14 instructions per call saved, callgrind).  Never reads or writes
- * outside [0, n).
- */
+/* Copy @n bytes: inline moves up to 16 (bb__copy16(), <blackbox/inline.h>;
+ * keys and values are mostly short), libc's memcpy above (the inline
+ * paths' copies up to 64 made the library's writers bigger than GCC
+ * inlines well: +6 instructions per bb_write_kvn, measured).  Never reads
+ * or writes outside [0, n). */
 static inline void bb__copy(uint8_t *d, const void *src, size_t n)
 {
-	const uint8_t *s = src;
-
-	if (bb_likely(n <= 16)) {
-		if (n >= 8) {
-			uint64_t a, b;
-
-			memcpy(&a, s, 8);
-			memcpy(&b, s + n - 8, 8);
-			memcpy(d, &a, 8);
-			memcpy(d + n - 8, &b, 8);
-		} else if (n >= 4) {
-			uint32_t a, b;
-
-			memcpy(&a, s, 4);
-			memcpy(&b, s + n - 4, 4);
-			memcpy(d, &a, 4);
-			memcpy(d + n - 4, &b, 4);
-		} else if (n) {
-			d[0] = s[0];
-			d[n / 2] = s[n / 2];
-			d[n - 1] = s[n - 1];
-		}
-		return;
-	}
-	memcpy(d, s, n);
+	if (bb_likely(n <= 16))
+		bb__copy16(d, src, n);
+	else
+		memcpy(d, src, n);
 }
 
 static inline uint8_t *bb__put_text(uint8_t *p, const char *s, size_t n)
@@ -215,7 +201,7 @@ static __attribute__((noinline)) void bb__important_copy(struct bb__w *w, uint8_
 	c.flags = (uint8_t)(w->flags | BB_RF_TID);
 	p = bb__reserve(&c, 0, vlen);
 	memcpy(p, w->rec + vhdr, vlen);
-	bb__seal(&c, tag, ts);
+	bb__seal(&c, tag, ts, false);
 	/* Release: our head/tail updates of the important ring (process-local
 	 * and in the descriptor) are visible to the next holder's acquire CAS. */
 	BB_STORE_RELEASE(lock, 0);
@@ -228,7 +214,7 @@ static inline void bb__commit_important(struct bb__w *w, uint8_t tag)
 {
 	uint64_t ts = bb__now(&w->box->f);
 
-	bb__seal(w, tag, ts);
+	bb__seal(w, tag, ts, false);
 	bb__important_copy(w, tag, ts);
 }
 
@@ -274,7 +260,7 @@ BB_EXPORT int bb_write_f64(double v)
 		return ret;
 	BB__ON_RING(w,
 		p = bb__reserve(&w, 0, 9);
-		cbor_encode_double(v, p, 9);
+		bb__cbor_put_f64(p, bb__f64_bits(v));
 		bb__commit(&w, BB_TAG_F64));
 	return 0;
 }
@@ -317,7 +303,7 @@ static int bb__write_blob(uint8_t tag, const void *s, size_t n)
 			bb__put_text(p, s, n);
 		else
 			bb__put_bytes(p, s, n);
-		bb__commit(&w, tag));
+		bb__commit_big(&w, tag));
 	return 0;
 }
 
@@ -372,7 +358,7 @@ uint8_t *bb__put_val(uint8_t *p, const struct bb__val *v)
 	case BB_TYPE_BYTES: return bb__put_bytes(p, v->v.p, v->n);
 	case BB_TYPE_I64:   return bb__put_int(p, v->v.i64);
 	case BB_TYPE_U64:   return bb__cbor_put_head(0, v->v.u64, p);
-	case BB_TYPE_F64:   return p + cbor_encode_double(v->v.f64, p, 9);
+	case BB_TYPE_F64:   return bb__cbor_put_f64(p, bb__f64_bits(v->v.f64));
 	case BB_TYPE_BOOL:  *p = v->v.b ? 0xf5 : 0xf4; return p + 1;
 	}
 	return p;
@@ -457,8 +443,9 @@ int bb__write_kv_str(const char *key, const char *value, bool imp)
 	return bb__write_kv(key, strlen(key), &v, imp);
 }
 
-/* Parenthesised: blackbox.h defines bb_write_kv() as a macro over
- * bb_write_kvn() for callers; this is the exported function. */
+/* Parenthesised: <blackbox.h> defines bb_write_kv() and the typed
+ * bb_write_kv_i64/_u64/_f64() as macros over their inline paths for
+ * callers; these are the exported functions. */
 BB_EXPORT int (bb_write_kv)(const char *key, const char *value)
 {
 	return bb__write_kv_str(key, value, false);
@@ -478,7 +465,7 @@ BB_EXPORT int bb_write_kv_important(const char *key, const char *value)
 	return bb__write_kv_str(key, value, true);
 }
 
-BB_EXPORT int bb_write_kv_i64(const char *key, int64_t x)
+BB_EXPORT int (bb_write_kv_i64)(const char *key, int64_t x)
 {
 	struct bb__val v = { .type = BB_TYPE_I64, .v.i64 = x };
 
@@ -487,7 +474,7 @@ BB_EXPORT int bb_write_kv_i64(const char *key, int64_t x)
 	return bb__write_kv(key, strlen(key), &v, false);
 }
 
-BB_EXPORT int bb_write_kv_u64(const char *key, uint64_t x)
+BB_EXPORT int (bb_write_kv_u64)(const char *key, uint64_t x)
 {
 	struct bb__val v = { .type = BB_TYPE_U64, .v.u64 = x };
 
@@ -496,7 +483,7 @@ BB_EXPORT int bb_write_kv_u64(const char *key, uint64_t x)
 	return bb__write_kv(key, strlen(key), &v, false);
 }
 
-BB_EXPORT int bb_write_kv_f64(const char *key, double x)
+BB_EXPORT int (bb_write_kv_f64)(const char *key, double x)
 {
 	struct bb__val v = { .type = BB_TYPE_F64, .v.f64 = x };
 
@@ -631,7 +618,7 @@ int bb__write_event(const char *name, const struct bb_field *f, size_t n, bool i
 	return 0;
 }
 
-BB_EXPORT int bb_write_event(const char *name, const struct bb_field *f, size_t n)
+BB_EXPORT int (bb_write_event)(const char *name, const struct bb_field *f, size_t n)
 {
 	return bb__write_event(name, f, n, false);
 }

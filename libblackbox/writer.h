@@ -29,9 +29,9 @@
 /*
  * struct bb__ring (one ring as its writer sees it), struct bb__fast_box,
  * struct bb__fast_tls, the BB__CRC_* modes and the seqlock write
- * primitives are in <blackbox/inline.h>: the inline fast path of
- * bb_write_kv() compiled into applications uses them too, so they are
- * ABI ("fast path v1", explained there).  The structs below begin with the
+ * primitives are in <blackbox/inline.h>: the inline paths of the kv
+ * writers compiled into applications use them too, so they are ABI
+ * ("fast path v1", explained there).  The structs below begin with the
  * fast-path parts (static assertions in box.c).
  */
 
@@ -232,8 +232,15 @@ static inline uint8_t *bb__reserve(struct bb__w *w, uint8_t flags, uint32_t vlen
  * bb__seal - fill the envelope with @tag and the stamp @ts, append the CRC
  * trailer, mark the record committed and publish head.  Still inside the
  * nesting section (and, for the shared ring, the lock): bb__leave() next.
+ * @big (a constant): the value may be long, checksum one of 64 bytes or
+ * more out of line, in three streams from BB__CRC_LONG_MIN bytes
+ * (crc32c.c: a third of the time for 4 KiB).  Only the text and byte
+ * writers pass it: in the others the possible call cost the short records
+ * 0.3-0.7 ns (the compiler keeps fewer values in registers across it),
+ * measured, and their long values keep the inline single stream.
  */
-static inline __attribute__((always_inline)) void bb__seal(struct bb__w *w, uint8_t tag, uint64_t ts)
+static inline __attribute__((always_inline))
+void bb__seal(struct bb__w *w, uint8_t tag, uint64_t ts, bool big)
 {
 	const struct bb__fast_box *fb = &w->box->f;
 	uint32_t seq = BB_SEQ_DONE(w->pos);
@@ -249,10 +256,18 @@ static inline __attribute__((always_inline)) void bb__seal(struct bb__w *w, uint
 		 * callgrind: the compiler keeps fewer values in registers.) */
 		uint32_t crc, off = (uint32_t)(w->len - BB_CRC_SIZE);
 #if defined(__x86_64__) && defined(__LP64__)
-		if (bb_likely(fb->crc == BB__CRC_HW))
-			crc = bb__record_crc_hw(seq, w1, ts, w->rec + BB_RECORD_HDR_SIZE,
-						off - BB_RECORD_HDR_SIZE);
-		else
+		if (bb_likely(fb->crc == BB__CRC_HW)) {
+			/* Testing 64 costs nothing: the inline CRC's block
+			 * loop then folds away. */
+			if (big && bb_unlikely(off - BB_RECORD_HDR_SIZE >= 64))
+				crc = bb__record_crc_long(seq, w1, ts,
+							  w->rec + BB_RECORD_HDR_SIZE,
+							  off - BB_RECORD_HDR_SIZE);
+			else
+				crc = bb__record_crc_hw(seq, w1, ts,
+							w->rec + BB_RECORD_HDR_SIZE,
+							off - BB_RECORD_HDR_SIZE);
+		} else
 #endif
 			crc = bb__record_crc(seq, w->rec, w->len);
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -282,73 +297,21 @@ static inline __attribute__((always_inline)) void bb__commit(struct bb__w *w, ui
 	 * bb__reserve() instead (to overlap rdtsc with the encoding) was
 	 * measured: TSC mode unchanged, the default clock 5 ns slower (the
 	 * write state is spilled across the clock_gettime() call). */
-	bb__seal(w, tag, bb__now(&w->box->f));
+	bb__seal(w, tag, bb__now(&w->box->f), false);
 	bb__leave(w);
 }
 
-/* CBOR head size for a length or integer argument (RFC 8949 §3). */
-static inline uint32_t bb__cbor_head(uint64_t n)
+/* bb__commit_big - bb__commit() of a value that may be long (see
+ * bb__seal()). */
+static inline __attribute__((always_inline)) void bb__commit_big(struct bb__w *w, uint8_t tag)
 {
-	return n < 24 ? 1 : n <= 0xff ? 2 : n <= 0xffff ? 3 : n <= 0xffffffffu ? 5 : 9;
+	bb__seal(w, tag, bb__now(&w->box->f), true);
+	bb__leave(w);
 }
 
-/*
- * bb__cbor_put_head - write the CBOR head of major type @major (0..7, not
- * shifted) with argument @n at @p; returns the byte after it.
- *
- * Inline rather than libcbor's cbor_encode_uint/negint/string_start/...:
- * those are PLT calls into a second library that re-dispatch on the size
- * (cbor_encode_string_start -> _cbor_encode_uint -> _cbor_encode_uint8),
- * about 19 instructions for a 1-byte head, against 2-3 here (callgrind,
- * bench/callgrind.sh, BENCHMARKS.md).  A head is one byte or a byte plus a
- * big-endian argument of 1, 2, 4 or 8 bytes (RFC 8949 §3): trivial.
- * libcbor still encodes what is not trivial (doubles, write.c).
- */
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-#define bb__be16(x) ((uint16_t)(x))
-#define bb__be32(x) ((uint32_t)(x))
-#define bb__be64(x) ((uint64_t)(x))
-#else
-#define bb__be16(x) __builtin_bswap16((uint16_t)(x))
-#define bb__be32(x) __builtin_bswap32((uint32_t)(x))
-#define bb__be64(x) __builtin_bswap64((uint64_t)(x))
-#endif
-
-static inline uint8_t *bb__cbor_put_head(unsigned major, uint64_t n, uint8_t *p)
-{
-	uint8_t mt = (uint8_t)(major << 5);
-
-	if (bb_likely(n < 24)) {
-		*p = (uint8_t)(mt | n);
-		return p + 1;
-	}
-	if (n <= 0xff) {
-		p[0] = mt | 24;
-		p[1] = (uint8_t)n;
-		return p + 2;
-	}
-	if (n <= 0xffff) {
-		uint16_t be = bb__be16(n);
-
-		p[0] = mt | 25;
-		memcpy(p + 1, &be, 2);
-		return p + 3;
-	}
-	if (n <= 0xffffffffu) {
-		uint32_t be = bb__be32(n);
-
-		p[0] = mt | 26;
-		memcpy(p + 1, &be, 4);
-		return p + 5;
-	}
-	{
-		uint64_t be = bb__be64(n);
-
-		p[0] = mt | 27;
-		memcpy(p + 1, &be, 8);
-		return p + 9;
-	}
-}
+/* bb__cbor_head(), bb__cbor_put_head() (CBOR heads written inline rather
+ * than by libcbor), bb__cbor_put_f64() and bb__copy_small() are in
+ * <blackbox/inline.h>: the inline paths of the kv writers use them too. */
 
 /* Cut @n so that s[0..n) does not end inside a UTF-8 sequence. */
 static inline size_t bb__utf8_cut(const char *s, size_t n)

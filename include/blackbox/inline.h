@@ -1,30 +1,34 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * blackbox/inline.h - the inline fast path of bb_write_kv().  Included by
- * <blackbox.h>; not an interface of its own: every name here begins with
+ * blackbox/inline.h - the inline fast paths of bb_write_kv(), of the
+ * typed bb_write_kv_i64(), _u64() and _f64(), and of bb_write_event().
+ * Included by <blackbox.h>, after the types it uses (struct bb_field),
+ * and only by it; not an interface of its own: every name here begins with
  * bb__ and nothing here is to be called directly.
  *
- * Why it exists.  bb_write_kv("key", "literal") is the commonest record.
- * Through the library it costs a PLT call, the callee's register saves and
- * two strlen()s the compiler cannot see through.  With the default clock
+ * Why it exists.  A key/value record is the commonest record.  Through the
+ * library it costs a PLT call, the callee's register saves and a strlen()
+ * per string the compiler cannot see through.  With the default clock
  * (clock_gettime through the vDSO, which reads the counter with rdtscp and
  * hides no work behind it) every instruction of the write path is on the
- * bill: the library path measured 1.29x a bare clock_gettime(), this one
- * 1.2x (BENCHMARKS.md "Inline fast path").  So when the compiler knows
- * both lengths and both are under 24 bytes, <blackbox.h> expands
- * bb_write_kv() to bb__kv_fast() below: the record is written in the
+ * bill (BENCHMARKS.md "Record cost").  So <blackbox.h> expands those calls
+ * to bb__kv_str() and bb__kv_typed() below: the record is written in the
  * caller, with the library's own protocol and the same bytes.  Anything
  * else calls the library.
  *
  * What it writes, and how, is the library's, not a copy of it: the ring
- * layout and the seqlock write primitives (busy mark, freeing one old
- * record, seal and publish) are defined here once and libblackbox's own
- * writers use them too (libblackbox/writer.h).
+ * layout, the seqlock write primitives (busy mark, freeing one old
+ * record, seal and publish), the CBOR heads and the short copies are
+ * defined here once and libblackbox's own writers use them too
+ * (libblackbox/writer.h, write.c).
  *
- * When it runs (everything else takes bb_write_kvn(), which then handles
- * the case as it always did):
- *  - GCC or Clang, C (not C++), x86-64 (LP64), BB_NO_INLINE not defined;
- *  - both lengths compile-time constants under 24 (one-byte CBOR heads);
+ * When it runs (everything else takes the library's function, which then
+ * handles the case as it always did):
+ *  - GCC or Clang, C or C++, x86-64 (LP64), BB_NO_INLINE not defined;
+ *  - the key, and a text value, of at most BB__INLINE_STR_MAX (64) bytes:
+ *    string literals (lengths folded at compile time) or strings known
+ *    only at run time, measured by bb__strlen_upto() (below: aligned
+ *    16-byte blocks, never a page the string does not reach);
  *  - a box is open and this thread already owns a private ring in it (its
  *    first write, which claims the ring, goes through the library);
  *  - not nested (a signal handler interrupting a write: the library sends
@@ -43,6 +47,9 @@
  * symbol names (bb__box_v2 ...) for the new layout and keeps bb__box_v1
  * exported and NULL forever: programs built against the old header then
  * take the library call on every write and stay correct, only slower.
+ * Inline paths added later read the same v1 layouts and need nothing new
+ * from the library: a program built with them runs against any
+ * libblackbox.so.0 that exports bb__box_v1.
  *
  * Initial-exec TLS: a program, and any library loaded at start-up, reaches
  * bb__tls_v1 with one %fs-relative load and no call.  libblackbox itself
@@ -53,12 +60,13 @@
  * Memory ordering: each primitive says what it orders and what it pairs
  * with on the reader side (libblackbox/ring.h), exactly as in the library.
  * GCC's __atomic built-ins here are the same operations as the C11
- * <stdatomic.h> ones the library uses (libblackbox/barrier.h).
+ * <stdatomic.h> ones the library uses (libblackbox/barrier.h); they are
+ * also what C++ compiles.
  */
 #ifndef BLACKBOX_INLINE_H
 #define BLACKBOX_INLINE_H
 
-#if (defined(__GNUC__) || defined(__clang__)) && !defined(__cplusplus)
+#if defined(__GNUC__) || defined(__clang__)
 
 #include <stddef.h>
 #include <stdint.h>
@@ -379,75 +387,700 @@ void bb__ring_seal(struct bb__ring *r, uint8_t *rec, uint64_t pos, uint32_t len,
 	bb__ring_publish(r, rec, pos, len);
 }
 
-/* The library's bb_write_kvn(), declared again for the fallback. */
+/* ---- CBOR heads and short copies (the library's writers use them too) -- */
+
+/* CBOR head size for a length or integer argument (RFC 8949 §3). */
+static inline uint32_t bb__cbor_head(uint64_t n)
+{
+	return n < 24 ? 1 : n <= 0xff ? 2 : n <= 0xffff ? 3 : n <= 0xffffffffu ? 5 : 9;
+}
+
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define bb__be16(x) ((uint16_t)(x))
+#define bb__be32(x) ((uint32_t)(x))
+#define bb__be64(x) ((uint64_t)(x))
+#else
+#define bb__be16(x) __builtin_bswap16((uint16_t)(x))
+#define bb__be32(x) __builtin_bswap32((uint32_t)(x))
+#define bb__be64(x) __builtin_bswap64((uint64_t)(x))
+#endif
+
+/*
+ * bb__cbor_put_head - write the CBOR head of major type @major (0..7, not
+ * shifted) with argument @n at @p; returns the byte after it.
+ *
+ * Inline rather than libcbor's cbor_encode_uint/negint/string_start/...:
+ * those are PLT calls into a second library that re-dispatch on the size
+ * (cbor_encode_string_start -> _cbor_encode_uint -> _cbor_encode_uint8),
+ * about 19 instructions for a 1-byte head, against 2-3 here (callgrind,
+ * bench/callgrind.sh, BENCHMARKS.md).  A head is one byte or a byte plus a
+ * big-endian argument of 1, 2, 4 or 8 bytes (RFC 8949 §3): trivial.
+ */
+static inline uint8_t *bb__cbor_put_head(unsigned major, uint64_t n, uint8_t *p)
+{
+	uint8_t mt = (uint8_t)(major << 5);
+
+	if (__builtin_expect(n < 24, 1)) {
+		*p = (uint8_t)(mt | n);
+		return p + 1;
+	}
+	if (n <= 0xff) {
+		p[0] = (uint8_t)(mt | 24);
+		p[1] = (uint8_t)n;
+		return p + 2;
+	}
+	if (n <= 0xffff) {
+		uint16_t be = bb__be16(n);
+
+		p[0] = (uint8_t)(mt | 25);
+		memcpy(p + 1, &be, 2);
+		return p + 3;
+	}
+	if (n <= 0xffffffffu) {
+		uint32_t be = bb__be32(n);
+
+		p[0] = (uint8_t)(mt | 26);
+		memcpy(p + 1, &be, 4);
+		return p + 5;
+	}
+	{
+		uint64_t be = bb__be64(n);
+
+		p[0] = (uint8_t)(mt | 27);
+		memcpy(p + 1, &be, 8);
+		return p + 9;
+	}
+}
+
+/* bb__cbor_put_short - bb__cbor_put_head() for @n <= 255 (a key's or a
+ * short text's length): one byte, or 24 + n in two. */
+static inline __attribute__((always_inline))
+uint8_t *bb__cbor_put_short(unsigned major, size_t n, uint8_t *p)
+{
+	uint8_t mt = (uint8_t)(major << 5);
+
+	if (n < 24) {
+		*p = (uint8_t)(mt | n);
+		return p + 1;
+	}
+	p[0] = (uint8_t)(mt | 24);
+	p[1] = (uint8_t)n;
+	return p + 2;
+}
+
+/*
+ * bb__cbor_put_f64 - a double whose IEEE 754 bits are @bits, always in the
+ * 9-byte float64 form (0xfb and the bits big-endian, RFC 8949 §3.3: no
+ * shortening, NaN payloads kept), as libcbor's cbor_encode_double()
+ * writes it.  Returns the byte after it.
+ */
+static inline uint8_t *bb__cbor_put_f64(uint8_t *p, uint64_t bits)
+{
+	uint64_t be = bb__be64(bits);
+
+	p[0] = 0xfb;
+	memcpy(p + 1, &be, 8);
+	return p + 9;
+}
+
+/*
+ * bb__copy16 - copy @n bytes, n <= 16: two overlapping loads and stores of
+ * 8 or 4 bytes, or three bytes, never reading or writing outside [0, n).
+ * A few moves where a PLT call into libc's memcpy costs ~14 instructions
+ * more (callgrind); for a constant @n the compiler emits the exact moves.
+ * The library's writers use it for short strings (write.c).
+ */
+static inline void bb__copy16(uint8_t *d, const void *src, size_t n)
+{
+	const uint8_t *s = (const uint8_t *)src;
+
+	if (n >= 8) {
+		uint64_t a, b;
+
+		memcpy(&a, s, 8);
+		memcpy(&b, s + n - 8, 8);
+		memcpy(d, &a, 8);
+		memcpy(d + n - 8, &b, 8);
+	} else if (n >= 4) {
+		uint32_t a, b;
+
+		memcpy(&a, s, 4);
+		memcpy(&b, s + n - 4, 4);
+		memcpy(d, &a, 4);
+		memcpy(d + n - 4, &b, 4);
+	} else if (n) {
+		d[0] = s[0];
+		d[n / 2] = s[n / 2];
+		d[n - 1] = s[n - 1];
+	}
+}
+
+/*
+ * bb__copy_small - bb__copy16() for n <= 64: above 16, two overlapping
+ * 16-byte (up to 32) or 32-byte copies (memcpy of a constant 16 or 32
+ * bytes: unaligned vector moves, no call).  The inline paths' copy.
+ */
+static inline __attribute__((always_inline))
+void bb__copy_small(uint8_t *d, const void *src, size_t n)
+{
+	const uint8_t *s = (const uint8_t *)src;
+	uint8_t a[32], b[32];
+
+	if (n <= 16) {
+		bb__copy16(d, s, n);
+	} else if (n > 32) {
+		memcpy(a, s, 32);
+		memcpy(b, s + n - 32, 32);
+		memcpy(d, a, 32);
+		memcpy(d + n - 32, b, 32);
+	} else {
+		memcpy(a, s, 16);
+		memcpy(b, s + n - 16, 16);
+		memcpy(d, a, 16);
+		memcpy(d + n - 16, b, 16);
+	}
+}
+
+/*
+ * bb__opaque - @s, for a copy of @n bytes from it in an inline path.  For a
+ * length known only at run time the compiler also sees bb__copy_small()'s
+ * branches for longer copies, and, when it knows the object @s points to
+ * (a 12-byte literal), warns (-Warray-bounds) in the caller's build that
+ * they would read past it; they are never taken for it.  An empty asm
+ * hides which object it is: no instruction.
+ */
+static inline __attribute__((always_inline))
+const void *bb__opaque(const void *s, size_t n)
+{
+	if (!__builtin_constant_p(n))
+		__asm__("" : "+r"(s));
+	return s;
+}
+
+/* ---- the length of a string known only at run time ---------------------- */
+
+/* The longest key or text value the inline paths take (2-byte CBOR heads
+ * at most: 1 + 2 + 64 + 2 + 64 = 133 value bytes, under any box's room,
+ * libblackbox/box.c asserts it). */
+#define BB__INLINE_STR_MAX 64
+#define BB__INLINE_VALUE_MAX (1 + 2 + BB__INLINE_STR_MAX + 2 + BB__INLINE_STR_MAX)
+
+/*
+ * Sanitizers check every byte a program reads.  The scan below reads whole
+ * aligned blocks, past the terminator (page-safe, but outside the string),
+ * which they would rightly report: built with one, the length is
+ * strlen()'s, which they intercept and check.  (Valgrind's memcheck
+ * accepts the aligned blocks: a naturally aligned load of which some bytes
+ * are addressable is allowed, its other bytes undefined, --partial-loads-ok
+ * defaults to yes, and the mask of the terminator does not depend on them;
+ * tests/lib/inline_memcheck.c runs under it.)
+ */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_HWADDRESS__)
+#define BB__STRLEN_BY_LIBC 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(hwaddress_sanitizer) || \
+	__has_feature(memory_sanitizer)
+#define BB__STRLEN_BY_LIBC 1
+#endif
+#endif
+
+#if defined(__x86_64__) && defined(__LP64__) && !defined(BB__STRLEN_BY_LIBC)
+typedef char bb__v16 __attribute__((vector_size(16), may_alias));
+
+/*
+ * bb__nul16 - bit i set where byte i of the 16 bytes at @a, an address
+ * aligned to 16, is 0.  SSE2 (baseline x86-64) in asm: the compiler sees
+ * a read of those 16 bytes and no C access beyond the string.
+ */
+static inline uint32_t bb__nul16(uintptr_t a)
+{
+	bb__v16 v, z;
+	uint32_t m;
+
+	__asm__("movdqa %3, %0\n\t"
+		"pxor %1, %1\n\t"
+		"pcmpeqb %0, %1\n\t"
+		"pmovmskb %1, %2"
+		: "=&x"(v), "=&x"(z), "=r"(m)
+		: "m"(*(const bb__v16 *)a));
+	return m;
+}
+#endif
+
+/*
+ * bb__strlen_upto - strlen(@s) when it is at most BB__INLINE_STR_MAX,
+ * otherwise some value above it.  AS-safe.
+ *
+ * Reads @s in 16-byte blocks aligned to 16, the first one the block that
+ * holds s[0], and each next one only if no terminator was found before it:
+ * every block read holds a byte of the string or its terminator.  An
+ * aligned block never straddles two pages, so every page it touches is a
+ * page the string is in: mapped.  It never reads a page the string does
+ * not reach (the test maps the string against a PROT_NONE page).  Unlike
+ * a word-at-a-time loop in C, no C object is read past its end: the blocks
+ * are read by the asm.  At most 5 blocks.
+ */
+static inline __attribute__((always_inline))
+size_t bb__strlen_upto(const char *s)
+{
+#if defined(__x86_64__) && defined(__LP64__) && !defined(BB__STRLEN_BY_LIBC)
+	uintptr_t a = (uintptr_t)s, off = a & 15;
+	uint32_t m = bb__nul16(a - off) >> off;
+	size_t n;
+
+	if (m)
+		return (size_t)__builtin_ctz(m);
+	for (n = 16 - off; n <= BB__INLINE_STR_MAX; n += 16) {
+		m = bb__nul16(a + n);   /* a + n is aligned */
+		if (m)
+			return n + (size_t)__builtin_ctz(m);
+	}
+	return n;
+#else
+	return __builtin_strlen(s);
+#endif
+}
+
+/* The library's functions, declared again for the fallbacks. */
+int (bb_write_kv)(const char *key, const char *value);
 int bb_write_kvn(const char *key, size_t klen, const char *value, size_t vlen);
+int bb_write_kv_i64(const char *key, int64_t v);
+int bb_write_kv_u64(const char *key, uint64_t v);
+int bb_write_kv_f64(const char *key, double v);
 
 #if defined(__x86_64__) && defined(__LP64__) && !defined(BB_NO_INLINE)
 #define BB__HAVE_KV_FAST 1
+
+/* What bb__kv_fast() writes as the value of the pair. */
+#define BB__KV_TEXT 0              /* text: @s, @vl bytes */
+#define BB__KV_I64  1              /* integer: @x as int64_t */
+#define BB__KV_U64  2              /* unsigned integer: @x */
+#define BB__KV_F64  3              /* double: @x holds its bits */
+
+/* bb__kv_library - the library's function for the same record. */
+static inline __attribute__((always_inline))
+int bb__kv_library(const char *key, size_t kl, int kind, const char *s, size_t vl,
+		   uint64_t x)
+{
+	double d;
+
+	switch (kind) {
+	case BB__KV_I64:
+		return (bb_write_kv_i64)(key, (int64_t)x);
+	case BB__KV_U64:
+		return (bb_write_kv_u64)(key, x);
+	case BB__KV_F64:
+		memcpy(&d, &x, sizeof(d));
+		return (bb_write_kv_f64)(key, d);
+	default:
+		return bb_write_kvn(key, kl, s, vl);
+	}
+}
+
 /*
- * bb__kv_fast - bb_write_kvn(@key, @kl, @value, @vl) for compile-time
- * constant lengths under 24 (blackbox.h checks), in the caller.  Same
- * record as the library's, same returns.
+ * The inline write protocol, shared by every inline path: the library's
+ * bb__begin()/bb__reserve() and bb__commit() (writer.h) for the case they
+ * take here, a private ring that makes room by freeing at most one record.
  *
- * The nesting protocol is the library's bb__begin()/bb__leave()
- * (writer.h): depth is raised before the ring is looked at, so a signal
- * handler that runs after that sees depth > 1 and stays off our ring (it
- * takes the shared ring); one that ran before it finished its write before
- * we read head.  The fallbacks give the depth back first: the library
- * call starts from depth 0, as if we had never begun.
+ * The nesting protocol is the library's: depth is raised before the ring
+ * is looked at, so a signal handler that runs after that sees depth > 1
+ * and stays off our ring (it takes the shared ring); one that ran before
+ * it finished its write before we read head.  A fallback gives the depth
+ * back first: the library call starts from depth 0, as if we had never
+ * begun.
+ */
+struct bb__fw {
+	const struct bb__fast_box *fb;
+	struct bb__fast_tls *t;
+	struct bb__ring *r;
+	uint8_t *rec;              /* the busy record */
+	uint64_t pos;              /* its position in the ring */
+	uint32_t len;              /* its exact length */
+	uint32_t depth;            /* this write's nesting depth (1) */
+};
+
+/* The smallest room of any box (a 4 KiB ring, a quarter of it per record,
+ * envelope and CRC): values up to this size need no room test. */
+#define BB__ROOM_MIN (BB_RING_MIN_SIZE / 4 - BB_RECORD_HDR_SIZE - BB_CRC_SIZE)
+
+/*
+ * bb__fast_begin - enter the nesting section and reserve a record of @n
+ * value bytes on this thread's private ring, marked busy.  Returns the
+ * value area, or NULL when the library must write it (no box, the ring
+ * claim, a nested write, the table CRC, several records to free, a value
+ * over the box's room), having changed nothing.
  */
 static inline __attribute__((always_inline))
-int bb__kv_fast(const char *key, size_t kl, const char *value, size_t vl)
+uint8_t *bb__fast_begin(struct bb__fw *w, uint32_t n)
 {
 	/* Acquire pairs with the release store publishing the box in
 	 * bb_init(): the box is complete before we use it. */
 	struct bb__box *box = __atomic_load_n(&bb__box, __ATOMIC_ACQUIRE);
-	const struct bb__fast_box *fb = BB__FAST_BOX(box);
-	struct bb__fast_tls *t = BB__FAST_TLS();
-	struct bb__ring *r;
-	uint32_t depth, len;
-	uint64_t pos, end;
-	uint8_t *rec;
+	uint64_t end;
 
 	if (__builtin_expect(!box, 0))
-		return bb_write_kvn(key, kl, value, vl);
-	depth = t->depth + 1;
-	t->depth = depth;
+		return NULL;
+	w->fb = BB__FAST_BOX(box);
+	w->t = BB__FAST_TLS();
+	w->depth = w->t->depth + 1;
+	w->t->depth = w->depth;
 	/* Compiler-only: the depth store is emitted before the ring is read
 	 * (a signal handler on this thread sees it; there is no other
 	 * reader of depth). */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	r = t->ring;
-	if (__builtin_expect(depth != 1 || t->gen != fb->gen || !r ||
-			     fb->crc == BB__CRC_SW, 0))
+	w->r = w->t->ring;
+	if (__builtin_expect(w->depth != 1 || w->t->gen != w->fb->gen || !w->r ||
+			     w->fb->crc == BB__CRC_SW ||
+			     (n > BB__ROOM_MIN && n > w->fb->room), 0))
 		goto library;
-	len = (uint32_t)(BB_RECORD_HDR_SIZE + 3 + kl + vl) + fb->trailer;
-	pos = r->head;
-	end = pos + BB_RECORD_STRIDE(len);
-	if (__builtin_expect(end - r->tail > r->mask + 1, 0) && !bb__ring_free_one(r, end))
+	w->len = BB_RECORD_HDR_SIZE + n + w->fb->trailer;
+	w->pos = w->r->head;
+	end = w->pos + BB_RECORD_STRIDE(w->len);
+	if (__builtin_expect(end - w->r->tail > w->r->mask + 1, 0) &&
+	    !bb__ring_free_one(w->r, end))
 		goto library;
-	rec = bb__ring_busy(r, pos);
-	/* The value: array(2) [text(kl) key, text(vl) value], 3 + kl + vl
-	 * bytes, never more than 49, under any box's room.  Constant-size
-	 * copies: a few moves. */
-	rec[BB_RECORD_HDR_SIZE] = 0x82;
-	rec[BB_RECORD_HDR_SIZE + 1] = (uint8_t)(0x60 | kl);
-	memcpy(rec + BB_RECORD_HDR_SIZE + 2, key, kl);
-	rec[BB_RECORD_HDR_SIZE + 2 + kl] = (uint8_t)(0x60 | vl);
-	memcpy(rec + BB_RECORD_HDR_SIZE + 3 + kl, value, vl);
-	bb__ring_seal(r, rec, pos, len, BB_TAG_KV, fb->rflags, bb__now(fb),
-		      fb->crc == BB__CRC_HW, (uint32_t)(3 + kl + vl));
+	w->rec = bb__ring_busy(w->r, w->pos);
+	return w->rec + BB_RECORD_HDR_SIZE;
+library:
+	/* Compiler-only, as above: nothing of ours is in the ring yet. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	w->t->depth = w->depth - 1;
+	return NULL;
+}
+
+/*
+ * bb__fast_commit - stamp the record of bb__fast_begin(), whose @n value
+ * bytes are stored, seal it with @tag (envelope, CRC, commit, publish) and
+ * leave the nesting section.
+ */
+static inline __attribute__((always_inline))
+void bb__fast_commit(struct bb__fw *w, uint8_t tag, uint32_t n)
+{
+	bb__ring_seal(w->r, w->rec, w->pos, w->len, tag, w->fb->rflags, bb__now(w->fb),
+		      w->fb->crc == BB__CRC_HW, n);
 	/* Compiler-only: every store of the record is emitted before the
 	 * depth is given back; a signal handler that runs after that may
 	 * take our ring again. */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	t->depth = depth - 1;
+	w->t->depth = w->depth - 1;
+}
+
+/* bb__text_size - the bytes of a text or byte string of @n <= 255 bytes:
+ * a 1- or 2-byte head and the bytes. */
+#define bb__text_size(n) ((uint32_t)(n) + 1 + ((n) >= 24))
+
+/*
+ * bb__kv_fast - the record [text(@kl) @key, value] in the caller, where the
+ * value is what @kind says (a compile-time constant after inlining: one
+ * specialised body per kind).  @kl and, for text, @vl are at most
+ * BB__INLINE_STR_MAX (the callers check); constants for literals, and then
+ * every CBOR head and copy below is folded.  Same record as the library's
+ * bb_write_kvn() / bb_write_kv_i64() / _u64() / _f64(), same returns.
+ */
+static inline __attribute__((always_inline))
+int bb__kv_fast(const char *key, size_t kl, int kind, const char *s, size_t vl, uint64_t x)
+{
+	struct bb__fw w;
+	uint64_t arg = x;
+	uint32_t n;
+	unsigned major = 0;
+	uint8_t *p;
+
+	/* The value's size: a text head of 1 or 2 bytes, an integer head of
+	 * 1 to 9 (major 1 takes -1 - v), a float64 of 9. */
+	if (kind == BB__KV_I64) {
+		uint64_t sign = (uint64_t)((int64_t)x >> 63);
+
+		major = (unsigned)(sign & 1);
+		arg = x ^ sign;
+	}
+	n = 1 + bb__text_size(kl);
+	if (kind == BB__KV_TEXT)
+		n += bb__text_size(vl);
+	else if (kind == BB__KV_F64)
+		n += 9;
+	else
+		n += bb__cbor_head(arg);
+	p = bb__fast_begin(&w, n);
+	if (__builtin_expect(!p, 0))
+		return bb__kv_library(key, kl, kind, s, vl, x);
+	/* The value, n <= BB__INLINE_VALUE_MAX bytes, under any box's room:
+	 * array(2) [text(kl) key, value]. */
+	*p++ = 0x82;
+	p = bb__cbor_put_short(3, kl, p);
+	bb__copy_small(p, bb__opaque(key, kl), kl);
+	p += kl;
+	if (kind == BB__KV_TEXT) {
+		p = bb__cbor_put_short(3, vl, p);
+		bb__copy_small(p, bb__opaque(s, vl), vl);
+	} else if (kind == BB__KV_F64) {
+		bb__cbor_put_f64(p, x);
+	} else {
+		bb__cbor_put_head(major, arg, p);
+	}
+	bb__fast_commit(&w, BB_TAG_KV, n);
 	return 0;
-library:
-	/* As above: nothing of ours is in the ring yet. */
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	t->depth = depth - 1;
-	return bb_write_kvn(key, kl, value, vl);
+}
+
+/*
+ * bb__lit(s) - 1 when the length of the string @s is a compile-time
+ * constant (a literal), evaluated where the macros of <blackbox.h> expand.
+ * Clang decides __builtin_constant_p of a call before inlining, so the
+ * test must be made there, and is passed in; its operand is not
+ * evaluated (the argument is evaluated once, as the function's).  GCC
+ * decides it after inlining, inside the functions below: there 0 is
+ * passed (and at the call site a NULL literal argument would draw
+ * -Wnonnull warnings from the unevaluated strlen).
+ */
+#if defined(__clang__)
+#define bb__lit(s) __builtin_constant_p(__builtin_strlen(s))
+#define bb__lit_here(s, lit) (lit)
+#else
+#define bb__lit(s) 0
+#define bb__lit_here(s, lit) __builtin_constant_p(__builtin_strlen(s))
+#endif
+
+/* bb__len - the length of @s, folded for a literal (@lit), else scanned:
+ * above BB__INLINE_STR_MAX for a string too long for the inline path. */
+#define bb__len(s, lit) (bb__lit_here(s, lit) ? __builtin_strlen(s) : bb__strlen_upto(s))
+
+/*
+ * bb__kv_str - bb_write_kv(@key, @value) (<blackbox.h>): inline when both
+ * are at most BB__INLINE_STR_MAX bytes, through the library otherwise
+ * (bb_write_kvn() with the lengths from bb__kv_fast(), the function
+ * bb_write_kv() for longer or NULL strings: a NULL string keeps its
+ * documented -EINVAL).
+ */
+static inline __attribute__((always_inline))
+int bb__kv_str(const char *key, const char *value, int klit, int vlit)
+{
+	size_t kl, vl;
+
+	(void)klit;
+	(void)vlit;
+	if (__builtin_expect(!key || !value, 0))
+		return (bb_write_kv)(key, value);
+	kl = bb__len(key, klit);
+	vl = bb__len(value, vlit);
+	/* Longer: the library measures them (a strlen() here would be
+	 * merged by GCC with the one in bb__lit_here() before that is
+	 * folded, and run on every call). */
+	if (__builtin_expect(kl > BB__INLINE_STR_MAX || vl > BB__INLINE_STR_MAX, 0))
+		return (bb_write_kv)(key, value);
+	return bb__kv_fast(key, kl, BB__KV_TEXT, value, vl, 0);
+}
+
+/* bb__kv_typed - bb_write_kv_i64/_u64/_f64(@key, value): @kind, the value
+ * (or its bits) in @x.  Inline when the key is at most BB__INLINE_STR_MAX
+ * bytes; NULL and longer keys take the library's function. */
+static inline __attribute__((always_inline))
+int bb__kv_typed(const char *key, int klit, int kind, uint64_t x)
+{
+	size_t kl;
+
+	(void)klit;
+	if (__builtin_expect(!key, 0))
+		return bb__kv_library(key, 0, kind, NULL, 0, x);
+	kl = bb__len(key, klit);
+	if (__builtin_expect(kl > BB__INLINE_STR_MAX, 0))
+		return bb__kv_library(key, kl, kind, NULL, 0, x);
+	return bb__kv_fast(key, kl, kind, NULL, 0, x);
+}
+
+static inline __attribute__((always_inline))
+int bb__kv_i64(const char *key, int64_t v, int klit)
+{
+	return bb__kv_typed(key, klit, BB__KV_I64, (uint64_t)v);
+}
+
+static inline __attribute__((always_inline))
+int bb__kv_u64(const char *key, uint64_t v, int klit)
+{
+	return bb__kv_typed(key, klit, BB__KV_U64, v);
+}
+
+static inline __attribute__((always_inline))
+int bb__kv_f64(const char *key, double v, int klit)
+{
+	uint64_t bits;
+
+	memcpy(&bits, &v, sizeof(bits));
+	return bb__kv_typed(key, klit, BB__KV_F64, bits);
+}
+/* ---- events ------------------------------------------------------------------ */
+
+/* The most fields an inline event takes; more take the library. */
+#define BB__EVENT_INLINE_MAX 8
+
+/* Unroll the loop that follows completely (its count is a constant at
+ * most BB__EVENT_INLINE_MAX): each field's code is then specialised for
+ * its type and key. */
+#if defined(__clang__)
+#define BB__UNROLL _Pragma("unroll")
+#else
+#define BB__UNROLL _Pragma("GCC unroll 8")
+#endif
+
+/* bb__field_lit(s) - is the string @s of a field (not an argument of the
+ * macro, so bb__lit() cannot test it where the macro expands) a literal?
+ * GCC: its length folds after inlining.  Clang: its address is a constant
+ * after inlining (a literal, or a global array, whose strlen() is then
+ * called: correct either way). */
+#if defined(__clang__)
+#define bb__field_lit(s) __builtin_constant_p(s)
+#else
+#define bb__field_lit(s) __builtin_constant_p(__builtin_strlen(s))
+#endif
+#define bb__field_len(s) (bb__field_lit(s) ? __builtin_strlen(s) : bb__strlen_upto(s))
+
+int (bb_write_event)(const char *name, const struct bb_field *f, size_t n);
+
+/* bb__int_arg - the CBOR argument of the integer @v: v for major 0, -1 - v
+ * (that is v ^ sign) for major 1, the negative ones. */
+static inline uint64_t bb__int_arg(int64_t v)
+{
+	return (uint64_t)v ^ (uint64_t)(v >> 63);
+}
+
+/*
+ * bb__event_fast - bb_write_event(@name, @f, @nf) (<blackbox.h>) in the
+ * caller: [text name, {key: value, ...}], the library's record, when @nf is
+ * a compile-time constant up to BB__EVENT_INLINE_MAX, every field's type is
+ * a compile-time constant, every string (name, keys, text and byte values)
+ * is at most BB__INLINE_STR_MAX bytes and the whole fits the box's room.
+ * The loops over the fields are unrolled, so literal keys fold like the kv
+ * path's.  Anything else, and every invalid argument (its -EINVAL), takes
+ * the library's bb_write_event().
+ *
+ * When the compiler sees the types: GCC decides __builtin_constant_p right
+ * after its main inlining, so the stores of the types must be visible by
+ * then: fields written where the call is (BB_STR() ..., member
+ * assignments, always_inline helpers; a plain static inline helper may be
+ * inlined too late in a big function), and not given since to a call that
+ * might change them (another event's library fallback, say).  Under
+ * AddressSanitizer the instrumented array hides them.  Either way the
+ * event still takes the library, correctly.
+ */
+static inline __attribute__((always_inline))
+int bb__event_fast(const char *name, const struct bb_field *f, size_t nf, int nlit)
+{
+	/* Every field is read once, here, before any store to the ring
+	 * (which the compiler must assume may alias @f): the copies are
+	 * locals it keeps in registers and folds. */
+	const char *key[BB__EVENT_INLINE_MAX];
+	const void *ptr[BB__EVENT_INLINE_MAX];
+	uint64_t val[BB__EVENT_INLINE_MAX];
+	size_t nl, kl[BB__EVENT_INLINE_MAX], vl[BB__EVENT_INLINE_MAX];
+	int type[BB__EVENT_INLINE_MAX];
+	struct bb__fw w;
+	uint32_t n;
+	uint8_t *p;
+	int fast;
+
+	(void)nlit;
+	fast = __builtin_constant_p(nf) && nf <= BB__EVENT_INLINE_MAX && name && (f || !nf);
+	if (fast) {
+		BB__UNROLL
+		for (size_t i = 0; i < nf; i++)
+			fast &= __builtin_constant_p(f[i].type);
+	}
+	if (!fast)
+		return (bb_write_event)(name, f, nf);
+	/* The sizes: [text name, map(nf) {text key: value ...}]. */
+	nl = bb__len(name, nlit);
+	n = 2 + bb__text_size(nl);
+	fast = nl <= BB__INLINE_STR_MAX;
+	BB__UNROLL
+	for (size_t i = 0; i < nf; i++) {
+		key[i] = f[i].key;
+		type[i] = (int)f[i].type;
+		ptr[i] = NULL;
+		val[i] = 0;
+		vl[i] = 0;
+		if (!key[i]) {
+			fast = 0;
+			break;
+		}
+		kl[i] = bb__field_len(key[i]);
+		fast &= kl[i] <= BB__INLINE_STR_MAX;
+		n += bb__text_size(kl[i]);
+		switch (type[i]) {
+		case BB_TYPE_STR:
+			ptr[i] = f[i].v.s;
+			if (!ptr[i]) {
+				fast = 0;
+				break;
+			}
+			vl[i] = bb__field_len(f[i].v.s);
+			fast &= vl[i] <= BB__INLINE_STR_MAX;
+			n += bb__text_size(vl[i]);
+			break;
+		case BB_TYPE_BYTES:
+			ptr[i] = f[i].v.bytes.p;
+			vl[i] = f[i].v.bytes.n;
+			fast &= vl[i] <= BB__INLINE_STR_MAX && (ptr[i] || !vl[i]);
+			n += bb__text_size(vl[i]);
+			break;
+		case BB_TYPE_I64:
+			val[i] = (uint64_t)f[i].v.i64;
+			n += bb__cbor_head(bb__int_arg(f[i].v.i64));
+			break;
+		case BB_TYPE_U64:
+			val[i] = f[i].v.u64;
+			n += bb__cbor_head(val[i]);
+			break;
+		case BB_TYPE_F64:
+			memcpy(&val[i], &f[i].v.f64, sizeof(val[i]));
+			n += 9;
+			break;
+		case BB_TYPE_BOOL:
+			val[i] = f[i].v.b;
+			n += 1;
+			break;
+		default:
+			fast = 0;
+			break;
+		}
+	}
+	if (__builtin_expect(!fast, 0))
+		return (bb_write_event)(name, f, nf);
+	p = bb__fast_begin(&w, n);
+	if (__builtin_expect(!p, 0))
+		return (bb_write_event)(name, f, nf);
+	*p++ = 0x82;
+	p = bb__cbor_put_short(3, nl, p);
+	bb__copy_small(p, bb__opaque(name, nl), nl);
+	p += nl;
+	*p++ = (uint8_t)(0xa0 | nf);
+	BB__UNROLL
+	for (size_t i = 0; i < nf; i++) {
+		p = bb__cbor_put_short(3, kl[i], p);
+		bb__copy_small(p, bb__opaque(key[i], kl[i]), kl[i]);
+		p += kl[i];
+		switch (type[i]) {
+		case BB_TYPE_STR:
+		case BB_TYPE_BYTES:
+			p = bb__cbor_put_short(type[i] == BB_TYPE_STR ? 3 : 2, vl[i], p);
+			bb__copy_small(p, bb__opaque(ptr[i], vl[i]), vl[i]);
+			p += vl[i];
+			break;
+		case BB_TYPE_I64:
+			p = bb__cbor_put_head((unsigned)((int64_t)val[i] < 0),
+					      bb__int_arg((int64_t)val[i]), p);
+			break;
+		case BB_TYPE_U64:
+			p = bb__cbor_put_head(0, val[i], p);
+			break;
+		case BB_TYPE_F64:
+			p = bb__cbor_put_f64(p, val[i]);
+			break;
+		default:
+			*p++ = val[i] ? 0xf5 : 0xf4;
+			break;
+		}
+	}
+	bb__fast_commit(&w, BB_TAG_EVENT, n);
+	return 0;
 }
 #endif /* x86-64, !BB_NO_INLINE */
 
