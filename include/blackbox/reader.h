@@ -92,6 +92,7 @@ struct bb_box_info {
 	 * rings are still read.  "" when fine, else what is wrong. */
 	char     state_problem[128];
 	char     modules_problem[128];
+	uint64_t used_bytes;   /* ring bytes holding records (tail to head) at open */
 };
 
 /*
@@ -127,12 +128,70 @@ int bb_reader_open_mem(const void *buf, size_t len, unsigned flags,
 		       struct bb_reader **out, char *err, size_t errlen);
 
 /*
- * Open the box of @pid in @dir (NULL = BB_DEFAULT_DIR): the box the process
- * maps now if it is alive, otherwise the newest box it left (created_ns,
- * then sequence).  -ESRCH if there is none; other errors as above.
+ * Open the box of @pid in @dir (NULL = BB_DEFAULT_DIR), found by header,
+ * never by file name (bb_reader_scan() says how a box is chosen): the box
+ * the process maps now if it runs, otherwise the newest box it left
+ * (created_ns, then sequence), provided every box claiming the pid has
+ * the same file owner.  A box whose file owner differs from its header's
+ * uid is never chosen, whatever @flags say.  Errors, besides those of
+ * bb_reader_open_path():
+ *  -ESRCH     no box claims the pid (@err counts the mismatched ones)
+ *  -ENOTUNIQ  boxes of different owners claim the pid and nothing tells
+ *             which is the process's: none is opened, @err names every
+ *             claim, its file owner and creation time (open one by path)
+ *  -ESTALE    the chosen file was replaced while being opened
  */
 int bb_reader_open_pid(pid_t pid, const char *dir, unsigned flags,
 		       struct bb_reader **out, char *err, size_t errlen);
+
+/* bb_box_entry.flags */
+#define BB_BOX_UID_MISMATCH 0x1u /* file owner != header uid: never chosen */
+#define BB_BOX_FOREIGN      0x2u /* claims a running process whose box is
+				    another owner's file (not chosen) */
+#define BB_BOX_AMBIGUOUS    0x4u /* its pid is claimed by boxes of several
+				    owners and the process is gone (or maps
+				    none of them): none is chosen */
+#define BB_BOX_CHOSEN       0x8u /* the box bb_reader_open_pid() opens for
+				    its pid */
+
+/* One directory entry under BB_NAME_PREFIX, as bb_reader_scan() judged it. */
+struct bb_box_entry {
+	char               name[256];    /* the directory entry */
+	int                error;        /* 0: a box (the fields below are valid);
+					    else why not, a negative errno as the
+					    open functions return it */
+	char               problem[256]; /* error: the reader's message */
+	struct bb_box_info info;         /* header, file identity and owner; read
+					    from the header and ring table only */
+	int                liveness;     /* enum bb_liveness of its owner */
+	unsigned           flags;        /* BB_BOX_* */
+};
+
+/*
+ * bb_reader_scan - open every entry of @dir (NULL = BB_DEFAULT_DIR) whose
+ * name starts with BB_NAME_PREFIX, read its header and ring table (nothing
+ * else: no ring data) and judge the claims: *@entries gets @count entries
+ * (free with bb_reader_scan_free()), boxes first, by pid, then created_ns,
+ * sequence and name; entries that are not boxes last, with their error.
+ *
+ * Which box is a process's (the rule bb_reader_open_pid() applies): the
+ * file owner is the anchor, since nobody can create a file owned by
+ * another uid; names prove nothing.  Candidates are the boxes whose header
+ * names the pid and whose file owner is the header's uid.  While the
+ * process runs (pid, start time and boot id match), the candidate it maps
+ * (/proc/<pid>/maps, by device and inode) is its box; when its maps cannot
+ * be read (another user's process, no privilege), the newest candidate
+ * owned by one of its uids (real, effective, saved, file system).  Other
+ * candidates claiming that process with another owner are BB_BOX_FOREIGN.
+ * Otherwise (the process is gone, or maps none of them) the newest
+ * candidate, if all candidates have one owner; if not, all are
+ * BB_BOX_AMBIGUOUS and none is chosen.
+ *
+ * Returns 0, -ENOMEM, or the -errno of opendir() (@err says more).
+ */
+int bb_reader_scan(const char *dir, struct bb_box_entry **entries, size_t *count,
+		   char *err, size_t errlen);
+void bb_reader_scan_free(struct bb_box_entry *entries);
 
 void bb_reader_close(struct bb_reader *r);
 
@@ -387,6 +446,23 @@ const char *bb_liveness_name(int liveness);
  */
 int bb_format_value(unsigned tag, unsigned flags, const uint8_t *value,
 		    size_t len, char *buf, size_t buflen);
+
+/*
+ * bb_escape_text - @len bytes of untrusted text (a string from a box, a
+ * file name, a message quoting them) as text safe to show on a terminal
+ * or in a log: printable ASCII and valid UTF-8 characters pass unchanged;
+ * a backslash becomes \\, newline, tab and carriage return \n \t \r, and
+ * each other byte of a C0 control, DEL, a C1 control (U+0080..U+009F, raw
+ * or UTF-8 encoded), a line or paragraph separator, a bidirectional
+ * formatting character (U+061C, U+200E/F, U+202A..U+202E, U+2066..U+2069)
+ * or of invalid UTF-8 becomes \xNN.  The same rules quote strings in
+ * bb_format_value().  Output is always NUL-terminated; when @buflen is too
+ * small it is cut with "..." (never inside a UTF-8 character: a cut
+ * output holds no byte the rules above would escape).
+ * 4 * @len + 1 bytes always suffice.  Never allocates: AS-safe.
+ * Returns the length written.
+ */
+size_t bb_escape_text(const char *s, size_t len, char *buf, size_t buflen);
 
 /*
  * bb_scan_dir - call @fn for every directory entry of @dir (NULL =
