@@ -400,6 +400,29 @@ static enum verdict examine(struct box *b)
 	last = max64(plausible(ts_ns(&b->st.st_mtim), now),
 		     max64(plausible((int64_t)info->created_ns, now),
 			   plausible((int64_t)info->state_ns, now)));
+	if (c->o.min_age_s && now - last < (int64_t)c->o.min_age_s * 1000000000) {
+		ev->age_s = (now - last) / 1000000000;
+		ev->reason = "younger than --min-age";
+		return V_KEEP;
+	}
+	/*
+	 * What one owner may hold in the archive is its quota: a box that
+	 * alone exceeds it is not copied (to be pruned at once, or to push
+	 * the owner's other archives out), and its records are not read
+	 * either: no run reads more of a box than the quota.
+	 */
+	if (c->o.archive && c->o.max_bytes) {
+		uint64_t bytes = info->file_size < info->box_size ? info->file_size
+								   : info->box_size;
+
+		if (bytes > c->o.max_bytes) {
+			snprintf(b->err, sizeof(b->err), "%llu bytes > --max-archive-bytes %llu",
+				 (unsigned long long)bytes, (unsigned long long)c->o.max_bytes);
+			ev->reason = "larger than its owner's archive quota: not archived, left in place";
+			ev->detail = b->err;
+			return V_SKIP_LOG;
+		}
+	}
 	if (c->o.min_age_s) {
 		int64_t min_ns = (int64_t)c->o.min_age_s * 1000000000;
 
@@ -420,19 +443,7 @@ static enum verdict examine(struct box *b)
 
 	if (c->archfd >= 0 || (c->o.archive && c->o.dry_run)) {
 		int64_t when = plausible((int64_t)info->created_ns, now);
-		uint64_t bytes = info->file_size < info->box_size ? info->file_size
-								   : info->box_size;
 
-		/* What one owner may hold in the archive is its quota: a box
-		 * that alone exceeds it is not copied (to be pruned at once,
-		 * or to push the owner's other archives out). */
-		if (c->o.max_bytes && bytes > c->o.max_bytes) {
-			snprintf(b->err, sizeof(b->err), "%llu bytes > --max-archive-bytes %llu",
-				 (unsigned long long)bytes, (unsigned long long)c->o.max_bytes);
-			ev->reason = "larger than its owner's archive quota: not archived, left in place";
-			ev->detail = b->err;
-			return V_SKIP_LOG;
-		}
 		if (!when)
 			when = ts_ns(&b->st.st_mtim);
 		r = archive_box(b, info, when);
