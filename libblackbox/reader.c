@@ -582,6 +582,31 @@ static uint32_t plan_holes(const struct bb_reader *r, struct hole *holes)
 	return n;
 }
 
+/*
+ * Where the last byte anything reads lies: the end of the last ring whose
+ * descriptor places it inside the box, or of the state table or module
+ * area.  A snapshot copies nothing past it (a header may claim any
+ * box_size, and a sparse file of that size costs nothing to make).
+ */
+static uint64_t used_end(const struct bb_reader *r)
+{
+	uint64_t size = r->info.ring_size, len = r->len, end = r->table_end;
+
+	for (uint32_t i = 0; i < r->info.ring_count; i++) {
+		uint64_t off;
+
+		memcpy(&off, &desc_at(r, r->base, i)->data_offset, sizeof(off));
+		if (off >= r->table_end && off <= len && size <= len - off && off + size > end)
+			end = off + size;
+	}
+	if (r->info.state_slot_count &&
+	    r->state_off + (uint64_t)r->info.state_slot_count * r->slot_size > end)
+		end = r->state_off + (uint64_t)r->info.state_slot_count * r->slot_size;
+	if (r->info.modules_size && r->modules_off + r->info.modules_size > end)
+		end = r->modules_off + r->info.modules_size;
+	return end;
+}
+
 /* Copy ring positions [from, head + 8) of the ring whose data lies at @off:
  * its records and the seq word at head (a torn record's busy seq),
  * wrapping around the ring's end.  head - from <= ring_size - 8. */
@@ -630,14 +655,72 @@ static int fix_tails(struct bb_reader *r)
 	return rc;
 }
 
+/*
+ * One ring of a live reader, as it is now: its head and tail read again
+ * just before its bytes, the tail once more after them.  A writer that
+ * laps the whole copy (a busy writer, a reader descheduled in the middle)
+ * leaves nothing: the ring is read again, up to three times in all.
+ */
+static int load_ring(struct bb_reader *r, uint32_t i, bool follow)
+{
+	struct rring *rr = &r->rings[i];
+	struct bb_ring_desc *d = (struct bb_ring_desc *)(uintptr_t)desc_at(r, r->base, i);
+	uint64_t off = (uint64_t)(rr->v.data - r->base), at = (uint64_t)((uint8_t *)d - r->base);
+	uint64_t ht[2], head, tail, from, now;
+	bool sane;
+	int rc;
+
+	for (int tries = 0;; tries++) {
+		rc = pread_all(r->fd, ht, sizeof(ht), at); /* head, tail: offsets 0, 8 */
+		if (rc)
+			return rc;
+		head = ht[0];
+		tail = ht[1];
+		memcpy(&d->head, &head, sizeof(head));
+		memcpy(&d->tail, &tail, sizeof(tail));
+		/* Orders the head loaded above before the ring bytes copied
+		 * below: pairs with the writer's release store of head (FORMAT
+		 * §7 step 4), which follows its records' bytes and seq words. */
+		BB_FENCE_ACQUIRE();
+		sane = live_part_sane(head, tail, r->info.ring_size);
+		if (!sane) {
+			/* a full ring (head - tail = ring_size), a tail that
+			 * passed the head just read, or a scribble: the whole
+			 * ring, judged by the walk */
+			rc = fetch(r, off, r->info.ring_size);
+		} else {
+			from = tail;
+			if (follow && rr->has_next && bb__pos_diff(rr->next, tail) >= 0 &&
+			    bb__pos_diff(head, rr->next) >= 0 && !(rr->next % 8))
+				from = rr->next; /* older bytes were walked already */
+			rc = copy_live(r, off, from, head);
+		}
+		if (rc)
+			return rc;
+		/* Pairs with the writer's release fence between publishing a new
+		 * tail and overwriting the bytes it released (bb__make_room()):
+		 * if the copy holds any byte of an overwrite, the new tail is
+		 * seen below and the copy's tail raised past it (fix_tails()). */
+		BB_FENCE_ACQUIRE();
+		rc = pread_all(r->fd, &now, sizeof(now), at + offsetof(struct bb_ring_desc, tail));
+		if (rc)
+			return rc;
+		patch_tail(d, now);
+		/* again only when a writer moved the tail past all we copied */
+		if (!sane || now == tail || bb__pos_diff(head, now) > 0 || tries == 2)
+			return 0;
+	}
+}
+
 /* What load() reads from the box file into the reader's copy. */
 enum load_what {
 	LOAD_SNAPSHOT, /* at open, after the header and table: the rest of the
-			  box, but of each sane ring only its live part (the
-			  dead bytes read as zeros); for BB_OPEN_SNAPSHOT */
+			  box up to used_end(), but of each sane ring only its
+			  live part (the dead bytes read as zeros); for
+			  BB_OPEN_SNAPSHOT */
 	LOAD_WALK,     /* header and table again, then each ring's live part
-			  (from where a follow walk resumes); a ring whose
-			  head and tail make no sense, whole */
+			  (from where a follow walk resumes), load_ring(); a
+			  ring whose head and tail make no sense, whole */
 	LOAD_ALL,      /* every byte (bb_reader_save, bb_reader_data) */
 };
 
@@ -651,7 +734,7 @@ static int load(struct bb_reader *r, enum load_what what, bool follow)
 {
 	struct hole *holes;
 	uint32_t n;
-	uint64_t at;
+	uint64_t at, stop;
 	int rc = 0;
 
 	if (what == LOAD_ALL) {
@@ -660,42 +743,20 @@ static int load(struct bb_reader *r, enum load_what what, bool follow)
 	}
 	if (what == LOAD_WALK) {
 		rc = fetch(r, 0, r->table_end);
-		if (rc)
-			return rc;
-		/* Orders the head values of the table copy before the ring
-		 * bytes copied below: pairs with the writer's release store of
-		 * head (FORMAT §7 step 4), which follows its records' bytes. */
-		BB_FENCE_ACQUIRE();
-		for (uint32_t i = 0; i < r->info.ring_count && !rc; i++) {
-			struct rring *rr = &r->rings[i];
-			const struct bb_ring_desc *d = desc_at(r, r->base, i);
-			uint64_t off, head, tail, from;
-
-			if (rr->bad)
-				continue;
-			off = (uint64_t)(rr->v.data - r->base); /* validated at open */
-			memcpy(&head, &d->head, sizeof(head));
-			memcpy(&tail, &d->tail, sizeof(tail));
-			if (!live_part_sane(head, tail, r->info.ring_size)) {
-				rc = fetch(r, off, r->info.ring_size);
-				continue;
-			}
-			from = tail;
-			if (follow && rr->has_next && bb__pos_diff(rr->next, tail) >= 0 &&
-			    bb__pos_diff(head, rr->next) >= 0 && !(rr->next % 8))
-				from = rr->next; /* older bytes were walked already */
-			rc = copy_live(r, off, from, head);
-		}
-		return rc ? rc : fix_tails(r);
+		for (uint32_t i = 0; i < r->info.ring_count && !rc; i++)
+			if (!r->rings[i].bad)
+				rc = load_ring(r, i, follow);
+		return rc;
 	}
 	/* LOAD_SNAPSHOT: the header and table are in the copy (open) */
 	holes = malloc(r->info.ring_count * sizeof(*holes) + 1);
 	if (!holes)
 		return -ENOMEM;
 	n = plan_holes(r, holes);
+	stop = used_end(r);
 	at = r->table_end;
 	for (uint32_t k = 0; k <= n && !rc; k++) {
-		uint64_t end = k < n ? holes[k].off : r->len;
+		uint64_t end = k < n ? holes[k].off : stop;
 
 		if (end > at)
 			rc = fetch(r, at, end - at);
@@ -1407,7 +1468,7 @@ static int say_ambiguous(char *err, size_t errlen, pid_t pid, const char *dir,
 BB_EXPORT int bb_reader_open_pid(pid_t pid, const char *dir, unsigned flags,
 				 struct bb_reader **out, char *err, size_t errlen)
 {
-	char label[4096 + 256 + 2], why[256] = "";
+	char label[4096 + 256 + 2], why[256 + 96] = "";
 	struct bb_box_entry *v = NULL;
 	unsigned rejected = 0;
 	size_t n = 0;

@@ -2,9 +2,9 @@
 /*
  * Description: a process with a box, for the hostile-user suite
  * (tests/hostile/hostile.py): the victim services and the attacker's own
- * boxes.  Statically linked with the library, so that a copy in a
- * world-readable directory runs as any uid, whatever the build tree's
- * permissions.
+ * boxes.  The suite runs a copy of it, with a copy of the library, from a
+ * world-readable directory, so that it runs as any uid whatever the build
+ * tree's permissions.
  *
  *   bbh_box [--size BYTES] [--comm NAME] [--thread NAME] [--key K]
  *           [--value V] [--marker M] [--wait-before-init] MODE
@@ -18,7 +18,8 @@
  * "ready <pid> <box path>" and, per MODE:
  *   wait   waits for EOF on stdin, then _exit(0): the box stays
  *   exit   _exit(0) at once: the box stays, its owner gone
- *   crash  SIGSEGV with the crash handler on: a crash record and modules
+ *   crash  raise(SIGSEGV) with the crash handler on: a crash record and
+ *          modules (frames in libc and in this program)
  * BLACKBOX_DIR (environment) says where the box goes.
  */
 #include <blackbox.h>
@@ -42,10 +43,6 @@ static void wait_eof(void)
 	while (n > 0 || (n < 0 && errno == EINTR));
 }
 
-static __attribute__((noinline)) void crash_here(volatile int *p)
-{
-	*p = 42;
-}
 
 int main(int argc, char **argv)
 {
@@ -113,8 +110,8 @@ int main(int argc, char **argv)
 		strcpy(path, "?");
 	printf("ready %ld %s\n", (long)getpid(), path);
 	fflush(stdout);
-	if (!strcmp(mode, "crash"))
-		crash_here(NULL);
+	if (!strcmp(mode, "crash")) /* a SIGSEGV without undefined behaviour */
+		raise(SIGSEGV);
 	if (!strcmp(mode, "wait"))
 		wait_eof();
 	_exit(0);

@@ -11,9 +11,9 @@ raw control byte.
 
     hostile.py BB_EXTRACT BB_REAP BBH_BOX LIBBLACKBOX_SO [SANITIZERS]
 
-What uid 65534 runs (bbh_box, statically linked; bb-extract with a copy of
-the library for the archive case) is copied to a 0755 temporary directory:
-the build tree may sit in a 0700 directory (/root/x).  A case that cannot
+What uid 65534 runs (bbh_box, and bb-extract for the archive case) is copied
+with the library to a 0755 temporary directory and run with LD_LIBRARY_PATH
+there: the build tree may sit in a 0700 directory (/root/x).  A case that cannot
 give the other identity what it needs is skipped with the reason.
 BB_HOSTILE_RUNS overrides the 1000 tool runs of the truncation loop.  In a
 sanitizer build (SANITIZERS not "none") a tool's own RSS is tens of MiB of
@@ -173,7 +173,7 @@ class Box:
         if wait_init:
             argv.append("--wait-before-init")
         argv.append(mode)
-        env = dict(os.environ, BLACKBOX_DIR=ctx.shm)
+        env = dict(os.environ, BLACKBOX_DIR=ctx.shm, LD_LIBRARY_PATH=ctx.bin)
         self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, env=env,
                                   preexec_fn=drop_to_nobody if nobody else None)
@@ -727,7 +727,8 @@ def setup(ctx):
     ctx.note = ctx.notes.append
     ctx.rss_base = run([EXTRACT, "--version"]).rss if SANITIZED else 0
     # can uid 65534 reach what it runs?
-    probe = run([ctx.helper, "--bogus", "x"], nobody=True)
+    probe = run([ctx.helper, "--bogus", "x"], nobody=True,
+                env=dict(os.environ, LD_LIBRARY_PATH=ctx.bin))
     if probe.status != 2:
         return "uid %d cannot run %s (a parent directory it cannot search?): %r" % (
             NOBODY, ctx.helper, probe)
