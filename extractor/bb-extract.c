@@ -274,14 +274,20 @@ static int open_box(const struct src *s, const struct opts *o, bool follow,
  */
 static size_t put_thread_name(char *p, const char *name)
 {
-	size_t n;
+	size_t n, i;
 
 	if (!name || !name[0]) {
 		*p = '-';
 		return 1;
 	}
+	/* the usual name, printable ASCII without blank or backslash, as is
+	 * (once per record: the escaper's call is not free) */
+	for (i = 0; i < 15 && name[i] > ' ' && name[i] < 0x7f && name[i] != '\\'; i++)
+		p[i] = name[i];
+	if (i == 15 || !name[i])
+		return i;
 	n = bb_escape_text(name, strnlen(name, 15), p, 4 * 15 + 1);
-	for (size_t i = 0; i < n; i++)
+	for (i = 0; i < n; i++)
 		if (p[i] == ' ')
 			p[i] = '?';
 	return n;
