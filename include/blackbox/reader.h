@@ -8,6 +8,24 @@
  * anything that is not a regular file with a valid header, never writes to
  * the box, never blocks its writer, and always terminates.
  *
+ * What it guarantees a caller about reading (docs/SECURITY.md):
+ *  - It never maps a box.  Every byte is read with pread(2) into memory of
+ *    the reader's own, at most min(box_size, file size) bytes, so a box
+ *    whose owner truncates it cannot fault the caller (no SIGBUS), and a
+ *    file that shrinks while it is read is an error (-ESTALE, "box changed
+ *    size while being read") of the call that read it.
+ *  - A file whose size differs from its header's box_size by more than a
+ *    page is refused at open: nothing a reader does costs more than the
+ *    box its header describes, whatever size (sparse) the file claims.  A
+ *    reader's memory is that copy (only the parts read are touched) plus
+ *    a walk's index, 48 bytes per record delivered.
+ *  - A live reader (no BB_OPEN_SNAPSHOT) reads the header and ring table
+ *    at open and again, with what it needs, at every walk, crash, state,
+ *    module, save or data call; a snapshot is read once at open.
+ *  - Strings from a box and file names are returned as they are: escape
+ *    them (bb_escape_text) before a terminal or a log sees them.  The
+ *    messages in @err quote them too.
+ *
  * The reader is not AS-safe (it allocates).  A struct bb_reader is used by
  * one thread at a time.  Functions return 0 (or a count) or a negative
  * errno; the open functions also fill @err (if not NULL) with one line that
@@ -33,11 +51,12 @@ extern "C" {
 struct bb_reader;
 
 /* open flags */
-#define BB_OPEN_SNAPSHOT   0x1u /* copy the file into private memory at open:
-				   a consistent, immutable view (post mortem).
-				   Of each ring whose descriptor is sane only
-				   the live part [tail, head] is copied; its
-				   dead bytes read as zeros (bb_reader_data) */
+#define BB_OPEN_SNAPSHOT   0x1u /* read the file once, at open: a consistent,
+				   immutable view (post mortem).  Of each ring
+				   whose descriptor is sane only the live part
+				   [tail, head] is copied; its dead bytes, and
+				   any byte past the last ring and area, read
+				   as zeros (bb_reader_data) */
 #define BB_OPEN_ANY_OWNER  0x2u /* accept a file whose owner uid differs from
 				   the header's uid (default: refused, -EPERM) */
 
@@ -97,16 +116,20 @@ struct bb_box_info {
 
 /*
  * Open a box.  On success *out holds a reader; free it with
- * bb_reader_close().  Errors (the message in @err says more):
+ * bb_reader_close().  Reads the header and ring table (with
+ * BB_OPEN_SNAPSHOT, the box).  Errors (the message in @err says more):
  *  -ENOENT    no such file
  *  -ELOOP     the path is a symlink (never followed)
  *  -EISDIR / -EINVAL   not a regular file
  *  -EACCES    not readable by the caller
  *  -EPERM     file owner differs from the header's uid (see BB_OPEN_ANY_OWNER)
  *  -ENODATA   empty or shorter than a header (incl. a box still being created)
- *  -EBADMSG   bad magic, impossible sizes or offsets: not a box
+ *  -EBADMSG   bad magic, impossible sizes or offsets: not a box; or a file
+ *             whose size differs from the header's box_size by more than a
+ *             page (grown or cut after it was written)
  *  -EPROTONOSUPPORT  a newer major format version
  *  -EPFNOSUPPORT     another byte order or word size
+ *  -ESTALE    the file shrank while it was being read
  *  -ENOMEM
  */
 int bb_reader_open_path(const char *path, unsigned flags,
@@ -270,7 +293,12 @@ typedef int (*bb_record_fn)(const struct bb_record *rec, void *arg);
  * bb_reader_walk - deliver every intact record of every ring, per DESIGN §4:
  * each record is copied, then re-validated against the ring's tail and its
  * seq; records that cannot be proven intact are counted, never delivered.
- * Returns 0, the callback's non-zero value, or -ENOMEM.
+ * A live reader first reads each ring's live part again (from where the
+ * previous BB_WALK_FOLLOW walk stopped), each ring's head and tail just
+ * before its bytes, its tail after them: records the writer overwrote
+ * during the copy are counted overwritten, never delivered.
+ * Returns 0, the callback's non-zero value, -ENOMEM, or -ESTALE (another
+ * -errno of pread) when a live reader's file cannot be read any more.
  */
 int bb_reader_walk(struct bb_reader *r, unsigned flags, bb_record_fn fn, void *arg);
 
@@ -278,14 +306,17 @@ int bb_reader_walk(struct bb_reader *r, unsigned flags, bb_record_fn fn, void *a
 const struct bb_ring_stats *bb_reader_ring_stats(const struct bb_reader *r, uint32_t ring);
 void bb_reader_total_stats(const struct bb_reader *r, struct bb_ring_stats *sum);
 
-/* Raw bytes of the box (the snapshot or the live mapping) for --save.  A
- * snapshot holds zeros where a ring's dead bytes were (BB_OPEN_SNAPSHOT). */
+/* Raw bytes of the box: the reader's copy, *len bytes (min(box_size, file
+ * size)).  A live reader reads every byte again first (NULL, *len 0, when
+ * it cannot); a snapshot holds zeros where a ring's dead bytes were
+ * (BB_OPEN_SNAPSHOT). */
 const void *bb_reader_data(const struct bb_reader *r, size_t *len);
 
 /*
  * bb_reader_save - write a consistent copy of the box to @fd: the header,
  * ring table and the ring data, with each ring's tail raised past anything
- * overwritten during the copy.  Returns 0 or a negative errno.
+ * overwritten during the copy (a live reader reads every byte again).
+ * Returns 0 or a negative errno (-ESTALE: the file shrank).
  */
 int bb_reader_save(struct bb_reader *r, int fd);
 
@@ -325,7 +356,8 @@ struct bb_crash {
  * bb_reader_crash - read and decode the crash area of the box's header.
  * Never fails on a damaged box: the damage is the status.  A live owner
  * may be writing the area (first fatal signal): the area is copied once and
- * a busy seq reads as BB_CRASH_TORN.  Not AS-safe.
+ * a busy seq reads as BB_CRASH_TORN.  A live reader reads the header again
+ * first (the copy it has when that read fails).  Not AS-safe.
  * Returns 0, or -EINVAL if @r or @out is NULL.
  */
 int bb_reader_crash(struct bb_reader *r, struct bb_crash *out);
@@ -378,9 +410,10 @@ typedef int (*bb_state_fn)(const struct bb_state_entry *e, void *arg);
  * status so a tool can report them.  A live writer can never make this
  * hang: each slot is tried BB_STATE_RETRIES times.  @st (may be NULL)
  * receives the totals.  Not AS-safe (copies into the reader's buffer).
- * Returns 0, @fn's non-zero value, -EINVAL (@r or @fn NULL), or
+ * Returns 0, @fn's non-zero value, -EINVAL (@r or @fn NULL),
  * -ENODATA when the box has no usable state table (see
- * info.state_problem for a table rejected by its bounds check).
+ * info.state_problem for a table rejected by its bounds check), or
+ * -ESTALE when a live reader's file shrank.
  */
 int bb_reader_state(struct bb_reader *r, bb_state_fn fn, void *arg,
 		    struct bb_state_stats *st);
@@ -407,6 +440,7 @@ struct bb_module {
  *  -ENODATA  the box has no module area (or one rejected at open)
  *  -EBUSY    the area was being rewritten through every retry
  *  -EBADMSG  the area is not what FORMAT.md §11 says (garbage)
+ *  -ESTALE   a live reader's file shrank
  *  -EINVAL   @r, @mods or @count NULL;  -ENOMEM
  */
 int bb_reader_modules(struct bb_reader *r, const struct bb_module **mods, size_t *count,
@@ -437,7 +471,8 @@ const char *bb_liveness_name(int liveness);
 
 /*
  * bb_format_value - render a record's value as one line of text:
- * "text" for strings (quoted and escaped when needed), numbers, true/false,
+ * "text" for strings (quoted and escaped as bb_escape_text() says when they
+ * hold anything but displayable characters), numbers, true/false,
  * hex for bytes, key=value, "name k=v k=v" for events.  Never allocates:
  * AS-safe (bb_dump uses it).  Output is always NUL-terminated and cut with
  * "..." when @buflen is too small.  Returns the length written, or -EBADMSG
