@@ -7,8 +7,8 @@
 # records/s and MB/s of output, and the best CPU time (user + system of
 # bb-extract, from bash's `time`) with the records/s it stands for: on a
 # shared, loaded machine the wall clock also counts waiting for a CPU.
-# Then --all over 8 boxes of an eighth of that each: --uring (boxes read
-# ahead with io_uring, output with io_uring) against --no-uring.
+# Then --all over 8 boxes of an eighth of that each: --uring (output with
+# io_uring) against --no-uring.
 # Benchmark, not a test: nothing is asserted.
 set -euo pipefail
 build=${1:?usage: extract_bench.sh BUILD_DIR [ITER]}
@@ -53,7 +53,7 @@ for fmt in text json cbor; do
 	done
 done
 
-# --all: 8 boxes, read ahead in parallel with io_uring or one by one with pread
+# --all: 8 boxes, read one by one with pread, output with io_uring or write(2)
 alldir=$work/all
 mkdir "$alldir"
 for i in 1 2 3 4 5 6 7 8; do

@@ -29,7 +29,6 @@
 #include "emit.h"
 #include "out.h"
 #include "symbols.h"
-#include "prefetch.h"
 #include "resolve.h"
 #include "sandbox.h"
 #include "symwire.h"
@@ -41,7 +40,8 @@ enum {
 	EXIT_FAILURE_ = 1, /* output or --save failed, out of memory */
 	EXIT_USAGE    = 2,
 	EXIT_DAMAGED  = 3, /* corrupt records or malformed values: partial output */
-	EXIT_NOBOX    = 4, /* no box, not readable, not a box */
+	EXIT_NOBOX    = 4, /* no box, not readable, not a box, changed while read */
+	EXIT_AMBIGUOUS = 5, /* PID: boxes of several owners claim it, none chosen */
 };
 
 enum fmt { FMT_TEXT, FMT_JSON, FMT_CBOR };
@@ -101,10 +101,15 @@ static void on_signal(int sig)
 static void msg(const char *what, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* "bb-extract: <what>: <message>" on stderr. */
+/*
+ * "bb-extract: <what>: <message>" on stderr.  Messages quote file names
+ * and strings from boxes (comm, thread names, the reader's messages): the
+ * whole line goes through the library's terminal escaper, so none of them
+ * reaches the terminal raw.
+ */
 static void msg(const char *what, const char *fmt, ...)
 {
-	char line[8192];
+	char line[8192], safe[4 * sizeof(line) + 1];
 	va_list ap;
 	int n;
 
@@ -115,7 +120,17 @@ static void msg(const char *what, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "%s\n", line);
+	bb_escape_text(line, strlen(line), safe, sizeof(safe));
+	fprintf(stderr, "%s\n", safe);
+}
+
+/* A name from a box or a path (at most 8 KiB: the longest path is 4 KiB),
+ * escaped into the output: 4 bytes per input byte at most. */
+static void out_escaped(struct bbx_out *o, const char *s, size_t n)
+{
+	if (n > 8192)
+		n = 8192;
+	bbx_out_commit(o, bb_escape_text(s, n, bbx_out_reserve(o, 4 * n + 1), 4 * n + 1));
 }
 
 static void usage(FILE *f)
@@ -165,7 +180,10 @@ static void usage(FILE *f)
 "  3  box damaged: corrupt records (CRC mismatches included), corrupt state\n"
 "     slots, a corrupt crash area or malformed values were skipped; the\n"
 "     output is partial (a complete crash record is not damage)\n"
-"  4  box not found, not readable, or not a valid box\n",
+"  4  box not found, not readable, not a valid box, or it changed size\n"
+"     while being read\n"
+"  5  PID: boxes of different owners claim it and none can be trusted over\n"
+"     the others; they are named: read one with --path\n",
 		PROG, PROG, PROG, BB_DEFAULT_DIR);
 }
 
@@ -225,7 +243,7 @@ static int open_box(const struct src *s, const struct opts *o, bool follow,
 		    struct bb_reader **out, int *live, bool quiet_enodata)
 {
 	unsigned flags = o->any_owner ? BB_OPEN_ANY_OWNER : 0;
-	char err[512] = "", label[4200];
+	char err[8192] = "", label[4200];
 	struct bb_reader *r, *snap;
 	int ret;
 
@@ -234,7 +252,9 @@ static int open_box(const struct src *s, const struct opts *o, bool follow,
 		if (ret == -ENODATA && quiet_enodata)
 			return ret;
 		src_label(s, label, sizeof(label));
-		if (ret == -ESRCH && s->kind == SRC_PID && !err[0])
+		if (ret == -ENOTUNIQ)
+			msg(NULL, "%s", err); /* names every claim */
+		else if (ret == -ESRCH && s->kind == SRC_PID && !err[0])
 			msg(label, "no box of this process in %s",
 			    s->dir ? s->dir : BB_DEFAULT_DIR);
 		else if (err[0]) /* the reader's message names the file */
@@ -263,21 +283,30 @@ static int open_box(const struct src *s, const struct opts *o, bool follow,
 
 /* ---- record output -------------------------------------------------- */
 
-/* Thread names are the owner's bytes: keep the text line one line. */
+/*
+ * Thread names are the owner's bytes: escaped (bb_escape_text), and a
+ * blank as '?' so that the name stays one field of the line.  @p has room
+ * for 4 * 15 + 1 bytes.
+ */
 static size_t put_thread_name(char *p, const char *name)
 {
-	size_t i;
+	size_t n, i;
 
 	if (!name || !name[0]) {
 		*p = '-';
 		return 1;
 	}
-	for (i = 0; i < 15 && name[i]; i++) {
-		unsigned char c = (unsigned char)name[i];
-
-		p[i] = (char)(c <= ' ' || c == 0x7f ? '?' : c);
-	}
-	return i;
+	/* the usual name, printable ASCII without blank or backslash, as is
+	 * (once per record: the escaper's call is not free) */
+	for (i = 0; i < 15 && name[i] > ' ' && name[i] < 0x7f && name[i] != '\\'; i++)
+		p[i] = name[i];
+	if (i == 15 || !name[i])
+		return i;
+	n = bb_escape_text(name, strnlen(name, 15), p, 4 * 15 + 1);
+	for (i = 0; i < n; i++)
+		if (p[i] == ' ')
+			p[i] = '?';
+	return n;
 }
 
 #define TEXT_FAST   4096u            /* try formatting in place in this much */
@@ -287,7 +316,7 @@ static int text_record(const struct bb_record *rec, void *arg)
 {
 	struct ctx *c = arg;
 	struct bbx_out *o = c->out;
-	char *p = bbx_out_reserve(o, BBX_TIME_MAX + 64);
+	char *p = bbx_out_reserve(o, BBX_TIME_MAX + 24 + 4 * 15 + 1);
 	size_t n = 0;
 	int v;
 
@@ -363,17 +392,14 @@ static void sym_opts(const struct opts *o, const struct bb_box_info *info,
 }
 
 /* One line of a frame; paths and names come from the box and the
- * binaries: control characters become '?', so it stays one line. */
+ * binaries: escaped (bb_escape_text), so it stays one line. */
 static void frame_line(struct bbx_out *o, char *line, int n)
 {
 	if (n < 0)
 		return;
 	if (n >= BBX_FRAME_LINE)
 		n = BBX_FRAME_LINE - 1;
-	for (int k = 0; k < n; k++)
-		if ((unsigned char)line[k] < ' ' || line[k] == 0x7f)
-			line[k] = '?';
-	bbx_out_put(o, line, (size_t)n);
+	out_escaped(o, line, (size_t)n);
 	bbx_out_char(o, '\n');
 }
 
@@ -533,10 +559,11 @@ static int emit_crash(struct ctx *c)
 				 (int)cr->code, (unsigned long long)cr->addr, (int)cr->tid,
 				 cr->thread[0] ? cr->thread : "-", t);
 
-		for (int k = 0; k < n - 1 && k < (int)sizeof(line); k++)
-			if ((unsigned char)line[k] < ' ' || line[k] == 0x7f)
-				line[k] = '?';
-		bbx_out_put(c->out, line, n > 0 ? (size_t)n : 0);
+		if (n >= (int)sizeof(line))
+			n = (int)sizeof(line) - 1;
+		/* the thread name is the box's: escaped, the line ends it */
+		out_escaped(c->out, line, n > 0 ? (size_t)n - 1 : 0);
+		bbx_out_char(c->out, '\n');
 		for (uint32_t i = 0; i < cr->nframes; i++)
 			text_frame(c->out, i, &fr[i]);
 		if (note[0] && !c->opt->quiet)
@@ -625,6 +652,8 @@ static int emit_preamble(struct ctx *c)
 	if (rc)
 		return rc;
 	rc = bb_reader_state(c->r, state_entry, c, &c->state);
+	if (rc == -ESTALE)
+		msg(c->info->path, "box changed size while being read");
 	c->has_state = rc != -ENODATA;
 	if (rc == -ENODATA && c->info->state_problem[0] && !c->opt->quiet)
 		msg(c->info->path, "state table ignored: %s", c->info->state_problem);
@@ -709,6 +738,7 @@ static void summary_struct(struct ctx *c, int live, int code)
 	bbx_em_kv_str(em, "path", in->path);
 	bbx_em_kv_i64(em, "pid", in->pid);
 	bbx_em_kv_u64(em, "uid", in->uid);
+	bbx_em_kv_u64(em, "file_uid", in->file_uid);
 	bbx_em_kv_str(em, "comm", in->comm);
 	bbx_em_kv_str(em, "cmdline", in->cmdline);
 	bbx_em_kv_u64(em, "starttime", in->starttime);
@@ -798,7 +828,7 @@ static void summary_text(struct ctx *c, int live)
 {
 	const struct bb_box_info *in = c->info;
 	struct bb_ring_stats tot, st;
-	char sig[32] = "";
+	char sig[32] = "", owner[48] = "";
 	uint32_t i;
 
 	bb_reader_total_stats(c->r, &tot);
@@ -806,9 +836,11 @@ static void summary_text(struct ctx *c, int live)
 		return;
 	if (in->state == BB_STATE_CRASHED)
 		snprintf(sig, sizeof(sig), " (signal %d)", in->state_signal);
-	msg(in->path, "pid %d (%s) uid %u, %s%s; format %u.%u, %u of %u rings used; "
+	if (in->file_uid != in->uid) /* --any-owner: whose file it really is */
+		snprintf(owner, sizeof(owner), " (file owner uid %u)", in->file_uid);
+	msg(in->path, "pid %d (%s) uid %u%s, %s%s; format %u.%u, %u of %u rings used; "
 	    "clock %s; crash record %s",
-	    (int)in->pid, in->comm, in->uid, state_name(live), sig,
+	    (int)in->pid, in->comm, in->uid, owner, state_name(live), sig,
 	    in->version_major, in->version_minor, in->rings_used, in->ring_count,
 	    clock_desc(in), bb_crash_status_name(c->crash.status));
 	for (i = 0; i < in->ring_count; i++) {
@@ -865,6 +897,10 @@ static int walk(struct ctx *c, unsigned flags)
 
 	if (ret == -ENOMEM)
 		msg(c->info->path, "out of memory");
+	else if (ret == -ESTALE)
+		msg(c->info->path, "box changed size while being read");
+	else if (ret < 0 && ret != c->out->err)
+		msg(c->info->path, "%s", strerror(-ret));
 	return ret;
 }
 
@@ -908,23 +944,24 @@ static int follow(struct ctx *c)
 }
 
 /* Extract one open box.  Returns an exit code. */
-/* @info: what to report about the box (NULL: the reader's own). */
 static int extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r,
-		   const struct bb_box_info *info, int live, bool with_pid)
+		   int live, bool with_pid)
 {
 	struct ctx c = { .opt = o, .out = out, .r = r, .with_pid = with_pid };
 	struct bb_ring_stats tot;
 	int ret, code;
 
-	c.info = info ? info : bb_reader_info(r);
+	c.info = bb_reader_info(r);
 	bbx_em_init(&c.em, out, o->fmt == FMT_CBOR);
 	if (with_pid && o->fmt == FMT_TEXT) {
 		char head[4400];
-		int n = snprintf(head, sizeof(head), "== %s: pid %d (%s), %s ==\n",
+		int n = snprintf(head, sizeof(head), "== %s: pid %d (%s), %s ==",
 				 c.info->path, (int)c.info->pid, c.info->comm,
 				 state_name(live));
 
-		bbx_out_put(out, head, n > 0 ? (size_t)n : 0);
+		/* path and comm are anyone's bytes */
+		out_escaped(out, head, n > 0 ? (size_t)n : 0);
+		bbx_out_char(out, '\n');
 	}
 	ret = emit_preamble(&c);
 	if (!ret)
@@ -934,6 +971,8 @@ static int extract(const struct opts *o, struct bbx_out *out, struct bb_reader *
 	free(c.scratch);
 	if (ret == -ENOMEM)
 		return EXIT_FAILURE_;
+	if (ret < 0 && ret != out->err) /* the box, not the output: said already */
+		return bbx_out_flush(out), EXIT_NOBOX;
 	if (o->follow)
 		live = bb_reader_liveness(r);
 	bb_reader_total_stats(r, &tot);
@@ -964,7 +1003,8 @@ static int do_save(const struct opts *o, struct bb_reader *r)
 	if (close(fd) < 0 && !ret)
 		ret = -errno;
 	if (ret) {
-		msg(o->save, "cannot save %s: %s", in->path, strerror(-ret));
+		msg(o->save, "cannot save %s: %s", in->path, ret == -ESTALE ?
+		    "box changed size while being read" : strerror(-ret));
 		unlink(o->save);
 		return EXIT_FAILURE_;
 	}
@@ -975,138 +1015,33 @@ static int do_save(const struct opts *o, struct bb_reader *r)
 
 /* ---- directory modes: --list and --all ------------------------------ */
 
-struct entry {
-	char    *name;
-	char    *path;
-	int32_t  pid;
-	uint64_t created_ns;
-	uint32_t sequence;
-	char     comm[32];
-	int      live;
-	uint64_t box_size;
-	uint32_t rings_used, ring_count;
-	uint64_t records, dropped;
-	int      signal;     /* crashed: the fatal signal */
-	const char *clock;   /* clock_desc() of the header */
-};
-
-struct scan {
-	const struct opts *opt;
-	struct entry *e;
-	size_t n, cap;
-	bool list;     /* open each box now and count its records */
-	int failures;
-};
-
-static int count_record(const struct bb_record *rec, void *arg)
+/*
+ * Both start from bb_reader_scan(): every entry under the prefix, opened
+ * by the library and judged by its header and file owner (header and ring
+ * table only, nothing else read), in pid and creation order.
+ */
+static int scan(const struct opts *o, struct bb_box_entry **v, size_t *n)
 {
-	(void)rec;
-	++*(uint64_t *)arg;
-	return 0;
-}
-
-static int scan_one(int dirfd, const char *name, void *arg)
-{
-	struct scan *s = arg;
-	struct entry *e;
-
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 64;
-		struct entry *ne = realloc(s->e, cap * sizeof(*ne));
-
-		if (!ne)
-			return -ENOMEM;
-		s->e = ne;
-		s->cap = cap;
-	}
-	e = &s->e[s->n];
-	memset(e, 0, sizeof(*e));
-	if (!(e->name = strdup(name)))
-		return -ENOMEM;
-	if (s->list) {
-		struct src src = { .kind = SRC_DIRENT, .dirfd = dirfd, .name = name,
-				   .dir = s->opt->dir };
-		const struct bb_box_info *in;
-		struct bb_reader *r;
-
-		if (open_box(&src, s->opt, false, &r, &e->live, true) < 0) {
-			free(e->name);
-			s->failures++;
-			return 0;
-		}
-		in = bb_reader_info(r);
-		/* opened by name: show where */
-		if (strchr(in->path, '/') ||
-		    asprintf(&e->path, "%s/%s", s->opt->dir ? s->opt->dir : BB_DEFAULT_DIR,
-			     in->path) < 0)
-			e->path = strdup(in->path);
-		e->pid = in->pid;
-		e->created_ns = in->created_ns;
-		e->sequence = in->sequence;
-		memcpy(e->comm, in->comm, sizeof(e->comm));
-		e->comm[sizeof(e->comm) - 1] = '\0';
-		e->box_size = in->box_size;
-		e->rings_used = in->rings_used;
-		e->ring_count = in->ring_count;
-		e->dropped = in->dropped_busy + in->dropped_nested + in->dropped_toobig +
-			     in->dropped_important;
-		e->signal = in->state == BB_STATE_CRASHED ? in->state_signal : 0;
-		e->clock = clock_desc(in);
-		if (bb_reader_walk(r, 0, count_record, &e->records) == -ENOMEM) {
-			bb_reader_close(r);
-			free(e->name);
-			free(e->path);
-			return -ENOMEM;
-		}
-		bb_reader_close(r);
-		if (!e->path) {
-			free(e->name);
-			return -ENOMEM;
-		}
-	}
-	s->n++;
-	return 0;
-}
-
-/* Order: by pid, then creation time, then sequence, then name. */
-static int entry_cmp(const void *a, const void *b)
-{
-	const struct entry *x = a, *y = b;
-
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->created_ns != y->created_ns)
-		return x->created_ns < y->created_ns ? -1 : 1;
-	if (x->sequence != y->sequence)
-		return x->sequence < y->sequence ? -1 : 1;
-	return strcmp(x->name, y->name);
-}
-
-static void free_scan(struct scan *s)
-{
-	size_t i;
-
-	for (i = 0; i < s->n; i++) {
-		free(s->e[i].name);
-		free(s->e[i].path);
-	}
-	free(s->e);
-}
-
-static int scan_dir(const struct opts *o, struct scan *s)
-{
-	const char *dir = o->dir ? o->dir : BB_DEFAULT_DIR;
-	int ret = bb_scan_dir(o->dir, scan_one, s);
+	char err[512] = "";
+	int ret = bb_reader_scan(o->dir, v, n, err, sizeof(err));
 
 	if (ret == -ENOMEM) {
 		msg(NULL, "out of memory");
 		return EXIT_FAILURE_;
 	}
 	if (ret < 0) {
-		msg(dir, "%s", strerror(-ret));
+		msg(NULL, "%s", err);
 		return EXIT_NOBOX;
 	}
 	return EXIT_CLEAN;
+}
+
+/* Say why an entry is not a box, as opening it would (a box still being
+ * created, -ENODATA, is not worth a message). */
+static void say_not_a_box(const struct bb_box_entry *e)
+{
+	if (e->error != -ENODATA)
+		msg(NULL, "%s", e->problem);
 }
 
 static void fmt_size(char *buf, size_t len, uint64_t v)
@@ -1137,211 +1072,185 @@ static void fmt_age(char *buf, size_t len, uint64_t sec)
 		snprintf(buf, len, "%llud", (unsigned long long)(sec / 86400));
 }
 
-static int do_list(const struct opts *o, struct bbx_out *out)
+/* What bb_reader_scan() found about a box's claim, for --list. */
+static const struct {
+	unsigned flag;
+	const char *key;  /* JSON / CBOR "flags" member */
+	const char *text; /* text table, after the path */
+} claim_flags[] = {
+	{ BB_BOX_UID_MISMATCH, "uid-mismatch",
+	  "file owner is not the header's uid: never chosen" },
+	{ BB_BOX_FOREIGN, "foreign",
+	  "claims a running process whose box is another owner's" },
+	{ BB_BOX_AMBIGUOUS, "ambiguous",
+	  "boxes of different owners claim this pid: none chosen" },
+};
+
+static void list_one(const struct opts *o, struct bbx_out *out, struct bbx_em *em,
+		     const struct bb_box_entry *e, uint64_t nowns)
 {
-	struct scan s = { .opt = o, .list = true };
-	struct timespec now;
-	struct bbx_em em;
-	size_t i;
-	int code = scan_dir(o, &s);
+	const struct bb_box_info *in = &e->info;
+	const char *dir = o->dir ? o->dir : BB_DEFAULT_DIR;
+	uint64_t age = nowns > in->created_ns ? (nowns - in->created_ns) / 1000000000u : 0;
+	const char *state = e->liveness > 0 ? bb_liveness_name(e->liveness) : "unknown";
+	int signal = in->state == BB_STATE_CRASHED ? in->state_signal : 0;
+	const char *sig = e->liveness == BB_OWNER_CRASHED ? bbx_signal_name(signal) : NULL;
+	uint64_t dropped = in->dropped_busy + in->dropped_nested + in->dropped_toobig +
+			   in->dropped_important;
+	char path[4400], line[256], size[16], used[16], rings[24], agebuf[16];
+	char t[BBX_TIME_MAX], st[48], comm[16 * 4 + 1];
+	int n;
 
-	if (code) {
-		free_scan(&s);
-		return code;
-	}
-	qsort(s.e, s.n, sizeof(*s.e), entry_cmp);
-	clock_gettime(CLOCK_REALTIME, &now);
-	bbx_em_init(&em, out, o->fmt == FMT_CBOR);
-	if (o->fmt == FMT_TEXT)
-		bbx_out_str(out, "PID      COMM             STATE              SIZE     RINGS   "
-			    "RECORDS     DROPPED  AGE    CLOCK      PATH\n");
-	for (i = 0; i < s.n; i++) {
-		const struct entry *e = &s.e[i];
-		uint64_t nowns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-		uint64_t age = nowns > e->created_ns ? (nowns - e->created_ns) / 1000000000u : 0;
-		const char *state = e->live > 0 ? bb_liveness_name(e->live) : "unknown";
-		const char *sig = e->live == BB_OWNER_CRASHED ? bbx_signal_name(e->signal) : NULL;
-		char line[4608], size[16], rings[24], agebuf[16], t[BBX_TIME_MAX], st[48];
-		int n;
+	snprintf(path, sizeof(path), "%s/%s", dir, e->name);
+	/* "crashed (SIGSEGV)" */
+	if (e->liveness == BB_OWNER_CRASHED && sig)
+		snprintf(st, sizeof(st), "%s (%s)", state, sig);
+	else if (e->liveness == BB_OWNER_CRASHED)
+		snprintf(st, sizeof(st), "%s (signal %d)", state, signal);
+	else
+		snprintf(st, sizeof(st), "%s", state);
 
-		/* "crashed (SIGSEGV)" */
-		if (e->live == BB_OWNER_CRASHED && sig)
-			snprintf(st, sizeof(st), "%s (%s)", state, sig);
-		else if (e->live == BB_OWNER_CRASHED)
-			snprintf(st, sizeof(st), "%s (signal %d)", state, e->signal);
-		else
-			snprintf(st, sizeof(st), "%s", state);
-
-		if (o->fmt != FMT_TEXT) {
-			bbx_em_map(&em);
-			bbx_em_kv_i64(&em, "pid", e->pid);
-			bbx_em_kv_str(&em, "comm", e->comm);
-			bbx_em_kv_str(&em, "state", state);
-			if (e->live == BB_OWNER_CRASHED) {
-				bbx_em_kv_i64(&em, "signal", e->signal);
-				if (sig)
-					bbx_em_kv_str(&em, "signal_name", sig);
-			}
-			bbx_em_kv_str(&em, "clock", e->clock);
-			bbx_em_kv_u64(&em, "size", e->box_size);
-			bbx_em_kv_u64(&em, "rings_used", e->rings_used);
-			bbx_em_kv_u64(&em, "ring_count", e->ring_count);
-			bbx_em_kv_u64(&em, "records", e->records);
-			bbx_em_kv_u64(&em, "dropped", e->dropped);
-			bbx_em_key(&em, "created");
-			bbx_em_str(&em, t, bbx_fmt_time(t, (int64_t)e->created_ns));
-			bbx_em_kv_u64(&em, "age_s", age);
-			bbx_em_kv_str(&em, "path", e->path);
-			bbx_em_end(&em);
-			bbx_em_eol(&em);
-			continue;
+	if (o->fmt != FMT_TEXT) {
+		bbx_em_map(em);
+		bbx_em_kv_i64(em, "pid", in->pid);
+		bbx_em_kv_str(em, "comm", in->comm);
+		bbx_em_kv_str(em, "state", state);
+		if (e->liveness == BB_OWNER_CRASHED) {
+			bbx_em_kv_i64(em, "signal", signal);
+			if (sig)
+				bbx_em_kv_str(em, "signal_name", sig);
 		}
-		fmt_size(size, sizeof(size), e->box_size);
-		snprintf(rings, sizeof(rings), "%u/%u", e->rings_used, e->ring_count);
-		fmt_age(agebuf, sizeof(agebuf), age);
-		n = snprintf(line, sizeof(line),
-			     "%-8d %-16.16s %-18s %-8s %-7s %-11llu %-8llu %-6s %-10s %s\n",
-			     (int)e->pid, e->comm[0] ? e->comm : "-", st, size, rings,
-			     (unsigned long long)e->records,
-			     (unsigned long long)e->dropped, agebuf, e->clock, e->path);
-		for (int k = 0; k < n && line[k] != '\n'; k++)
-			if ((unsigned char)line[k] < ' ' || line[k] == 0x7f)
-				line[k] = '?';
-		bbx_out_put(out, line, n > 0 ? (size_t)n : 0);
+		bbx_em_kv_str(em, "clock", clock_desc(in));
+		bbx_em_kv_u64(em, "size", in->box_size);
+		bbx_em_kv_u64(em, "rings_used", in->rings_used);
+		bbx_em_kv_u64(em, "ring_count", in->ring_count);
+		bbx_em_kv_u64(em, "used_bytes", in->used_bytes);
+		bbx_em_kv_u64(em, "dropped", dropped);
+		bbx_em_key(em, "created");
+		bbx_em_str(em, t, bbx_fmt_time(t, (int64_t)in->created_ns));
+		bbx_em_kv_u64(em, "age_s", age);
+		bbx_em_kv_u64(em, "uid", in->uid);
+		bbx_em_kv_u64(em, "file_uid", in->file_uid);
+		bbx_em_kv_str(em, "path", path);
+		if (e->flags & (BB_BOX_UID_MISMATCH | BB_BOX_FOREIGN | BB_BOX_AMBIGUOUS)) {
+			bbx_em_key(em, "flags");
+			bbx_em_array(em);
+			for (size_t k = 0; k < sizeof(claim_flags) / sizeof(claim_flags[0]); k++)
+				if (e->flags & claim_flags[k].flag)
+					bbx_em_cstr(em, claim_flags[k].key);
+			bbx_em_end(em);
+		}
+		bbx_em_end(em);
+		bbx_em_eol(em);
+		return;
 	}
-	free_scan(&s);
-	return EXIT_CLEAN;
-}
-
-/* Boxes read ahead at once by --all --uring. */
-#define ALL_READ_AHEAD 4
-
-/* --all with io_uring: start reading the boxes' files ahead.  NULL (read
- * each box the plain way) when io_uring is unavailable. */
-static struct bbx_pf *all_prefetch(int dfd, const struct scan *s, char ***names)
-{
-	struct bbx_pf *pf;
-
-	if (!s->n || !(*names = malloc(s->n * sizeof(**names))))
-		return NULL;
-	for (size_t i = 0; i < s->n; i++)
-		(*names)[i] = s->e[i].name;
-	pf = bbx_pf_init(dfd, *names, s->n, ALL_READ_AHEAD);
-	if (!pf) {
-		free(*names);
-		*names = NULL;
-	}
-	return pf;
+	fmt_size(size, sizeof(size), in->box_size);
+	fmt_size(used, sizeof(used), in->used_bytes);
+	snprintf(rings, sizeof(rings), "%u/%u", in->rings_used, in->ring_count);
+	fmt_age(agebuf, sizeof(agebuf), age);
+	/* the first 16 bytes of comm (anyone's bytes), escaped */
+	if (in->comm[0])
+		bb_escape_text(in->comm, strnlen(in->comm, 16), comm, sizeof(comm));
+	else
+		strcpy(comm, "-");
+	n = snprintf(line, sizeof(line), "%-8d ", (int)in->pid);
+	bbx_out_put(out, line, (size_t)n);
+	bbx_out_str(out, comm);
+	for (size_t k = strlen(comm); k < 16; k++)
+		bbx_out_char(out, ' ');
+	bbx_out_char(out, ' ');
+	n = snprintf(line, sizeof(line), "%-18s %-8s %-7s %-8s %-8llu %-6s %-10s %-8u ", st,
+		     size, rings, used, (unsigned long long)dropped, agebuf, clock_desc(in),
+		     in->file_uid);
+	bbx_out_put(out, line, n > 0 ? (size_t)n : 0);
+	out_escaped(out, path, strlen(path));
+	for (size_t k = 0; k < sizeof(claim_flags) / sizeof(claim_flags[0]); k++)
+		if (e->flags & claim_flags[k].flag) {
+			bbx_out_str(out, "  [");
+			bbx_out_str(out, claim_flags[k].text);
+			bbx_out_char(out, ']');
+		}
+	bbx_out_char(out, '\n');
 }
 
 /*
- * open_box() for --all with read-ahead: the box is opened and validated as
- * always (the live mapping); if its owner is not alive, the snapshot comes
- * from the bytes io_uring read, provided they are the same file (device
- * and inode), else from the plain path.  *info: what to report, the
- * opened file's identity with the snapshot's contents, exactly as the
- * plain path reports it.
+ * --list: one line per box, from its header and ring table only (a box's
+ * records are never read here: the work is the same for a box of any
+ * size, and nothing follows a file's apparent size).  Boxes whose claim is
+ * in doubt are listed with what is wrong.
  */
-static int open_box_prefetched(struct bbx_pf *pf, size_t i, const struct src *src,
-			       const struct opts *o, struct bb_reader **out,
-			       struct bb_box_info *info, int *live)
+static int do_list(const struct opts *o, struct bbx_out *out)
 {
-	const struct bb_box_info *a;
-	struct bb_reader *r, *snap;
-	uint64_t dev = 0, ino = 0;
-	void *buf = NULL;
-	size_t len = 0;
-	int got, ret;
+	struct bb_box_entry *v = NULL;
+	struct timespec now;
+	struct bbx_em em;
+	uint64_t nowns;
+	size_t n = 0;
+	int code = scan(o, &v, &n);
 
-	got = bbx_pf_take(pf, i, &buf, &len, &dev, &ino);
-	ret = open_box(src, o, true, &r, live, true); /* true: no snapshot yet */
-	if (ret < 0) {
-		free(buf);
-		return ret;
+	if (code)
+		return code;
+	clock_gettime(CLOCK_REALTIME, &now);
+	nowns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	bbx_em_init(&em, out, o->fmt == FMT_CBOR);
+	if (o->fmt == FMT_TEXT)
+		bbx_out_str(out, "PID      COMM             STATE              SIZE     RINGS   "
+			    "USED     DROPPED  AGE    CLOCK      OWNER    PATH\n");
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].error)
+			say_not_a_box(&v[i]);
+		else
+			list_one(o, out, &em, &v[i], nowns);
 	}
-	a = bb_reader_info(r);
-	if (*live == BB_OWNER_ALIVE) {
-		free(buf);
-		*info = *a;
-		*out = r;
-		return 0;
-	}
-	if (got == 0 && a->file_dev == dev && a->file_ino == ino &&
-	    bb_reader_open_mem(buf, len, o->any_owner ? BB_OPEN_ANY_OWNER : 0,
-			       &snap, NULL, 0) == 0) {
-		const struct bb_box_info *b = bb_reader_info(snap);
-
-		*info = *b;
-		memcpy(info->path, a->path, sizeof(info->path));
-		info->file_mtime_ns = a->file_mtime_ns;
-		info->file_ino = a->file_ino;
-		info->file_dev = a->file_dev;
-		info->file_uid = a->file_uid;
-		free(buf);
-		bb_reader_close(r);
-		*out = snap;
-		return 0;
-	}
-	/* not what was read ahead: the plain way */
-	free(buf);
-	bb_reader_close(r);
-	ret = open_box(src, o, false, &r, live, true);
-	if (ret < 0)
-		return ret;
-	*info = *bb_reader_info(r);
-	*out = r;
-	return 0;
+	bb_reader_scan_free(v);
+	return EXIT_CLEAN;
 }
 
 static int do_all(const struct opts *o, struct bbx_out *out)
 {
 	const char *dir = o->dir ? o->dir : BB_DEFAULT_DIR;
-	struct scan s = { .opt = o };
-	int code = scan_dir(o, &s), worst = EXIT_CLEAN, dfd, opened = 0, failed = 0;
-	struct bbx_pf *pf;
-	char **names = NULL;
-	size_t i;
+	struct bb_box_entry *v = NULL;
+	int code, worst = EXIT_CLEAN, dfd, opened = 0, failed = 0;
+	size_t n = 0;
 
-	if (code) {
-		free_scan(&s);
+	code = scan(o, &v, &n);
+	if (code)
 		return code;
-	}
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0) {
 		msg(dir, "%s", strerror(errno));
-		free_scan(&s);
+		bb_reader_scan_free(v);
 		return EXIT_NOBOX;
 	}
-	/* by name: blackbox.<pid>.<starttime>.<n> groups a process's boxes */
-	qsort(s.e, s.n, sizeof(*s.e), entry_cmp);
-	pf = o->uring ? all_prefetch(dfd, &s, &names) : NULL;
-	for (i = 0; i < s.n && !stop_requested; i++) {
+	/* by pid and creation time (the scan's order) */
+	for (size_t i = 0; i < n && !stop_requested; i++) {
 		struct src src = { .kind = SRC_DIRENT, .dirfd = dfd,
-				   .name = s.e[i].name, .dir = o->dir };
-		struct bb_box_info info;
+				   .name = v[i].name, .dir = o->dir };
 		struct bb_reader *r;
 		int live;
 
-		if ((pf ? open_box_prefetched(pf, i, &src, o, &r, &info, &live)
-			: open_box(&src, o, false, &r, &live, true)) < 0) {
+		if (v[i].error) {
+			say_not_a_box(&v[i]);
+			failed += v[i].error != -ENODATA;
+			continue;
+		}
+		if (open_box(&src, o, false, &r, &live, true) < 0) {
 			failed++;
 			continue;
 		}
 		opened++;
-		code = extract(o, out, r, pf ? &info : NULL, live, true);
+		code = extract(o, out, r, live, true);
 		bb_reader_close(r);
 		if (code == EXIT_FAILURE_ || out->err) {
-			bbx_pf_free(pf);
-			free(names);
-			return close(dfd), free_scan(&s), EXIT_FAILURE_;
+			close(dfd);
+			bb_reader_scan_free(v);
+			return EXIT_FAILURE_;
 		}
 		if (code > worst)
 			worst = code;
 	}
-	bbx_pf_free(pf);
-	free(names);
 	close(dfd);
-	free_scan(&s);
+	bb_reader_scan_free(v);
 	if (!opened && failed)
 		return EXIT_NOBOX;
 	if (!opened && !o->quiet)
@@ -1510,8 +1419,10 @@ int main(int argc, char **argv)
 		struct src src = { .kind = o.path ? SRC_PATH : SRC_PID,
 				   .pid = o.pid, .path = o.path, .dir = o.dir };
 
-		if (open_box(&src, &o, o.follow, &r, &live, false) < 0)
-			return EXIT_NOBOX;
+		int ret = open_box(&src, &o, o.follow, &r, &live, false);
+
+		if (ret < 0)
+			return ret == -ENOTUNIQ ? EXIT_AMBIGUOUS : EXIT_NOBOX;
 		if (o.save) {
 			code = do_save(&o, r);
 			bb_reader_close(r);
@@ -1529,7 +1440,7 @@ int main(int argc, char **argv)
 	else if (o.all)
 		code = do_all(&o, &out);
 	else
-		code = extract(&o, &out, r, NULL, live, false);
+		code = extract(&o, &out, r, live, false);
 	bb_reader_close(r);
 	if (bbx_out_close(&out) < 0) {
 		if (out.err != -EPIPE)

@@ -354,7 +354,16 @@ static size_t esc_into(char *d, const uint8_t *s, size_t n)
 		}
 		if (c >= 0x80) {
 			k = u8len(s + i, n - i);
-			if (k) {
+			if (k == 2 && c == 0xc2 && s[i + 1] < 0xa0) {
+				/* a C1 control (U+0080..U+009F): escaped like
+				 * C0, the same value for a JSON parser, and
+				 * nothing a terminal could act on */
+				memcpy(p, "\\u00", 4);
+				p[4] = hex[s[i + 1] >> 4];
+				p[5] = hex[s[i + 1] & 15];
+				p += 6;
+				i += 2;
+			} else if (k) {
 				memcpy(p, s + i, k);
 				p += k;
 				i += k;
@@ -406,11 +415,21 @@ static void json_esc(struct bbx_out *o, const uint8_t *s, size_t n)
 			i++;
 			continue;
 		}
-		if (c >= 0x80 && (k = u8len(s + i, n - i))) {
+		k = c >= 0x80 ? u8len(s + i, n - i) : 0;
+		if (k && !(k == 2 && c == 0xc2 && s[i + 1] < 0xa0)) {
 			i += k;
 			continue;
 		}
 		bbx_out_put(o, s + st, i - st);
+		if (c == 0xc2 && k == 2) { /* a C1 control: as in esc_into() */
+			e = bbx_out_reserve(o, 6);
+			memcpy(e, "\\u00", 4);
+			e[4] = hex[s[i + 1] >> 4];
+			e[5] = hex[s[i + 1] & 15];
+			bbx_out_commit(o, 6);
+			st = i += 2;
+			continue;
+		}
 		e = bbx_out_reserve(o, 6);
 		e[0] = '\\';
 		switch (c) {

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -226,7 +227,9 @@ static void bb__fill_identity(struct bb_header *h)
 	ssize_t n;
 
 	h->pid = getpid();
-	h->uid = getuid();
+	/* The uid that owns the file (shm_open/open create it with the
+	 * effective uid): readers check the two agree (FORMAT.md §9). */
+	h->uid = geteuid();
 	h->starttime = bb__starttime();
 	if (bb__read_file("/proc/sys/kernel/random/boot_id", buf, sizeof(buf)) > 0) {
 		buf[strcspn(buf, "\n")] = '\0';
@@ -325,12 +328,44 @@ static int bb__plan(size_t size, unsigned nrings, size_t ring_size, struct bb__l
 
 /* ---- creation ----------------------------------------------------------- */
 
+/* Names bb_init() tries after the first one is taken (FORMAT.md §2). */
+#define BB__NAME_TRIES 64
+
+/*
+ * A name suffix nobody else can guess: getrandom(2), or when it cannot
+ * give one (no entropy yet at early boot, a kernel without it) the clock
+ * and this process's addresses (ASLR), which another user cannot read
+ * either.  Never 0, the first name's.
+ */
+static uint32_t bb__name_random(void)
+{
+	struct timespec ts;
+	uint32_t v;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v)) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		v = (uint32_t)ts.tv_nsec ^ (uint32_t)((uint64_t)ts.tv_sec * 2654435761u) ^
+		    (uint32_t)((uintptr_t)&ts >> 4) ^ (uint32_t)((uintptr_t)&bb__g >> 12);
+	}
+	return v ? v : 1;
+}
+
+/*
+ * Create the box file "blackbox.<pid>.<starttime>.<n>": n = 0 first; when
+ * that name is taken (an earlier image of this process after exec(), an
+ * earlier bb_init/bb_close cycle, or another user who created the name to
+ * keep us from having a box) a random n, up to BB__NAME_TRIES times.  Every
+ * try is O_CREAT | O_EXCL: never an existing file, never a symlink.  The
+ * name proves nothing to readers (they judge the header and the file
+ * owner), so any free name will do.
+ */
 static int bb__create_file(struct bb__box *box, const char *dir, uint64_t starttime,
 			   mode_t mode, uint32_t *seq)
 {
 	pid_t pid = getpid();
 
-	for (uint32_t n = 0; n < 1000; n++) {
+	for (uint32_t t = 0; t <= BB__NAME_TRIES; t++) {
+		uint32_t n = t ? bb__name_random() : 0;
 		int fd;
 
 		snprintf(box->name, sizeof(box->name), "%s%d.%llu.%u",
@@ -338,7 +373,6 @@ static int bb__create_file(struct bb__box *box, const char *dir, uint64_t startt
 			 (unsigned long long)starttime, n);
 		if (dir) {
 			snprintf(box->path, sizeof(box->path), "%s/%s", dir, box->name);
-			/* O_EXCL: never an existing file, never a symlink. */
 			fd = open(box->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		} else {
 			snprintf(box->path, sizeof(box->path), "/dev/shm%s", box->name);
@@ -361,8 +395,6 @@ static int bb__create_file(struct bb__box *box, const char *dir, uint64_t startt
 		}
 		if (errno != EEXIST)
 			return -errno;
-		/* Same pid and start time: an earlier image of this process
-		 * (exec) or an earlier bb_init/bb_close cycle left it. */
 	}
 	return -EEXIST;
 }

@@ -11,14 +11,19 @@
  * bytes are read live, and every use of them is masked into the ring or
  * bounds-checked.  Every loop is bounded by the ring size or the file size.
  *
- * Live vs snapshot: the default is a read-only MAP_SHARED mapping of the
- * whole file (a live view that we never write).  Note that a file owned by
- * someone else could be truncated under such a mapping (SIGBUS): tools that
- * read boxes of other users should pass BB_OPEN_SNAPSHOT, which pread()s
- * the file into private memory.  A process that reads its own box through
- * a live mapping makes itself look like a live owner (the maps check sees
- * the reader's mapping): bb_reader_open_pid() therefore probes candidates
- * from their headers without mapping them.
+ * One read mechanism: the reader never maps a box.  A box is a file that
+ * its owner (any local user, for a box in /dev/shm) can truncate at any
+ * moment, and a mapping of a truncated file raises SIGBUS on access,
+ * killing the reader.  Every byte is read with pread(2) into private
+ * memory of min(box_size, file size) bytes, so a truncation is a short
+ * read and a clean error (-ESTALE, "changed size while being read"), and
+ * no reader's memory or work follows a file's apparent size.  A snapshot
+ * (BB_OPEN_SNAPSHOT, and every memory copy) is read once at open and never
+ * changes; a live reader reads the header and ring table at open and
+ * again, with the part of each ring it needs, at every walk, crash, state,
+ * module, save or data call.  The seqlock protocols of FORMAT.md §8 and
+ * §11 then run on pread copies: a system call is a full barrier, and the
+ * copies are fenced besides (see load() and copy_seqlocked()).
  *
  * Counting conventions (documented in the report of a walk, see
  * bb_ring_stats): "overwritten" counts events, not records: one per resync
@@ -42,6 +47,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <blackbox/reader.h>
@@ -65,9 +71,9 @@ struct rring {
 
 /*
  * A record collected during a walk (48 bytes: a million-record box makes
- * a million of them).  Its value lives in the box itself when the box
- * cannot change (a snapshot or a memory copy: r->mapped false) and the
- * record does not wrap around its ring's end, else in the value arena.
+ * a million of them).  Its value lives in the reader's copy of the box
+ * (nothing changes it during a walk) unless the record wraps around its
+ * ring's end, else in the value arena.
  */
 struct ent {
 	uint64_t pos, ts;
@@ -93,11 +99,12 @@ struct bb_reader {
 	struct bb_box_info info;
 	struct bb_header clk;  /* validated header copy: the clock fields convert
 				  timestamps (clock.h) */
-	uint8_t *base;         /* the box: mapping, snapshot or copy */
-	size_t len;
-	bool mapped;           /* base is a live mapping (munmap), else malloc'd */
-	bool anon;             /* base is a private anonymous mapping (snapshot) */
+	uint8_t *base;         /* private copy of the box (never a file mapping) */
+	size_t len;            /* its bytes: min(box_size, file size) */
+	int fd;                /* live reader: the box file, re-read by load(); else -1 */
+	bool anon;             /* base is private anonymous memory (munmap), else malloc'd */
 	uint64_t table_off;
+	uint64_t table_end;    /* end of the ring table */
 	uint64_t limit;        /* min(box_size, file size): every offset lies below */
 	uint32_t desc_size, page_size;
 	struct rring *rings;
@@ -286,6 +293,7 @@ static int check_header(struct bb_reader *r, const struct bb_header *h, uint64_t
 	check_areas(r, h, lim, table_len);
 	r->clk = *h;
 	r->table_off = h->ring_table_offset;
+	r->table_end = h->ring_table_offset + table_len;
 	r->limit = lim;
 	r->page_size = h->page_size;
 	r->desc_size = h->ring_desc_size;
@@ -368,11 +376,11 @@ static int setup(struct bb_reader *r, const char *label, char *err, size_t errle
 {
 	struct bb_box_info *in = &r->info;
 	uint64_t table_end = r->table_off + (uint64_t)in->ring_count * r->desc_size;
-	const char *what = r->limit < r->len ? "box (box_size)" : "file";
+	const char *what = r->limit < r->info.file_size ? "box (box_size)" : "file";
 
 	for (uint32_t i = 0; i < in->ring_count; i++) {
 		const struct bb_ring_desc *d = desc_at(r, r->base, i);
-		uint64_t off, head;
+		uint64_t off, head, tail;
 
 		struct rring *rr = &r->rings[i];
 		char *why = rr->st.problem;
@@ -414,10 +422,15 @@ static int setup(struct bb_reader *r, const char *label, char *err, size_t errle
 			continue;
 		}
 		rr->v.data = r->base + off;
-		/* Relaxed: only counts rings that were ever written. */
+		/* Relaxed: only counts rings that were ever written, and the
+		 * bytes they hold (a ring's head and tail of our copy). */
 		head = BB_LOAD_RELAXED((uint64_t *)(uintptr_t)&d->head);
+		tail = BB_LOAD_RELAXED((uint64_t *)(uintptr_t)&d->tail);
 		if (rr->st.state != BB_RING_FREE || head)
 			in->rings_used++;
+		if (!((head | tail) % 8) && bb__pos_diff(head, tail) >= 0 &&
+		    head - tail <= in->ring_size)
+			in->used_bytes += head - tail;
 	}
 	refresh_info(r);
 	(void)label, (void)err, (void)errlen;
@@ -432,6 +445,7 @@ static struct bb_reader *reader_new(const struct bb_reader *tmp)
 	if (!r)
 		return NULL;
 	*r = *tmp;
+	r->fd = -1;
 	r->rings = calloc(r->info.ring_count, sizeof(*r->rings));
 	r->rec = malloc(r->info.max_record);
 	r->slot = r->slot_size ? malloc(r->slot_size) : NULL;
@@ -449,7 +463,9 @@ BB_EXPORT void bb_reader_close(struct bb_reader *r)
 {
 	if (!r)
 		return;
-	if (r->mapped || r->anon)
+	if (r->fd >= 0)
+		close(r->fd);
+	if (r->anon)
 		munmap(r->base, r->len);
 	else
 		free(r->base);
@@ -477,6 +493,8 @@ static void patch_tail(struct bb_ring_desc *copy, uint64_t now)
 	copy->tail = bb__pos_diff(now, copy->head) > 0 ? copy->head : now;
 }
 
+/* Read exactly @len bytes at @off.  0, -ESTALE when the file ends before
+ * (it shrank since it was measured), or -errno. */
 static int pread_all(int fd, void *buf, size_t len, uint64_t off)
 {
 	size_t done = 0;
@@ -489,10 +507,17 @@ static int pread_all(int fd, void *buf, size_t len, uint64_t off)
 		if (n < 0)
 			return -errno;
 		if (n == 0)
-			return -ENODATA;
+			return -ESTALE;
 		done += (size_t)n;
 	}
 	return 0;
+}
+
+/* Bytes [off, off + n) of the box file into the same place of the copy;
+ * every caller's range lies below r->len (validated geometry). */
+static int fetch(struct bb_reader *r, uint64_t off, uint64_t n)
+{
+	return pread_all(r->fd, r->base + off, (size_t)n, off);
 }
 
 /* A ring whose live part alone a snapshot copies. */
@@ -508,18 +533,26 @@ static int hole_cmp(const void *a, const void *b)
 	return (x->off > y->off) - (x->off < y->off);
 }
 
+/* Does a copied descriptor's [tail, head] make sense for a ring of @size
+ * bytes: 8-aligned, head not behind tail, less than a ring apart (the
+ * seq word at head lies inside the ring's bytes as well)? */
+static bool live_part_sane(uint64_t head, uint64_t tail, uint64_t size)
+{
+	return !((head | tail) % 8) && bb__pos_diff(head, tail) >= 0 &&
+	       head - tail <= size - 8;
+}
+
 /*
  * The rings of the copied table (r->base) whose descriptor is sane enough
- * to copy only [tail, head] of: data inside the file past the table, page
+ * to copy only [tail, head] of: data inside the box past the table, page
  * aligned, not overlapping another such ring nor the state table or the
  * module area, head and tail 8-aligned and at most a ring apart.  Anything
  * else is copied whole and judged by setup() and the walk as before.
  * Returns the count (sorted by offset).
  */
-static uint32_t plan_holes(const struct bb_reader *r, size_t len, uint64_t table_end,
-			   struct hole *holes)
+static uint32_t plan_holes(const struct bb_reader *r, struct hole *holes)
 {
-	uint64_t size = r->info.ring_size;
+	uint64_t size = r->info.ring_size, len = r->len;
 	uint32_t n = 0;
 
 	for (uint32_t i = 0; i < r->info.ring_count; i++) {
@@ -530,9 +563,8 @@ static uint32_t plan_holes(const struct bb_reader *r, size_t len, uint64_t table
 		memcpy(&h.off, &d->data_offset, sizeof(h.off));
 		memcpy(&h.head, &d->head, sizeof(h.head));
 		memcpy(&h.tail, &d->tail, sizeof(h.tail));
-		if (h.off < table_end || h.off > len || size > len - h.off ||
-		    h.off % r->page_size || (h.head | h.tail) % 8 ||
-		    bb__pos_diff(h.head, h.tail) < 0 || h.head - h.tail > size - 8)
+		if (h.off < r->table_end || h.off > len || size > len - h.off ||
+		    h.off % r->page_size || !live_part_sane(h.head, h.tail, size))
 			continue;
 		/* a (crafted) state table or module area inside ring data */
 		if ((r->info.state_slot_count &&
@@ -550,99 +582,212 @@ static uint32_t plan_holes(const struct bb_reader *r, size_t len, uint64_t table
 	return n;
 }
 
-/* Copy [tail, head + 8) of a hole's ring: its records and the seq word at
- * head (a torn record's busy seq), wrapping around the ring's end. */
-static int copy_live(struct bb_reader *r, int fd, const struct hole *h)
+/*
+ * Where the last byte anything reads lies: the end of the last ring whose
+ * descriptor places it inside the box, or of the state table or module
+ * area.  A snapshot copies nothing past it (a header may claim any
+ * box_size, and a sparse file of that size costs nothing to make).
+ */
+static uint64_t used_end(const struct bb_reader *r)
 {
-	uint64_t size = r->info.ring_size, at = h->tail & (size - 1);
-	uint64_t n = h->head - h->tail + 8, first = n < size - at ? n : size - at;
+	uint64_t size = r->info.ring_size, len = r->len, end = r->table_end;
+
+	for (uint32_t i = 0; i < r->info.ring_count; i++) {
+		uint64_t off;
+
+		memcpy(&off, &desc_at(r, r->base, i)->data_offset, sizeof(off));
+		if (off >= r->table_end && off <= len && size <= len - off && off + size > end)
+			end = off + size;
+	}
+	if (r->info.state_slot_count &&
+	    r->state_off + (uint64_t)r->info.state_slot_count * r->slot_size > end)
+		end = r->state_off + (uint64_t)r->info.state_slot_count * r->slot_size;
+	if (r->info.modules_size && r->modules_off + r->info.modules_size > end)
+		end = r->modules_off + r->info.modules_size;
+	return end;
+}
+
+/* Copy ring positions [from, head + 8) of the ring whose data lies at @off:
+ * its records and the seq word at head (a torn record's busy seq),
+ * wrapping around the ring's end.  head - from <= ring_size - 8. */
+static int copy_live(struct bb_reader *r, uint64_t off, uint64_t from, uint64_t head)
+{
+	uint64_t size = r->info.ring_size, at = from & (size - 1);
+	uint64_t n = head - from + 8, first = n < size - at ? n : size - at;
 	int rc;
 
-	rc = pread_all(fd, r->base + h->off + at, (size_t)first, h->off + at);
+	rc = fetch(r, off + at, first);
 	if (!rc && n > first)
-		rc = pread_all(fd, r->base + h->off, (size_t)(n - first), h->off);
+		rc = fetch(r, off, n - first);
 	return rc;
 }
 
 /*
- * Read the file into private memory, then raise each copied tail past
- * whatever the live writer overwrote during the copy.  Header and ring
- * table first; then everything but the ring data, and of each ring only
- * its live part [tail, head] as the copied descriptor gives it (the bytes
- * outside it are dead: overwritten records or never written, and read as
- * zeros here).  A box is mostly ring space and often mostly empty, so this
- * copies a fraction of the file.
+ * Re-read every ring's tail after the ring bytes were copied, and raise
+ * the copy's tail past whatever the live writer overwrote during the copy.
+ * The tails come from a later read(2) than the ring bytes: the kernel
+ * copies from the shared pages in program order of our calls, a system
+ * call is a full barrier on every Linux architecture, and the acquire
+ * fence below orders the two in our program as well.  It pairs with the
+ * writer's release fence after it publishes a new tail and before it
+ * overwrites the bytes that tail released (bb__make_room()): if our copy
+ * holds any byte of an overwrite, the new tail is seen here (the role of
+ * the acquire fence in bb__ring_read()).
  */
-static int snapshot(struct bb_reader *r, int fd, size_t len)
+static int fix_tails(struct bb_reader *r)
 {
-	uint64_t table_end = r->table_off + (uint64_t)r->info.ring_count * r->desc_size;
-	struct hole *holes;
-	uint32_t n = 0;
-	uint64_t at;
-	void *m;
+	size_t tlen = (size_t)(r->table_end - r->table_off);
+	uint8_t *t = malloc(tlen);
 	int rc;
 
-	/*
-	 * Private anonymous memory rather than malloc(): a box is tens or
-	 * hundreds of MiB, and with 4 KiB pages the copy below spends more
-	 * time taking (and zeroing) one page fault per page than copying.
-	 * Transparent huge pages take one fault per 2 MiB; madvise() failing
-	 * (THP disabled, old kernel) only costs that speed.
-	 */
-	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (m == MAP_FAILED)
+	if (!t)
 		return -ENOMEM;
-#ifdef MADV_HUGEPAGE
-	(void)madvise(m, len, MADV_HUGEPAGE);
-#endif
-	r->base = m;
-	r->anon = true;
-	r->len = len;
+	BB_FENCE_ACQUIRE();
+	rc = pread_all(r->fd, t, tlen, r->table_off);
+	for (uint32_t i = 0; !rc && i < r->info.ring_count; i++) {
+		uint64_t now;
+
+		memcpy(&now, t + (size_t)i * r->desc_size + offsetof(struct bb_ring_desc, tail),
+		       sizeof(now));
+		patch_tail((struct bb_ring_desc *)(uintptr_t)desc_at(r, r->base, i), now);
+	}
+	free(t);
+	return rc;
+}
+
+/*
+ * One ring of a live reader, as it is now: its head and tail read again
+ * just before its bytes, the tail once more after them.  A writer that
+ * laps the whole copy (a busy writer, a reader descheduled in the middle)
+ * leaves nothing: the ring is read again, up to three times in all.
+ */
+static int load_ring(struct bb_reader *r, uint32_t i, bool follow)
+{
+	struct rring *rr = &r->rings[i];
+	struct bb_ring_desc *d = (struct bb_ring_desc *)(uintptr_t)desc_at(r, r->base, i);
+	uint64_t off = (uint64_t)(rr->v.data - r->base), at = (uint64_t)((uint8_t *)d - r->base);
+	uint64_t ht[2], head, tail, from, now;
+	bool sane;
+	int rc;
+
+	for (int tries = 0;; tries++) {
+		rc = pread_all(r->fd, ht, sizeof(ht), at); /* head, tail: offsets 0, 8 */
+		if (rc)
+			return rc;
+		head = ht[0];
+		tail = ht[1];
+		memcpy(&d->head, &head, sizeof(head));
+		memcpy(&d->tail, &tail, sizeof(tail));
+		/* Orders the head loaded above before the ring bytes copied
+		 * below: pairs with the writer's release store of head (FORMAT
+		 * §7 step 4), which follows its records' bytes and seq words. */
+		BB_FENCE_ACQUIRE();
+		sane = live_part_sane(head, tail, r->info.ring_size);
+		if (!sane) {
+			/* a full ring (head - tail = ring_size), a tail that
+			 * passed the head just read, or a scribble: the whole
+			 * ring, judged by the walk */
+			rc = fetch(r, off, r->info.ring_size);
+		} else {
+			from = tail;
+			if (follow && rr->has_next && bb__pos_diff(rr->next, tail) >= 0 &&
+			    bb__pos_diff(head, rr->next) >= 0 && !(rr->next % 8))
+				from = rr->next; /* older bytes were walked already */
+			rc = copy_live(r, off, from, head);
+		}
+		if (rc)
+			return rc;
+		/* Pairs with the writer's release fence between publishing a new
+		 * tail and overwriting the bytes it released (bb__make_room()):
+		 * if the copy holds any byte of an overwrite, the new tail is
+		 * seen below and the copy's tail raised past it (fix_tails()). */
+		BB_FENCE_ACQUIRE();
+		rc = pread_all(r->fd, &now, sizeof(now), at + offsetof(struct bb_ring_desc, tail));
+		if (rc)
+			return rc;
+		patch_tail(d, now);
+		/* again only when a writer moved the tail past all we copied */
+		if (!sane || now == tail || bb__pos_diff(head, now) > 0 || tries == 2)
+			return 0;
+	}
+}
+
+/* What load() reads from the box file into the reader's copy. */
+enum load_what {
+	LOAD_SNAPSHOT, /* at open, after the header and table: the rest of the
+			  box up to used_end(), but of each sane ring only its
+			  live part (the dead bytes read as zeros); for
+			  BB_OPEN_SNAPSHOT */
+	LOAD_WALK,     /* header and table again, then each ring's live part
+			  (from where a follow walk resumes), load_ring(); a
+			  ring whose head and tail make no sense, whole */
+	LOAD_ALL,      /* every byte (bb_reader_save, bb_reader_data) */
+};
+
+/*
+ * load - bring the copy up to date for a live reader (r->fd >= 0).  Every
+ * read is bounded by r->len = min(box_size, file size) as measured at
+ * open: the file's apparent size never matters after that.  A file that
+ * shrank since gives -ESTALE, never a fault.  Other errors: -ENOMEM, -EIO.
+ */
+static int load(struct bb_reader *r, enum load_what what, bool follow)
+{
+	struct hole *holes;
+	uint32_t n;
+	uint64_t at, stop;
+	int rc = 0;
+
+	if (what == LOAD_ALL) {
+		rc = fetch(r, 0, r->len);
+		return rc ? rc : fix_tails(r);
+	}
+	if (what == LOAD_WALK) {
+		rc = fetch(r, 0, r->table_end);
+		for (uint32_t i = 0; i < r->info.ring_count && !rc; i++)
+			if (!r->rings[i].bad)
+				rc = load_ring(r, i, follow);
+		return rc;
+	}
+	/* LOAD_SNAPSHOT: the header and table are in the copy (open) */
 	holes = malloc(r->info.ring_count * sizeof(*holes) + 1);
 	if (!holes)
 		return -ENOMEM;
-	/* check_header() proved the table inside the file */
-	rc = pread_all(fd, r->base, (size_t)table_end, 0);
-	if (!rc)
-		n = plan_holes(r, len, table_end, holes);
-	at = table_end;
+	n = plan_holes(r, holes);
+	stop = used_end(r);
+	at = r->table_end;
 	for (uint32_t k = 0; k <= n && !rc; k++) {
-		uint64_t end = k < n ? holes[k].off : len;
+		uint64_t end = k < n ? holes[k].off : stop;
 
 		if (end > at)
-			rc = pread_all(fd, r->base + at, (size_t)(end - at), at);
+			rc = fetch(r, at, end - at);
 		if (!rc && k < n) {
-			rc = copy_live(r, fd, &holes[k]);
+			rc = copy_live(r, holes[k].off, holes[k].tail, holes[k].head);
 			at = holes[k].off + r->info.ring_size;
 		}
 	}
 	free(holes);
-	if (rc)
-		return rc;
-	/* The tails re-read below come from a later read(2) than the ring
-	 * bytes: the kernel copies from the shared pages in program order
-	 * of our calls, and a system call is a full barrier on every Linux
-	 * architecture, so a tail published before an overwrite we copied is
-	 * seen here (the role of the acquire fence in bb__ring_read()). */
-	for (uint32_t i = 0; i < r->info.ring_count; i++) {
-		uint64_t now, off = r->table_off + (uint64_t)i * r->desc_size;
+	return rc ? rc : fix_tails(r);
+}
 
-		if (pread_all(fd, &now, sizeof(now), off + 8) == 0)
-			patch_tail((struct bb_ring_desc *)(void *)(r->base + off), now);
-	}
-	return 0;
+/* The message for a failed load(). */
+static int load_failed(char *err, size_t errlen, const char *label, int rc)
+{
+	if (rc == -ESTALE)
+		return say(err, errlen, rc, "%s: box changed size while being read", label);
+	return say(err, errlen, rc, "%s: %s", label, strerror(-rc));
 }
 
 /*
- * check_fd - everything short of mapping: a regular file, long enough, a
- * valid header, owned by the header's uid.  Fills @tmp (zeroed by the
+ * check_fd - everything short of reading the box: a regular file, long
+ * enough, a valid header (copied to @h), owned by the header's uid, as
+ * long as its header says (to within a page).  Fills @tmp (zeroed by the
  * caller) with the validated geometry and info, file identity included.
  */
 static int check_fd(int fd, const char *label, unsigned flags, struct bb_reader *tmp,
-		    char *err, size_t errlen)
+		    struct bb_header *h, char *err, size_t errlen)
 {
 	struct bb_box_info *in = &tmp->info;
-	struct bb_header h;
+	uint64_t size, gap;
 	struct stat st;
 	int rc;
 
@@ -661,20 +806,33 @@ static int check_fd(int fd, const char *label, unsigned flags, struct bb_reader 
 		return say(err, errlen, -ENODATA, "%s: %lld bytes, shorter than a %u-byte header",
 			   label, (long long)st.st_size, BB_HEADER_SIZE);
 	if ((uint64_t)st.st_size > SIZE_MAX)
-		return say(err, errlen, -EFBIG, "%s: too large to map", label);
-	rc = pread_all(fd, &h, sizeof(h), 0);
+		return say(err, errlen, -EFBIG, "%s: too large to read", label);
+	size = (uint64_t)st.st_size;
+	rc = pread_all(fd, h, sizeof(*h), 0);
+	if (rc == -ESTALE)
+		return say(err, errlen, rc, "%s: box changed size while being read", label);
 	if (rc)
 		return say(err, errlen, rc, "%s: cannot read the header: %s", label, strerror(-rc));
-	rc = check_header(tmp, &h, (uint64_t)st.st_size, label, err, errlen);
+	rc = check_header(tmp, h, size, label, err, errlen);
 	if (rc)
 		return rc;
-	if (st.st_uid != h.uid && !(flags & BB_OPEN_ANY_OWNER))
+	/* A box file is exactly box_size bytes (posix_fallocate at creation,
+	 * bb_reader_save for copies).  One that is not was grown or cut
+	 * since: refused, so that nothing is read past what the header
+	 * describes, whatever size (sparse or not) the file claims. */
+	gap = size > h->box_size ? size - h->box_size : h->box_size - size;
+	if (gap > h->page_size)
+		return say(err, errlen, -EBADMSG,
+			   "%s: the file has %" PRIu64 " bytes, its header says %" PRIu64
+			   " (box_size): grown or cut after it was written, refused", label,
+			   size, h->box_size);
+	if (st.st_uid != h->uid && !(flags & BB_OPEN_ANY_OWNER))
 		return say(err, errlen, -EPERM,
 			   "%s: file owner uid %u differs from the box's uid %" PRIu32
 			   " (planted file? BB_OPEN_ANY_OWNER accepts it)", label,
-			   (unsigned)st.st_uid, h.uid);
+			   (unsigned)st.st_uid, h->uid);
 	bb__strlcpy(in->path, label, sizeof(in->path));
-	in->file_size = (uint64_t)st.st_size;
+	in->file_size = size;
 	in->file_mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u +
 			    (uint64_t)st.st_mtim.tv_nsec;
 	in->file_ino = st.st_ino;
@@ -683,16 +841,22 @@ static int check_fd(int fd, const char *label, unsigned flags, struct bb_reader 
 	return 0;
 }
 
-/* Open an fd we own (it is closed here). */
+/*
+ * Open an fd we own (it is kept by a live reader, closed otherwise).  The
+ * header validated by check_fd() is the copy the reader keeps: identity
+ * and geometry never come from a later read of a file its owner may be
+ * rewriting.  Then the ring table (and with BB_OPEN_SNAPSHOT the rest).
+ */
 static int open_owned_fd(int fd, const char *label, unsigned flags,
 			 struct bb_reader **out, char *err, size_t errlen)
 {
 	struct bb_reader tmp = { 0 }, *r = NULL;
 	struct bb_header h;
+	void *m;
 	int rc;
 
 	*out = NULL;
-	rc = check_fd(fd, label, flags, &tmp, err, errlen);
+	rc = check_fd(fd, label, flags, &tmp, &h, err, errlen);
 	if (rc)
 		goto fail;
 	r = reader_new(&tmp);
@@ -700,44 +864,49 @@ static int open_owned_fd(int fd, const char *label, unsigned flags,
 		rc = say(err, errlen, -ENOMEM, "%s: out of memory", label);
 		goto fail;
 	}
-	if (flags & BB_OPEN_SNAPSHOT) {
-		rc = snapshot(r, fd, (size_t)tmp.info.file_size);
-		if (rc) {
-			rc = say(err, errlen, rc, "%s: snapshot: %s", label, strerror(-rc));
-			goto fail;
-		}
-		/* the header may have been rewritten since: check the copy's,
-		 * and insist on the geometry the reader was sized for */
-		memcpy(&h, r->base, sizeof(h));
-		rc = check_header(r, &h, r->len, label, err, errlen);
-		if (rc)
-			goto fail;
-		if (tmp.info.ring_count != r->info.ring_count ||
-		    tmp.info.max_record != r->info.max_record ||
-		    tmp.slot_size != r->slot_size) {
-			rc = say(err, errlen, -EBADMSG, "%s: header changed while being read", label);
-			goto fail;
-		}
-	} else {
-		void *m = mmap(NULL, (size_t)tmp.info.file_size, PROT_READ, MAP_SHARED, fd, 0);
-
-		if (m == MAP_FAILED) {
-			rc = say(err, errlen, -errno, "%s: mmap: %s", label, strerror(errno));
-			goto fail;
-		}
-		r->base = m;
-		r->len = (size_t)tmp.info.file_size;
-		r->mapped = true;
+	/*
+	 * Private anonymous memory rather than malloc(): a box is tens or
+	 * hundreds of MiB, and with 4 KiB pages a copy spends more time
+	 * taking (and zeroing) one page fault per page than copying.
+	 * Transparent huge pages take one fault per 2 MiB; madvise() failing
+	 * (THP disabled, old kernel) only costs that speed.  MAP_NORESERVE:
+	 * a live reader touches only the pages it reads.
+	 */
+	r->len = (size_t)r->limit;
+	m = mmap(NULL, r->len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED) {
+		rc = say(err, errlen, -ENOMEM, "%s: out of memory", label);
+		goto fail;
+	}
+#ifdef MADV_HUGEPAGE
+	(void)madvise(m, r->len, MADV_HUGEPAGE);
+#endif
+	r->base = m;
+	r->anon = true;
+	r->fd = fd;
+	fd = -1;
+	memcpy(r->base, &h, sizeof(h));
+	rc = fetch(r, BB_HEADER_SIZE, r->table_end - BB_HEADER_SIZE);
+	if (!rc && (flags & BB_OPEN_SNAPSHOT))
+		rc = load(r, LOAD_SNAPSHOT, false);
+	if (rc) {
+		rc = load_failed(err, errlen, label, rc);
+		goto fail;
+	}
+	if (flags & BB_OPEN_SNAPSHOT) { /* read once: nothing is re-read */
+		close(r->fd);
+		r->fd = -1;
 	}
 	rc = setup(r, label, err, errlen);
 	if (rc)
 		goto fail;
-	close(fd);
 	*out = r;
 	return 0;
 fail:
 	bb_reader_close(r);
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	return rc;
 }
 
@@ -745,7 +914,7 @@ fail:
 static int open_nofollow(int dirfd, const char *name, const char *label, char *err,
 			 size_t errlen)
 {
-	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	int e = errno;
 
 	if (fd >= 0)
@@ -769,22 +938,6 @@ static int open_at(int dirfd, const char *name, const char *label, unsigned flag
 	if (fd < 0)
 		return fd;
 	return open_owned_fd(fd, label, flags, out, err, errlen);
-}
-
-/* Header facts of a box file without mapping it (so that our own mapping
- * cannot make its owner look alive when the owner is this process). */
-static int probe_at(int dirfd, const char *name, unsigned flags, struct bb_box_info *info,
-		    char *err, size_t errlen)
-{
-	struct bb_reader tmp = { 0 };
-	int fd = open_nofollow(dirfd, name, name, err, errlen), rc;
-
-	if (fd < 0)
-		return fd;
-	rc = check_fd(fd, name, flags, &tmp, err, errlen);
-	close(fd);
-	*info = tmp.info;
-	return rc;
 }
 
 BB_EXPORT int bb_reader_open_path(const char *path, unsigned flags,
@@ -844,115 +997,15 @@ BB_EXPORT int bb_reader_open_mem(const void *buf, size_t len, unsigned flags,
 	}
 	memcpy(r->base, buf, len);
 	r->len = len;
+	bb__strlcpy(r->info.path, label, sizeof(r->info.path));
+	r->info.file_size = len;
 	rc = setup(r, label, err, errlen);
 	if (rc) {
 		bb_reader_close(r);
 		return rc;
 	}
-	bb__strlcpy(r->info.path, label, sizeof(r->info.path));
-	r->info.file_size = len;
 	*out = r;
 	return 0;
-}
-
-/* "<prefix><pid>." then "<starttime>.<n>": digits, dot, digits. */
-static bool box_name_of(const char *name, const char *prefix)
-{
-	size_t plen = strlen(prefix);
-	int dots = 0;
-	bool digit = false;
-
-	if (strncmp(name, prefix, plen))
-		return false;
-	for (const char *p = name + plen; *p; p++) {
-		if (*p == '.') {
-			if (!digit)
-				return false;
-			dots++;
-			digit = false;
-		} else if (*p >= '0' && *p <= '9') {
-			digit = true;
-		} else {
-			return false;
-		}
-	}
-	return dots == 1 && digit;
-}
-
-/* The name is a hint, the header is authoritative: they must agree. */
-static bool name_matches(const char *name, const struct bb_box_info *in)
-{
-	char want[128];
-
-	snprintf(want, sizeof(want), "%s%" PRId32 ".%" PRIu64 ".%" PRIu32, BB_NAME_PREFIX,
-		 in->pid, in->starttime, in->sequence);
-	return !strcmp(name, want);
-}
-
-BB_EXPORT int bb_reader_open_pid(pid_t pid, const char *dir, unsigned flags,
-				 struct bb_reader **out, char *err, size_t errlen)
-{
-	char prefix[64], best[256], why[256] = "", label[4096 + 256 + 2];
-	uint64_t best_created = 0;
-	uint32_t best_seq = 0;
-	bool found = false, best_alive = false;
-	unsigned rejected = 0;
-	struct dirent *e;
-	DIR *d;
-	int rc;
-
-	if (!dir)
-		dir = BB_DEFAULT_DIR;
-	if (!out)
-		return say(err, errlen, -EINVAL, "%s: no reader pointer", dir);
-	*out = NULL;
-	snprintf(prefix, sizeof(prefix), "%s%d.", BB_NAME_PREFIX, (int)pid);
-	d = opendir(dir);
-	if (!d)
-		return say(err, errlen, -errno, "%s: cannot open directory: %s", dir,
-			   strerror(errno));
-	while ((e = readdir(d))) {
-		struct bb_box_info in;
-		bool alive, better;
-
-		if (!box_name_of(e->d_name, prefix) || strlen(e->d_name) >= sizeof(best))
-			continue;
-		if (probe_at(dirfd(d), e->d_name, flags, &in, why, sizeof(why))) {
-			rejected++;
-			continue;
-		}
-		if (!name_matches(e->d_name, &in)) {
-			snprintf(why, sizeof(why), "%s: header says pid %" PRId32 ", start time %"
-				 PRIu64 ", sequence %" PRIu32 ": name not trusted", e->d_name,
-				 in.pid, in.starttime, in.sequence);
-			rejected++;
-			continue;
-		}
-		alive = bb_owner_liveness(&in) == BB_OWNER_ALIVE;
-		better = !found || (alive && !best_alive) ||
-			 (alive == best_alive &&
-			  (in.created_ns > best_created ||
-			   (in.created_ns == best_created && in.sequence > best_seq)));
-		if (better) {
-			found = true;
-			best_alive = alive;
-			best_created = in.created_ns;
-			best_seq = in.sequence;
-			bb__strlcpy(best, e->d_name, sizeof(best));
-		}
-	}
-	if (!found) {
-		closedir(d);
-		if (rejected)
-			return say(err, errlen, -ESRCH,
-				   "no box of pid %d in %s (%u rejected, last: %s)", (int)pid, dir,
-				   rejected, why);
-		return say(err, errlen, -ESRCH, "no box of pid %d in %s", (int)pid, dir);
-	}
-	snprintf(label, sizeof(label), "%s/%s", dir, best);
-	rc = open_at(dirfd(d), best, label, flags, out, err, errlen);
-	closedir(d);
-	return rc;
 }
 
 BB_EXPORT const struct bb_box_info *bb_reader_info(const struct bb_reader *r)
@@ -962,6 +1015,12 @@ BB_EXPORT const struct bb_box_info *bb_reader_info(const struct bb_reader *r)
 
 BB_EXPORT const void *bb_reader_data(const struct bb_reader *r, size_t *len)
 {
+	if (len)
+		*len = 0;
+	/* A live reader reads every byte again (the reader is the caller's,
+	 * only its copy changes: the cast is to keep the API's const). */
+	if (r->fd >= 0 && load((struct bb_reader *)(uintptr_t)r, LOAD_ALL, false))
+		return NULL;
 	if (len)
 		*len = r->len;
 	return r->base;
@@ -1109,12 +1168,361 @@ BB_EXPORT int bb_owner_liveness(const struct bb_box_info *info)
 BB_EXPORT int bb_reader_liveness(const struct bb_reader *r)
 {
 	const struct bb_header *h;
+	uint32_t state;
 
 	if (!r)
 		return -EINVAL;
 	h = (const struct bb_header *)(const void *)r->base;
-	/* Relaxed: a state word read for a decision, nothing read through it. */
-	return liveness_of(&r->info, (int)BB_LOAD_RELAXED((uint32_t *)(uintptr_t)&h->state));
+	/* Relaxed: a state word read for a decision, nothing read through it.
+	 * A live reader takes the file's current word (one 4-byte read). */
+	state = BB_LOAD_RELAXED((uint32_t *)(uintptr_t)&h->state);
+	if (r->fd >= 0)
+		(void)pread_all(r->fd, &state, sizeof(state), offsetof(struct bb_header, state));
+	return liveness_of(&r->info, (int)state);
+}
+
+/* ---- finding boxes: by header, never by name ---------------------------- */
+
+/*
+ * A file name in /dev/shm proves nothing: any user can create any name
+ * (squatting one bb_init() wanted, or naming a copy after another
+ * process).  What a reader can trust is the file's owner (nobody can
+ * create a file owned by another uid) and, while the process runs, what
+ * /proc says about it.  So every entry under BB_NAME_PREFIX is opened and
+ * judged by its header: pid, start time and boot id say which process it
+ * claims, the file owner who made that claim.
+ */
+
+/* What /proc says about a running process. */
+struct proc_facts {
+	bool alive;
+	uint64_t starttime;
+	uint32_t uids[4];      /* real, effective, saved, file system */
+	bool have_uids;
+};
+
+static void proc_facts(pid_t pid, struct proc_facts *pf)
+{
+	char path[64], buf[4096], *u;
+
+	memset(pf, 0, sizeof(*pf));
+	if (pid <= 0 || proc_starttime(pid, &pf->starttime))
+		return;
+	pf->alive = true;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (read_small(path, buf, sizeof(buf)) <= 0 || !(u = strstr(buf, "\nUid:")))
+		return;
+	pf->have_uids = sscanf(u + 5, "%" SCNu32 " %" SCNu32 " %" SCNu32 " %" SCNu32,
+			       &pf->uids[0], &pf->uids[1], &pf->uids[2], &pf->uids[3]) == 4;
+}
+
+static bool is_proc_uid(const struct proc_facts *pf, uint32_t uid)
+{
+	for (int i = 0; pf->have_uids && i < 4; i++)
+		if (pf->uids[i] == uid)
+			return true;
+	return false;
+}
+
+/* Newer first: created_ns, then sequence, then name (a total order). */
+static bool entry_newer(const struct bb_box_entry *a, const struct bb_box_entry *b)
+{
+	if (a->info.created_ns != b->info.created_ns)
+		return a->info.created_ns > b->info.created_ns;
+	if (a->info.sequence != b->info.sequence)
+		return a->info.sequence > b->info.sequence;
+	return strcmp(a->name, b->name) > 0;
+}
+
+/* By pid, then creation time, then sequence, then name. */
+static int entry_cmp(const void *x, const void *y)
+{
+	const struct bb_box_entry *a = x, *b = y;
+
+	if (a->error != b->error)
+		return a->error ? 1 : -1; /* boxes first */
+	if (a->info.pid != b->info.pid)
+		return a->info.pid < b->info.pid ? -1 : 1;
+	if (a->info.created_ns != b->info.created_ns)
+		return a->info.created_ns < b->info.created_ns ? -1 : 1;
+	if (a->info.sequence != b->info.sequence)
+		return a->info.sequence < b->info.sequence ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+/* A candidate of bb_reader_open_pid(): a box claiming the pid whose file
+ * owner is the uid its header names. */
+static bool candidate(const struct bb_box_entry *e, pid_t pid)
+{
+	return !e->error && e->info.pid == pid && !(e->flags & BB_BOX_UID_MISMATCH);
+}
+
+/*
+ * choose - the box of @pid among @v (@n entries, from scan()), marking the
+ * claims that lose with BB_BOX_FOREIGN or BB_BOX_AMBIGUOUS.  Returns its
+ * index, -ESRCH (no candidate) or -ENOTUNIQ (boxes of several owners claim
+ * the pid and nothing tells which is the process's).
+ *
+ * While the process runs (same pid, start time and boot), the box it maps
+ * is its box: nobody else can make it map a file.  When its maps cannot be
+ * read (another user's process, no privilege), the boxes owned by one of
+ * its uids are.  Otherwise, and once it is gone, the newest claim counts
+ * only if every claim comes from one owner: a user can copy a box of its
+ * own and patch pid, start time and creation time, and the file owner is
+ * then the only thing telling the two apart.
+ */
+static int choose(struct bb_box_entry *v, size_t n, pid_t pid)
+{
+	struct proc_facts pf;
+	char boot[64] = "";
+	int64_t best = -1;
+	bool several = false, have_boot;
+	uint32_t owner = 0;
+
+	proc_facts(pid, &pf);
+	have_boot = read_small("/proc/sys/kernel/random/boot_id", boot, sizeof(boot)) > 0;
+	boot[strcspn(boot, "\n")] = '\0';
+	if (pf.alive) {
+		for (size_t i = 0; i < n; i++) {
+			struct bb_box_entry *e = &v[i];
+			int m;
+
+			if (!candidate(e, pid) || e->info.starttime != pf.starttime ||
+			    (have_boot && strncmp(boot, e->info.boot_id, sizeof(e->info.boot_id))))
+				continue;
+			/* its maps, or (unreadable: another user's process) its uids */
+			m = maps_has(pid, e->info.file_dev, e->info.file_ino);
+			if (m < 0 ? !is_proc_uid(&pf, e->info.file_uid) : m != 1)
+				continue;
+			if (best < 0 || entry_newer(e, &v[best]))
+				best = (int64_t)i;
+		}
+		if (best >= 0) {
+			/* other claims of this very process, by another owner */
+			for (size_t i = 0; i < n; i++)
+				if (candidate(&v[i], pid) && (int64_t)i != best &&
+				    v[i].info.starttime == pf.starttime &&
+				    v[i].info.file_uid != v[best].info.file_uid)
+					v[i].flags |= BB_BOX_FOREIGN;
+			v[best].flags |= BB_BOX_CHOSEN;
+			return (int)best;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!candidate(&v[i], pid))
+			continue;
+		if (best < 0)
+			owner = v[i].info.file_uid;
+		else if (v[i].info.file_uid != owner)
+			several = true;
+		if (best < 0 || entry_newer(&v[i], &v[best]))
+			best = (int64_t)i;
+	}
+	if (best < 0)
+		return -ESRCH;
+	if (several) {
+		for (size_t i = 0; i < n; i++)
+			if (candidate(&v[i], pid))
+				v[i].flags |= BB_BOX_AMBIGUOUS;
+		return -ENOTUNIQ;
+	}
+	v[best].flags |= BB_BOX_CHOSEN;
+	return (int)best;
+}
+
+/* Every entry of the directory @d under BB_NAME_PREFIX, opened and judged
+ * (any owner accepted, mismatches flagged).  0 or -ENOMEM. */
+static int scan_entries(DIR *d, const char *dir, struct bb_box_entry **out, size_t *count)
+{
+	size_t plen = strlen(BB_NAME_PREFIX), n = 0, cap = 0;
+	struct bb_box_entry *v = NULL;
+	struct dirent *de;
+
+	for (;;) {
+		struct bb_box_entry *e;
+		struct bb_reader *r;
+		char label[4096];
+		int fd;
+
+		errno = 0;
+		de = readdir(d);
+		if (!de)
+			break;
+		if (strncmp(de->d_name, BB_NAME_PREFIX, plen) ||
+		    strlen(de->d_name) >= sizeof(v->name))
+			continue;
+		if (n == cap) {
+			size_t nc = cap ? 2 * cap : 16;
+			struct bb_box_entry *nv = realloc(v, nc * sizeof(*v));
+
+			if (!nv) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = nv;
+			cap = nc;
+		}
+		e = &v[n++];
+		memset(e, 0, sizeof(*e));
+		bb__strlcpy(e->name, de->d_name, sizeof(e->name));
+		snprintf(label, sizeof(label), "%s/%s", dir, de->d_name);
+		fd = open_nofollow(dirfd(d), de->d_name, label, e->problem, sizeof(e->problem));
+		if (fd < 0) {
+			e->error = fd;
+			continue;
+		}
+		/* header and ring table only: nothing else is read here */
+		e->error = open_owned_fd(fd, label, BB_OPEN_ANY_OWNER, &r, e->problem,
+					 sizeof(e->problem));
+		if (e->error)
+			continue;
+		e->info = *bb_reader_info(r);
+		e->liveness = bb_reader_liveness(r);
+		bb_reader_close(r);
+		if (e->info.file_uid != e->info.uid)
+			e->flags |= BB_BOX_UID_MISMATCH;
+	}
+	if (v)
+		qsort(v, n, sizeof(*v), entry_cmp);
+	/* judge every pid's claims once */
+	for (size_t i = 0; i < n; i++)
+		if (!v[i].error && (i == 0 || v[i - 1].error || v[i - 1].info.pid != v[i].info.pid))
+			(void)choose(v, n, v[i].info.pid);
+	*out = v;
+	*count = n;
+	return 0;
+}
+
+BB_EXPORT int bb_reader_scan(const char *dir, struct bb_box_entry **entries, size_t *count,
+			     char *err, size_t errlen)
+{
+	DIR *d;
+	int rc;
+
+	if (!entries || !count)
+		return say(err, errlen, -EINVAL, "no output");
+	*entries = NULL;
+	*count = 0;
+	if (!dir)
+		dir = BB_DEFAULT_DIR;
+	d = opendir(dir);
+	if (!d)
+		return say(err, errlen, -errno, "%s: cannot open directory: %s", dir,
+			   strerror(errno));
+	rc = scan_entries(d, dir, entries, count);
+	closedir(d);
+	if (rc)
+		return say(err, errlen, rc, "%s: out of memory", dir);
+	return 0;
+}
+
+BB_EXPORT void bb_reader_scan_free(struct bb_box_entry *entries)
+{
+	free(entries);
+}
+
+/* "2026-11-21T13:45:01Z" */
+static void fmt_utc(char *buf, size_t len, uint64_t ns)
+{
+	time_t t = (time_t)(ns / 1000000000u);
+	struct tm tm;
+
+	if (!gmtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(buf, len, "%" PRIu64 " ns", ns);
+}
+
+/* The message of an ambiguous pid: every claim, its owner and age. */
+static int say_ambiguous(char *err, size_t errlen, pid_t pid, const char *dir,
+			 const struct bb_box_entry *v, size_t n)
+{
+	size_t at = 0, shown = 0, total = 0;
+	int w;
+
+	for (size_t i = 0; i < n; i++)
+		total += candidate(&v[i], pid);
+	if (!err || !errlen)
+		return -ENOTUNIQ;
+	w = snprintf(err, errlen, "pid %d: %zu boxes of different owners claim it and "
+		     "nothing tells which is the process's:", (int)pid, total);
+	at = w > 0 ? (size_t)w : 0;
+	for (size_t i = 0; i < n && at < errlen; i++) {
+		char t[32];
+
+		if (!candidate(&v[i], pid))
+			continue;
+		fmt_utc(t, sizeof(t), v[i].info.created_ns);
+		w = snprintf(err + at, errlen - at, "%s %s/%s (file owner uid %" PRIu32
+			     ", created %s)", shown ? "," : "", dir, v[i].name,
+			     v[i].info.file_uid, t);
+		if (w < 0 || (size_t)w >= errlen - at)
+			break;
+		at += (size_t)w;
+		shown++;
+	}
+	if (at < errlen)
+		snprintf(err + at, errlen - at, "%s; read one with --path",
+			 shown < total ? ", ..." : "");
+	return -ENOTUNIQ;
+}
+
+BB_EXPORT int bb_reader_open_pid(pid_t pid, const char *dir, unsigned flags,
+				 struct bb_reader **out, char *err, size_t errlen)
+{
+	char label[4096 + 256 + 2], why[256 + 96] = "";
+	struct bb_box_entry *v = NULL;
+	unsigned rejected = 0;
+	size_t n = 0;
+	DIR *d;
+	int rc, k;
+
+	if (!dir)
+		dir = BB_DEFAULT_DIR;
+	if (!out)
+		return say(err, errlen, -EINVAL, "%s: no reader pointer", dir);
+	*out = NULL;
+	d = opendir(dir);
+	if (!d)
+		return say(err, errlen, -errno, "%s: cannot open directory: %s", dir,
+			   strerror(errno));
+	rc = scan_entries(d, dir, &v, &n);
+	if (rc) {
+		closedir(d);
+		return say(err, errlen, rc, "%s: out of memory", dir);
+	}
+	k = choose(v, n, pid);
+	if (k == -ENOTUNIQ) {
+		rc = say_ambiguous(err, errlen, pid, dir, v, n);
+		goto out;
+	}
+	if (k < 0) {
+		for (size_t i = 0; i < n; i++) {
+			if (v[i].error || v[i].info.pid != pid)
+				continue;
+			rejected++;
+			snprintf(why, sizeof(why), "%s: file owner uid %" PRIu32
+				 " differs from the box's uid %" PRIu32 ": never chosen",
+				 v[i].name, v[i].info.file_uid, v[i].info.uid);
+		}
+		if (rejected)
+			rc = say(err, errlen, -ESRCH, "no box of pid %d in %s (%u rejected, last: %s)",
+				 (int)pid, dir, rejected, why);
+		else
+			rc = say(err, errlen, -ESRCH, "no box of pid %d in %s", (int)pid, dir);
+		goto out;
+	}
+	snprintf(label, sizeof(label), "%s/%s", dir, v[k].name);
+	rc = open_at(dirfd(d), v[k].name, label, flags, out, err, errlen);
+	if (!rc && (bb_reader_info(*out)->file_dev != v[k].info.file_dev ||
+		    bb_reader_info(*out)->file_ino != v[k].info.file_ino)) {
+		/* the name now refers to another file than the one judged */
+		bb_reader_close(*out);
+		*out = NULL;
+		rc = say(err, errlen, -ESTALE, "%s: replaced while being opened", label);
+	}
+out:
+	free(v);
+	closedir(d);
+	return rc;
 }
 
 /* ---- walking --------------------------------------------------------------- */
@@ -1221,10 +1629,11 @@ static int keep(struct bb_reader *r, uint32_t ring, uint64_t pos, uint32_t len,
 }
 
 /*
- * read_fixed - bb__ring_read() for a box that cannot change (a snapshot or
- * a memory copy, r->mapped false): the same checks of seq, len and stride,
- * but no writer can race us, so there is no copy to re-validate and no
- * fence.  Returns the record's bytes in place, or in r->rec when it wraps
+ * read_fixed - bb__ring_read() for the reader's private copy, which nothing
+ * changes during a walk (load() raised each copied tail past what the
+ * writer overwrote while it was copied): the same checks of seq, len and
+ * stride, but no writer can race us, so there is no copy to re-validate
+ * and no fence.  Returns the record's bytes in place, or in r->rec when it wraps
  * around the ring's end; NULL (*rd says why) when it fails validation.
  */
 static const uint8_t *read_fixed(struct bb_reader *r, const struct bb__ring_view *v,
@@ -1278,7 +1687,6 @@ static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
 	struct rring *rr = &r->rings[i];
 	struct bb_ring_desc *d = (struct bb_ring_desc *)(uintptr_t)rr->v.desc;
 	uint64_t head, tail, pos;
-	bool fixed = !r->mapped; /* snapshot or memory copy: nobody writes it */
 	int rc;
 
 	*endp = 0;
@@ -1342,10 +1750,7 @@ static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
 		uint32_t len;
 		uint64_t t;
 
-		if (fixed)
-			rec = read_fixed(r, &rr->v, pos, head, &len, &rd);
-		else
-			rd = bb__ring_read(&rr->v, pos, head, r->rec, &len);
+		rec = read_fixed(r, &rr->v, pos, head, &len, &rd);
 		switch (rd) {
 		case BB__RD_OK:
 			rc = keep(r, i, pos, len, rec);
@@ -1672,6 +2077,12 @@ BB_EXPORT int bb_reader_walk(struct bb_reader *r, unsigned flags, bb_record_fn f
 
 	if (!r || !fn)
 		return -EINVAL;
+	if (r->fd >= 0) {
+		/* a live reader reads what the walk needs, as it is now */
+		rc = load(r, LOAD_WALK, follow);
+		if (rc)
+			return rc;
+	}
 	refresh_info(r);
 	alive = bb_reader_liveness(r) == BB_OWNER_ALIVE;
 	r->nents = r->nvals = r->nnames = 0;
@@ -1931,6 +2342,10 @@ BB_EXPORT int bb_reader_crash(struct bb_reader *r, struct bb_crash *out)
 	if (!r || !out)
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
+	/* a live reader takes the header as it is now; one that cannot be
+	 * read (the file shrank) leaves the copy taken at open */
+	if (r->fd >= 0)
+		(void)fetch(r, 0, BB_HEADER_SIZE);
 	hd = (const struct bb_header *)(const void *)r->base;
 	/* Acquire: pairs with the crash handler's release store of seq =
 	 * DONE after the last byte of the area: a DONE seen here means the
@@ -1984,26 +2399,56 @@ BB_EXPORT int bb_reader_crash(struct bb_reader *r, struct bb_crash *out)
 }
 
 /*
- * copy_seqlocked - copy @n bytes at @src, guarded by the seqlock word @seqp
- * (even = stable; FORMAT §11), into @dst.  Returns the stable seq, or -1
- * if the word was odd or changed on every one of BB_STATE_RETRIES tries:
- * bounded, so a live writer (or one that died holding the slot) can never
- * make the reader hang.
+ * copy_seqlocked - copy the @n bytes at offset @off of the box, guarded by
+ * the seqlock word at their start (even = stable; FORMAT §11), into @dst.
+ * Returns the stable seq; -EBUSY if the word was odd or changed on every
+ * one of BB_STATE_RETRIES tries: bounded, so a live writer (or one that
+ * died holding the slot) can never make the reader hang; -ESTALE (or
+ * another -errno) when a live reader's file cannot be read.
+ *
+ * A live reader reads the word, the bytes and the word again with three
+ * pread() calls; the copy of a snapshot or a memory copy is read in place
+ * the same way.
  */
-static int64_t copy_seqlocked(const uint32_t *seqp, const uint8_t *src, uint8_t *dst,
-			      size_t n)
+static int64_t copy_seqlocked(struct bb_reader *r, uint64_t off, uint8_t *dst, size_t n)
 {
+	const uint32_t *seqp = (const uint32_t *)(const void *)(r->base + off);
+
 	for (int tries = 0; tries < BB_STATE_RETRIES; tries++) {
+		uint32_t s1, s2;
+		int rc;
+
+		if (r->fd >= 0) {
+			rc = pread_all(r->fd, &s1, sizeof(s1), off);
+			if (rc)
+				return rc;
+			/* The kernel's loads of each read are ordered by the
+			 * system call (a full barrier) and these fences:
+			 * pairs with the writer's release store that makes seq
+			 * even after its last byte, and with its release fence
+			 * after making seq odd, before its first byte. */
+			BB_FENCE_ACQUIRE();
+			if (s1 & 1)
+				continue;
+			rc = pread_all(r->fd, dst, n, off);
+			BB_FENCE_ACQUIRE();
+			if (!rc)
+				rc = pread_all(r->fd, &s2, sizeof(s2), off);
+			if (rc)
+				return rc;
+			if (s1 == s2)
+				return s1;
+			continue;
+		}
 		/* Acquire: pairs with the writer's release store that makes
 		 * seq even after its last byte: an even seq seen here means
 		 * the bytes of that change are visible to the copy. */
-		uint32_t s1 = BB_LOAD_ACQUIRE((uint32_t *)(uintptr_t)seqp), s2;
-
+		s1 = BB_LOAD_ACQUIRE((uint32_t *)(uintptr_t)seqp);
 		if (s1 & 1)
 			continue;
 		/* The intended seqlock race: a writer may change the bytes
 		 * while we copy; the re-read below tells. */
-		memcpy(dst, src, n);
+		memcpy(dst, r->base + off, n);
 		/* Pairs with the writer's release fence after it makes seq
 		 * odd and before its first byte: if the copy saw any byte of
 		 * a later change, the odd (or newer) seq is visible below
@@ -2013,7 +2458,7 @@ static int64_t copy_seqlocked(const uint32_t *seqp, const uint8_t *src, uint8_t 
 		if (s1 == s2)
 			return s1;
 	}
-	return -1;
+	return -EBUSY;
 }
 
 /* Check and decode one slot copy; NULL if fine, else what is wrong. */
@@ -2067,13 +2512,16 @@ BB_EXPORT int bb_reader_state(struct bb_reader *r, bb_state_fn fn, void *arg,
 		return -ENODATA;
 	tot.slots = r->info.state_slot_count;
 	for (uint32_t i = 0; i < tot.slots && !rc; i++) {
-		const uint8_t *src = r->base + r->state_off + (uint64_t)i * r->slot_size;
 		struct bb_state_entry e = { .slot = i, .problem = "" };
-		int64_t seq = copy_seqlocked((const uint32_t *)(const void *)src, src, r->slot,
+		int64_t seq = copy_seqlocked(r, r->state_off + (uint64_t)i * r->slot_size, r->slot,
 					     r->slot_size);
 		const struct bb_record_hdr *h = (const struct bb_record_hdr *)(void *)r->slot;
 		const char *why;
 
+		if (seq < 0 && seq != -EBUSY) {
+			rc = (int)seq; /* the file cannot be read (any more) */
+			break;
+		}
 		if (seq < 0) {
 			e.status = BB_SLOT_BUSY;
 			e.problem = "slot busy: being written through every retry, or its "
@@ -2159,7 +2607,6 @@ BB_EXPORT int bb_reader_modules(struct bb_reader *r, const struct bb_module **mo
 				size_t *count, unsigned *flags, char *err, size_t errlen)
 {
 	struct bb_modules_hdr mh;
-	const uint8_t *src;
 	const char *why;
 	size_t size;
 	int64_t seq;
@@ -2175,13 +2622,14 @@ BB_EXPORT int bb_reader_modules(struct bb_reader *r, const struct bb_module **mo
 			   r->info.modules_problem[0] ? r->info.modules_problem
 						     : "the box has no module area");
 	size = r->info.modules_size;
-	src = r->base + r->modules_off;
 	if (!r->modbuf && !(r->modbuf = malloc(size)))
 		return say(err, errlen, -ENOMEM, "out of memory");
-	seq = copy_seqlocked((const uint32_t *)(const void *)src, src, r->modbuf, size);
-	if (seq < 0)
+	seq = copy_seqlocked(r, r->modules_off, r->modbuf, size);
+	if (seq == -EBUSY)
 		return say(err, errlen, -EBUSY,
 			   "module area: being rewritten through %d tries", BB_STATE_RETRIES);
+	if (seq < 0)
+		return load_failed(err, errlen, "module area", (int)seq);
 	memcpy(&mh, r->modbuf, sizeof(mh));
 	if (mh.len > size - sizeof(mh))
 		return say(err, errlen, -EBADMSG,
@@ -2226,34 +2674,16 @@ static int write_all(int fd, const uint8_t *p, size_t len)
 
 BB_EXPORT int bb_reader_save(struct bb_reader *r, int fd)
 {
-	uint8_t *copy;
 	int rc;
 
 	if (!r)
 		return -EINVAL;
-	if (!r->mapped) /* a snapshot or a memory copy never changes */
-		return write_all(fd, r->base, r->len);
-	copy = malloc(r->len);
-	if (!copy)
-		return -ENOMEM;
-	/* The intended seqlock race: the writer may be overwriting bytes we
-	 * copy; the tail re-read below tells which. */
-	memcpy(copy, r->base, r->len);
-	/* Pairs with the writer's release fence between publishing a new tail
-	 * and overwriting ring bytes (as in bb__ring_read()): if the copy holds
-	 * any byte of an overwrite, the tail that announced it is visible to
-	 * the loads below, and the copy's tail is raised past it. */
-	BB_FENCE_ACQUIRE();
-	for (uint32_t i = 0; i < r->info.ring_count; i++) {
-		const struct bb_ring_desc *live = desc_at(r, r->base, i);
-		/* Relaxed: ordered by the fence above. */
-		uint64_t now = BB_LOAD_RELAXED((uint64_t *)(uintptr_t)&live->tail);
-
-		patch_tail((struct bb_ring_desc *)(uintptr_t)desc_at(r, copy, i), now);
-	}
-	rc = write_all(fd, copy, r->len);
-	free(copy);
-	return rc;
+	/* A live reader reads every byte again, each ring's tail raised past
+	 * what the writer overwrote during the read (load()); a snapshot or
+	 * a memory copy never changes. */
+	if (r->fd >= 0 && (rc = load(r, LOAD_ALL, false)))
+		return rc;
+	return write_all(fd, r->base, r->len);
 }
 
 BB_EXPORT int bb_scan_dir(const char *dir, bb_scan_fn fn, void *arg)

@@ -1,11 +1,29 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * reaper/archive.c - bb-reap's archive directory: names of the copies, and
- * pruning them to --keep N newest and/or --max-archive-bytes.
+ * reaper/archive.c - bb-reap's archive directory: names of the copies, who
+ * owns them, and pruning them to --keep N newest and/or
+ * --max-archive-bytes, per owner.
+ *
+ * An archive belongs to the owner of the box file it copies (fchown).
+ * Nobody can create a file owned by another uid, so the owner is the one
+ * identity bb-reap can vouch for: the archive keeps it, the reader's
+ * owner check works on archives as on boxes (a copy of a box whose header
+ * names another uid than its file owner stays refused), and the service's
+ * user reads its own archive (the directory is 0711: anyone may reach a
+ * file by its name, only root may list, create, rename or remove).  The
+ * owner may then rewrite, grow or shrink its own archives, as it could
+ * its boxes: the reader refuses a file whose size disagrees with its
+ * header and reads nothing past box_size, and the quotas below count the
+ * owner's own files against the owner alone.
+ *
+ * Quotas are per owner uid: --keep and --max-archive-bytes apply to each
+ * owner's archives separately, so one user's boxes (a dozen small ones, or
+ * one large one) never push another's out.
  *
  * Only files that are ours are ever pruned: a name that matches exactly the
  * pattern we create (reap_archive_name), a regular file (never a symlink,
- * checked without following it), owned by our effective uid.
+ * checked without following it), and, when bb-reap does not run as root,
+ * owned by our effective uid.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -25,8 +43,9 @@ int reap_archive_open(struct reap_ctx *c)
 
 	fd = open(c->o.archive, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT && !c->o.dry_run) {
-		/* Only the last component: a cron job's first run. */
-		if (mkdir(c->o.archive, 0700) < 0 && errno != EEXIST)
+		/* Only the last component: a cron job's first run.  0711:
+		 * owners reach their archives by name, nothing more. */
+		if (mkdir(c->o.archive, 0711) < 0 && errno != EEXIST)
 			return -errno;
 		fd = open(c->o.archive, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	}
@@ -40,12 +59,16 @@ int reap_archive_open(struct reap_ctx *c)
 }
 
 /*
- * "blackbox-<comm>-<pid>-<YYYYmmddTHHMMSSZ>.box", or with ".<n>" before
- * ".box" when n > 0 (a name already taken).  comm is reduced to
- * [A-Za-z0-9_+.-] (anything else becomes '_'): it is the owner's choice of
- * bytes and must never carry a '/' or a control character into a path.
+ * "blackbox-<uid>-<comm>-<pid>-<YYYYmmddTHHMMSSZ>.box", or with ".<n>" before
+ * ".box" when n > 0 (a name already taken).  uid is the box file's owner:
+ * the only field no other user can choose, so names of different owners
+ * never collide (a user cannot occupy the names another owner's archives
+ * will get).  comm is reduced to [A-Za-z0-9_+.-] (anything else becomes
+ * '_'): it is the owner's choice of bytes and must never carry a '/' or a
+ * control character into a path.  pid was validated by the reader (> 0),
+ * the time is a plausible one (bb-reap.c).
  */
-int reap_archive_name(const char *comm, int32_t pid, int64_t when_ns,
+int reap_archive_name(uint32_t uid, const char *comm, int32_t pid, int64_t when_ns,
 		      unsigned n, char *buf, size_t len)
 {
 	char safe[32], stamp[32], suffix[16] = "";
@@ -68,7 +91,8 @@ int reap_archive_name(const char *comm, int32_t pid, int64_t when_ns,
 		strcpy(stamp, "19700101T000000Z");
 	if (n)
 		snprintf(suffix, sizeof(suffix), ".%u", n);
-	w = snprintf(buf, len, "blackbox-%s-%ld-%s%s.box", safe, (long)pid, stamp, suffix);
+	w = snprintf(buf, len, "blackbox-%lu-%s-%ld-%s%s.box", (unsigned long)uid, safe,
+		     (long)pid, stamp, suffix);
 	if (w < 0 || (size_t)w >= len)
 		return -ENAMETOOLONG;
 	return 0;
@@ -84,15 +108,23 @@ static bool all_digits(const char *s, size_t n)
 	return true;
 }
 
-/* Does @name match what reap_archive_name() makes?  Parsed from the right. */
+/* Does @name match what reap_archive_name() makes?  The uid from the left,
+ * the rest parsed from the right (comm may hold '-'). */
 bool reap_archive_name_ours(const char *name)
 {
 	static const char pre[] = "blackbox-", suf[] = ".box";
-	size_t len = strlen(name), end, dash;
+	size_t len = strlen(name), end, dash, u;
 
 	if (len < sizeof(pre) - 1 + sizeof(suf) - 1 || strncmp(name, pre, sizeof(pre) - 1) ||
 	    strcmp(name + len - (sizeof(suf) - 1), suf))
 		return false;
+	/* "<uid>-" */
+	u = sizeof(pre) - 1;
+	while (u < len && name[u] >= '0' && name[u] <= '9')
+		u++;
+	if (u == sizeof(pre) - 1 || u >= len || name[u] != '-')
+		return false;
+	u++;                                    /* comm starts here */
 	end = len - (sizeof(suf) - 1);          /* name[0..end) without ".box" */
 	/* optional ".<n>" */
 	if (end && name[end - 1] >= '0' && name[end - 1] <= '9') {
@@ -104,7 +136,7 @@ bool reap_archive_name_ours(const char *name)
 			end = d - 1;
 	}
 	/* "-YYYYmmddTHHMMSSZ": 17 bytes */
-	if (end < 17 + sizeof(pre) - 1)
+	if (end < 17 + u)
 		return false;
 	{
 		const char *s = name + end - 17;
@@ -116,12 +148,39 @@ bool reap_archive_name_ours(const char *name)
 	end -= 17;
 	/* "-<pid>" */
 	dash = end;
-	while (dash > 0 && name[dash - 1] >= '0' && name[dash - 1] <= '9')
+	while (dash > u && name[dash - 1] >= '0' && name[dash - 1] <= '9')
 		dash--;
-	if (dash == end || dash == 0 || name[dash - 1] != '-')
+	if (dash == end || dash <= u || name[dash - 1] != '-')
 		return false;
-	/* a non-empty comm between the prefix and "-<pid>" */
-	return dash - 1 > sizeof(pre) - 1;
+	/* a non-empty comm between "<uid>-" and "-<pid>" */
+	return dash - 1 > u;
+}
+
+/*
+ * Hand a written archive to the box file's owner: read-only for it
+ * (0400), owned by it (fchown needs CAP_CHOWN for another uid: the unit
+ * grants it).  An archive that cannot keep its owner's identity is not
+ * kept at all (the caller removes it and keeps the box): owned by root, a
+ * copy of another uid's box would be refused by every reader, or worse,
+ * vouched for by root.  Returns 0 or -errno with @err set.
+ */
+int reap_archive_give(int fd, uid_t uid, gid_t gid, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (fchmod(fd, 0400) < 0 || fstat(fd, &st) < 0)
+		goto fail;
+	if (st.st_uid == uid && st.st_gid == gid)
+		return 0;
+	if (fchown(fd, uid, gid) == 0)
+		return 0;
+	/* not root: our own box, another group is not ours to give */
+	if (st.st_uid == uid && fchown(fd, uid, (gid_t)-1) == 0)
+		return 0;
+fail:
+	snprintf(err, errlen, "cannot give the archive to uid %lu: %s", (unsigned long)uid,
+		 strerror(errno));
+	return -errno;
 }
 
 /*
@@ -145,27 +204,73 @@ int reap_unlink_same(int dirfd, const char *name, dev_t dev, ino_t ino)
 
 struct arch_entry {
 	char    *name;
+	uid_t    uid;      /* the file's owner: whose quota it counts against */
 	int64_t  mtime_ns;
 	uint64_t size;
 	dev_t    dev;
 	ino_t    ino;
 };
 
-/* Oldest first; equal times by name (the name carries the creation time). */
+/* By owner; then oldest first; equal times by name (the name carries the
+ * creation time). */
 static int arch_cmp(const void *a, const void *b)
 {
 	const struct arch_entry *x = a, *y = b;
 
+	if (x->uid != y->uid)
+		return x->uid < y->uid ? -1 : 1;
 	if (x->mtime_ns != y->mtime_ns)
 		return x->mtime_ns < y->mtime_ns ? -1 : 1;
 	return strcmp(x->name, y->name);
+}
+
+/* Prune the archives v[0..n) of one owner (oldest first) to the quotas. */
+static int prune_owner(struct reap_ctx *c, struct arch_entry *v, size_t n)
+{
+	uint64_t total = 0;
+	int ret = 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += v[i].size;
+	for (size_t i = 0; i < n; i++) {
+		size_t left = n - i;
+		struct reap_event ev = {
+			.dir = c->o.archive, .name = v[i].name, .size = v[i].size, .age_s = -1,
+		};
+		int r;
+
+		if (!((c->o.keep >= 0 && left > (size_t)c->o.keep) ||
+		      (c->o.max_bytes && total > c->o.max_bytes)))
+			break;
+		ev.reason = (c->o.keep >= 0 && left > (size_t)c->o.keep) ?
+			    "more than --keep archives of its owner" :
+			    "its owner's archives over --max-archive-bytes";
+		total -= v[i].size;
+		if (c->o.dry_run) {
+			ev.decision = "would-prune";
+			reap_emit(c, &ev, true);
+			continue;
+		}
+		r = reap_unlink_same(c->archfd, v[i].name, v[i].dev, v[i].ino);
+		if (r == 0 || r == -ENOENT) {
+			ev.decision = "pruned";
+			c->pruned++;
+			reap_emit(c, &ev, true);
+		} else {
+			ev.decision = "error";
+			ev.detail = strerror(-r);
+			reap_emit(c, &ev, true);
+			c->errors++;
+			ret = r;
+		}
+	}
+	return ret;
 }
 
 int reap_prune(struct reap_ctx *c)
 {
 	struct arch_entry *v = NULL;
 	size_t n = 0, cap = 0, i;
-	uint64_t total = 0;
 	struct dirent *e;
 	int fd, ret = 0;
 	DIR *d;
@@ -188,7 +293,7 @@ int reap_prune(struct reap_ctx *c)
 		if (!reap_archive_name_ours(e->d_name))
 			continue;
 		if (fstatat(c->archfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+		    !S_ISREG(st.st_mode) || (!c->root && st.st_uid != geteuid()))
 			continue;
 		if (n == cap) {
 			size_t ncap = cap ? 2 * cap : 64;
@@ -206,11 +311,13 @@ int reap_prune(struct reap_ctx *c)
 			ret = -ENOMEM;
 			break;
 		}
+		v[n].uid = st.st_uid;
 		v[n].mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+		/* the size the owner's file claims, sparse or not: an owner
+		 * who grows an archive of its own spends its own quota */
 		v[n].size = (uint64_t)st.st_size;
 		v[n].dev = st.st_dev;
 		v[n].ino = st.st_ino;
-		total += v[n].size;
 		n++;
 	}
 	closedir(d);
@@ -220,37 +327,17 @@ int reap_prune(struct reap_ctx *c)
 		goto out;
 	}
 	qsort(v, n, sizeof(*v), arch_cmp);
-
-	for (i = 0; i < n; i++) {
-		size_t left = n - i;
-		struct reap_event ev = {
-			.dir = c->o.archive, .name = v[i].name, .size = v[i].size, .age_s = -1,
-		};
+	/* each owner's archives on their own */
+	for (i = 0; i < n;) {
+		size_t j = i;
 		int r;
 
-		if (!((c->o.keep >= 0 && left > (size_t)c->o.keep) ||
-		      (c->o.max_bytes && total > c->o.max_bytes)))
-			break;
-		ev.reason = (c->o.keep >= 0 && left > (size_t)c->o.keep) ?
-			    "more than --keep archives" : "over --max-archive-bytes";
-		total -= v[i].size;
-		if (c->o.dry_run) {
-			ev.decision = "would-prune";
-			reap_emit(c, &ev, true);
-			continue;
-		}
-		r = reap_unlink_same(c->archfd, v[i].name, v[i].dev, v[i].ino);
-		if (r == 0 || r == -ENOENT) {
-			ev.decision = "pruned";
-			c->pruned++;
-			reap_emit(c, &ev, true);
-		} else {
-			ev.decision = "error";
-			ev.detail = strerror(-r);
-			reap_emit(c, &ev, true);
-			c->errors++;
+		while (j < n && v[j].uid == v[i].uid)
+			j++;
+		r = prune_owner(c, v + i, j - i);
+		if (r)
 			ret = r;
-		}
+		i = j;
 	}
 out:
 	for (i = 0; i < n; i++)

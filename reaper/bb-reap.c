@@ -14,19 +14,22 @@
  *   bb_reader_liveness pid exists, start time matches, maps the box: alive,
  *                      left alone
  *   age                time since the box's last sign of life >= --min-age
- *   archive            bb_reader_save() into --archive, O_EXCL, fsync'ed;
+ *   archive            bb_reader_save() into --archive, O_EXCL, fsync'ed,
+ *                      then given to the box file's owner (archive.c); a
+ *                      box larger than an owner's quota is left in place,
  *                      a failed archive keeps the box
  *   unlink             only if the name still refers to the same inode
  *
  * The box is never parsed here: the reader API (blackbox/reader.h) does all
- * the validation, bounds checks and liveness tests.
+ * the validation, bounds checks and liveness tests, and reads every box
+ * with pread(2) into memory bounded by its box_size: a user who truncates
+ * or grows a box under us gets a clean error for that entry, never a
+ * fault of the run and never work that follows the file's size.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <setjmp.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,10 +57,14 @@ static void usage(FILE *f)
 "  -m, --min-age SECONDS      leave boxes whose owner showed a sign of life\n"
 "                             less than SECONDS ago (default %u; suffixes\n"
 "                             s, m, h, d; 0 reaps at once)\n"
-"  -a, --archive DIR          copy each box into DIR before removing it\n"
-"  -k, --keep N               keep the N newest archives, remove older ones\n"
-"  -b, --max-archive-bytes B  remove the oldest archives while they hold\n"
-"                             more than B bytes (suffixes k, M, G, T)\n"
+"  -a, --archive DIR          copy each box into DIR before removing it;\n"
+"                             the copy belongs to the box file's owner\n"
+"  -k, --keep N               keep each owner's N newest archives, remove\n"
+"                             older ones of that owner\n"
+"  -b, --max-archive-bytes B  per owner: remove an owner's oldest archives\n"
+"                             while they hold more than B bytes; a box\n"
+"                             larger than B is not archived, left in place\n"
+"                             (suffixes k, M, G, T)\n"
 "  -n, --dry-run              report what would be done, touch nothing\n"
 "  -v, --verbose              also log the boxes and files left alone\n"
 "  -j, --json                 one JSON object per decision on stdout\n"
@@ -232,12 +239,7 @@ static int newest_cb(const struct bb_record *rec, void *arg)
 	return 0;
 }
 
-/*
- * What one examination of one entry found.  It lives in the caller's frame,
- * outside examine_guarded(), so its contents are well defined after a
- * siglongjmp() (C11 7.13.2.1p3 concerns the objects local to the function
- * that called setjmp).
- */
+/* What one examination of one entry found. */
 struct box {
 	struct reap_ctx  *c;
 	int               dirfd;
@@ -254,17 +256,24 @@ struct box {
 	struct reap_event ev;           /* strings point into this struct */
 };
 
-enum verdict { V_KEEP, V_SKIP, V_ERROR, V_REAP };
+/* V_SKIP_LOG: skipped, and worth a log line without --verbose. */
+enum verdict { V_KEEP, V_SKIP, V_SKIP_LOG, V_ERROR, V_REAP };
 
-/* Write the archive copy.  Returns 0 or -errno (ev.detail says more). */
+/*
+ * Write the archive copy.  Returns 0 or -errno (ev.detail says more).  The
+ * name comes from the file owner's uid (trusted: nobody creates a file
+ * owned by another uid) and the header's comm (sanitized), pid (validated
+ * by the reader) and creation time (plausible, else the file's mtime); the
+ * copy is handed to the file owner (archive.c says why).
+ */
 static int archive_box(struct box *b, const struct bb_box_info *info, int64_t when_ns)
 {
 	struct reap_ctx *c = b->c;
 	int r = -EEXIST;
 
 	for (unsigned n = 0; n < 1000 && r == -EEXIST; n++) {
-		r = reap_archive_name(info->comm, info->pid, when_ns, n, b->aname,
-				      sizeof(b->aname));
+		r = reap_archive_name((uint32_t)b->st.st_uid, info->comm, info->pid, when_ns, n,
+				      b->aname, sizeof(b->aname));
 		if (r)
 			break;
 		if (c->o.dry_run)
@@ -284,9 +293,12 @@ static int archive_box(struct box *b, const struct bb_box_info *info, int64_t wh
 
 	r = bb_reader_save(b->r, b->afd);
 	if (r < 0)
-		snprintf(b->err, sizeof(b->err), "bb_reader_save: %s", strerror(-r));
+		snprintf(b->err, sizeof(b->err), "bb_reader_save: %s", r == -ESTALE ?
+			 "the box changed size while being read" : strerror(-r));
 	else if (!c->volatile_dir && fsync(b->afd) < 0)
 		r = -errno, snprintf(b->err, sizeof(b->err), "fsync: %s", strerror(errno));
+	if (!r)
+		r = reap_archive_give(b->afd, b->st.st_uid, b->st.st_gid, b->err, sizeof(b->err));
 	if (close(b->afd) < 0 && !r)
 		r = -errno, snprintf(b->err, sizeof(b->err), "close: %s", strerror(errno));
 	b->afd = -1;
@@ -305,25 +317,6 @@ static int archive_box(struct box *b, const struct bb_box_info *info, int64_t wh
 		fsync(c->archfd);
 	c->archived++;
 	return 0;
-}
-
-/*
- * Everything that reads the box's mapping.  A box is a file its owner (or
- * root) may truncate while we read it: the reader's mapping would then
- * fault with SIGBUS.  The handler below jumps back here and the entry is
- * reported as an error instead of killing the whole run.
- */
-static sigjmp_buf bus_env;
-static volatile sig_atomic_t bus_armed;
-
-static void on_sigbus(int sig)
-{
-	if (bus_armed) {
-		bus_armed = 0;
-		siglongjmp(bus_env, 1);
-	}
-	signal(sig, SIG_DFL);
-	raise(sig);
 }
 
 static enum verdict examine(struct box *b)
@@ -407,6 +400,29 @@ static enum verdict examine(struct box *b)
 	last = max64(plausible(ts_ns(&b->st.st_mtim), now),
 		     max64(plausible((int64_t)info->created_ns, now),
 			   plausible((int64_t)info->state_ns, now)));
+	if (c->o.min_age_s && now - last < (int64_t)c->o.min_age_s * 1000000000) {
+		ev->age_s = (now - last) / 1000000000;
+		ev->reason = "younger than --min-age";
+		return V_KEEP;
+	}
+	/*
+	 * What one owner may hold in the archive is its quota: a box that
+	 * alone exceeds it is not copied (to be pruned at once, or to push
+	 * the owner's other archives out), and its records are not read
+	 * either: no run reads more of a box than the quota.
+	 */
+	if (c->o.archive && c->o.max_bytes) {
+		uint64_t bytes = info->file_size < info->box_size ? info->file_size
+								   : info->box_size;
+
+		if (bytes > c->o.max_bytes) {
+			snprintf(b->err, sizeof(b->err), "%llu bytes > --max-archive-bytes %llu",
+				 (unsigned long long)bytes, (unsigned long long)c->o.max_bytes);
+			ev->reason = "larger than its owner's archive quota: not archived, left in place";
+			ev->detail = b->err;
+			return V_SKIP_LOG;
+		}
+	}
 	if (c->o.min_age_s) {
 		int64_t min_ns = (int64_t)c->o.min_age_s * 1000000000;
 
@@ -439,32 +455,6 @@ static enum verdict examine(struct box *b)
 		ev->archive = b->apath;
 	}
 	return V_REAP;
-}
-
-static enum verdict examine_guarded(struct box *b)
-{
-	enum verdict v;
-
-	if (sigsetjmp(bus_env, 1)) {
-		/*
-		 * The box shrank under the reader.  The reader's state is
-		 * abandoned, not freed: it may be half updated (a few bytes
-		 * leak in a one-shot run).
-		 */
-		b->r = NULL;
-		if (b->afd >= 0) {
-			close(b->afd);
-			b->afd = -1;
-			unlinkat(b->c->archfd, b->aname, 0);
-			b->ev.archive = NULL;
-		}
-		b->ev.reason = "the file changed size while it was read (SIGBUS)";
-		return V_ERROR;
-	}
-	bus_armed = 1;
-	v = examine(b);
-	bus_armed = 0;
-	return v;
 }
 
 static int reap_one(int dirfd, const char *name, void *arg)
@@ -531,7 +521,7 @@ static int reap_one(int dirfd, const char *name, void *arg)
 	}
 	b.ev.size = (uint64_t)b.st.st_size;
 
-	v = examine_guarded(&b);
+	v = examine(&b);
 	if (b.r) {
 		bb_reader_close(b.r);
 		b.r = NULL;
@@ -589,9 +579,10 @@ done:
 		reap_emit(c, &b.ev, false);
 		break;
 	case V_SKIP:
+	case V_SKIP_LOG:
 		b.ev.decision = "skipped";
 		c->skipped++;
-		reap_emit(c, &b.ev, false);
+		reap_emit(c, &b.ev, v == V_SKIP_LOG);
 		break;
 	case V_ERROR:
 	default:
@@ -611,7 +602,6 @@ out:
 int main(int argc, char **argv)
 {
 	struct reap_ctx c = { .archfd = -1 };
-	struct sigaction sa = { .sa_handler = on_sigbus };
 	struct timespec now;
 	int r;
 
@@ -623,8 +613,6 @@ int main(int argc, char **argv)
 	c.root = geteuid() == 0;
 	clock_gettime(CLOCK_REALTIME, &now);
 	c.now_ns = ts_ns(&now);
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGBUS, &sa, NULL);
 	/* one write(2) per log line: whole lines in the journal, and cheap */
 	setvbuf(stderr, NULL, _IOLBF, BUFSIZ);
 	{

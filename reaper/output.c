@@ -5,34 +5,40 @@
  *
  * Entry names and header strings are untrusted bytes: any user can plant a
  * file in /dev/shm.  They are escaped on the way out so that a name cannot
- * forge a log line (newline, terminal escapes) or break the JSON.
+ * forge a log line (newline, terminal escapes) or break the JSON.  Log
+ * lines use the library's terminal escaper (bb_escape_text), like
+ * bb-extract.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include <blackbox/reader.h>
+
 #include "reap.h"
 
-void reap_log(const char *fmt, ...)
+/* @s escaped (bb_escape_text) onto @f; strings here are names and paths. */
+static void put_escaped(FILE *f, const char *s)
 {
-	va_list ap;
+	char buf[4 * 4096 + 1];
 
-	fputs("bb-reap: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
+	bb_escape_text(s, strnlen(s, 4096), buf, sizeof(buf));
+	fputs(buf, f);
 }
 
-/* Printable ASCII as is, everything else (and backslash) as \xNN. */
-void reap_put_escaped(FILE *f, const char *s)
+/* "bb-reap: <message>": messages may quote the directory names given and
+ * the reader's messages, so the whole line is escaped. */
+void reap_log(const char *fmt, ...)
 {
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p >= 0x20 && *p < 0x7f && *p != '\\')
-			fputc(*p, f);
-		else
-			fprintf(f, "\\x%02x", *p);
-	}
+	char line[4096];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fputs("bb-reap: ", stderr);
+	put_escaped(stderr, line);
+	fputc('\n', stderr);
 }
 
 /*
@@ -99,19 +105,19 @@ static void emit_log(const struct reap_event *ev)
 
 	fprintf(f, "bb-reap: %s ", ev->decision);
 	if (ev->dir && ev->name) {
-		reap_put_escaped(f, ev->dir);
+		put_escaped(f, ev->dir);
 		fputc('/', f);
 	}
-	reap_put_escaped(f, ev->name ? ev->name : "");
+	put_escaped(f, ev->name ? ev->name : "");
 	fputs(" (", f);
 	if (ev->have_box) {
 		fprintf(f, "pid %ld comm ", (long)ev->pid);
-		reap_put_escaped(f, ev->comm && *ev->comm ? ev->comm : "?");
+		put_escaped(f, ev->comm && *ev->comm ? ev->comm : "?");
 		sep = ", ";
 	}
 	if (ev->reason) {
 		fputs(sep, f);
-		reap_put_escaped(f, ev->reason);
+		put_escaped(f, ev->reason);
 		sep = ", ";
 	}
 	if (ev->size) {
@@ -120,12 +126,12 @@ static void emit_log(const struct reap_event *ev)
 	}
 	if (ev->archive) {
 		fprintf(f, "%sarchived to ", sep);
-		reap_put_escaped(f, ev->archive);
+		put_escaped(f, ev->archive);
 	}
 	fputc(')', f);
 	if (ev->detail) {
 		fputs(": ", f);
-		reap_put_escaped(f, ev->detail);
+		put_escaped(f, ev->detail);
 	}
 	fputc('\n', f);
 }

@@ -58,14 +58,14 @@ struct reap_event {
 
 /* output.c */
 void reap_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void reap_put_escaped(FILE *f, const char *s);
 void reap_emit(const struct reap_ctx *c, const struct reap_event *ev, bool always_log);
 
 /* archive.c */
 int  reap_archive_open(struct reap_ctx *c);
-int  reap_archive_name(const char *comm, int32_t pid, int64_t when_ns,
+int  reap_archive_name(uint32_t uid, const char *comm, int32_t pid, int64_t when_ns,
 		       unsigned n, char *buf, size_t len);
 bool reap_archive_name_ours(const char *name);
+int  reap_archive_give(int fd, uid_t uid, gid_t gid, char *err, size_t errlen);
 int  reap_prune(struct reap_ctx *c);
 int  reap_unlink_same(int dirfd, const char *name, dev_t dev, ino_t ino);
 

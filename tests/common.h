@@ -67,6 +67,15 @@ static inline void bbt_teardown_dir(void)
 	free(bbt_dir);
 }
 
+/* @name in bbt_dir; static buffer. */
+static inline const char *bbt_path(const char *name)
+{
+	static char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/%s", bbt_dir, name);
+	return p;
+}
+
 /* Count entries of @dir whose name starts with @prefix. */
 static inline int bbt_count_prefix(const char *dir, const char *prefix)
 {

@@ -8,6 +8,24 @@
  * anything that is not a regular file with a valid header, never writes to
  * the box, never blocks its writer, and always terminates.
  *
+ * What it guarantees a caller about reading (docs/SECURITY.md):
+ *  - It never maps a box.  Every byte is read with pread(2) into memory of
+ *    the reader's own, at most min(box_size, file size) bytes, so a box
+ *    whose owner truncates it cannot fault the caller (no SIGBUS), and a
+ *    file that shrinks while it is read is an error (-ESTALE, "box changed
+ *    size while being read") of the call that read it.
+ *  - A file whose size differs from its header's box_size by more than a
+ *    page is refused at open: nothing a reader does costs more than the
+ *    box its header describes, whatever size (sparse) the file claims.  A
+ *    reader's memory is that copy (only the parts read are touched) plus
+ *    a walk's index, 48 bytes per record delivered.
+ *  - A live reader (no BB_OPEN_SNAPSHOT) reads the header and ring table
+ *    at open and again, with what it needs, at every walk, crash, state,
+ *    module, save or data call; a snapshot is read once at open.
+ *  - Strings from a box and file names are returned as they are: escape
+ *    them (bb_escape_text) before a terminal or a log sees them.  The
+ *    messages in @err quote them too.
+ *
  * The reader is not AS-safe (it allocates).  A struct bb_reader is used by
  * one thread at a time.  Functions return 0 (or a count) or a negative
  * errno; the open functions also fill @err (if not NULL) with one line that
@@ -33,11 +51,12 @@ extern "C" {
 struct bb_reader;
 
 /* open flags */
-#define BB_OPEN_SNAPSHOT   0x1u /* copy the file into private memory at open:
-				   a consistent, immutable view (post mortem).
-				   Of each ring whose descriptor is sane only
-				   the live part [tail, head] is copied; its
-				   dead bytes read as zeros (bb_reader_data) */
+#define BB_OPEN_SNAPSHOT   0x1u /* read the file once, at open: a consistent,
+				   immutable view (post mortem).  Of each ring
+				   whose descriptor is sane only the live part
+				   [tail, head] is copied; its dead bytes, and
+				   any byte past the last ring and area, read
+				   as zeros (bb_reader_data) */
 #define BB_OPEN_ANY_OWNER  0x2u /* accept a file whose owner uid differs from
 				   the header's uid (default: refused, -EPERM) */
 
@@ -92,20 +111,25 @@ struct bb_box_info {
 	 * rings are still read.  "" when fine, else what is wrong. */
 	char     state_problem[128];
 	char     modules_problem[128];
+	uint64_t used_bytes;   /* ring bytes holding records (tail to head) at open */
 };
 
 /*
  * Open a box.  On success *out holds a reader; free it with
- * bb_reader_close().  Errors (the message in @err says more):
+ * bb_reader_close().  Reads the header and ring table (with
+ * BB_OPEN_SNAPSHOT, the box).  Errors (the message in @err says more):
  *  -ENOENT    no such file
  *  -ELOOP     the path is a symlink (never followed)
  *  -EISDIR / -EINVAL   not a regular file
  *  -EACCES    not readable by the caller
  *  -EPERM     file owner differs from the header's uid (see BB_OPEN_ANY_OWNER)
  *  -ENODATA   empty or shorter than a header (incl. a box still being created)
- *  -EBADMSG   bad magic, impossible sizes or offsets: not a box
+ *  -EBADMSG   bad magic, impossible sizes or offsets: not a box; or a file
+ *             whose size differs from the header's box_size by more than a
+ *             page (grown or cut after it was written)
  *  -EPROTONOSUPPORT  a newer major format version
  *  -EPFNOSUPPORT     another byte order or word size
+ *  -ESTALE    the file shrank while it was being read
  *  -ENOMEM
  */
 int bb_reader_open_path(const char *path, unsigned flags,
@@ -127,12 +151,70 @@ int bb_reader_open_mem(const void *buf, size_t len, unsigned flags,
 		       struct bb_reader **out, char *err, size_t errlen);
 
 /*
- * Open the box of @pid in @dir (NULL = BB_DEFAULT_DIR): the box the process
- * maps now if it is alive, otherwise the newest box it left (created_ns,
- * then sequence).  -ESRCH if there is none; other errors as above.
+ * Open the box of @pid in @dir (NULL = BB_DEFAULT_DIR), found by header,
+ * never by file name (bb_reader_scan() says how a box is chosen): the box
+ * the process maps now if it runs, otherwise the newest box it left
+ * (created_ns, then sequence), provided every box claiming the pid has
+ * the same file owner.  A box whose file owner differs from its header's
+ * uid is never chosen, whatever @flags say.  Errors, besides those of
+ * bb_reader_open_path():
+ *  -ESRCH     no box claims the pid (@err counts the mismatched ones)
+ *  -ENOTUNIQ  boxes of different owners claim the pid and nothing tells
+ *             which is the process's: none is opened, @err names every
+ *             claim, its file owner and creation time (open one by path)
+ *  -ESTALE    the chosen file was replaced while being opened
  */
 int bb_reader_open_pid(pid_t pid, const char *dir, unsigned flags,
 		       struct bb_reader **out, char *err, size_t errlen);
+
+/* bb_box_entry.flags */
+#define BB_BOX_UID_MISMATCH 0x1u /* file owner != header uid: never chosen */
+#define BB_BOX_FOREIGN      0x2u /* claims a running process whose box is
+				    another owner's file (not chosen) */
+#define BB_BOX_AMBIGUOUS    0x4u /* its pid is claimed by boxes of several
+				    owners and the process is gone (or maps
+				    none of them): none is chosen */
+#define BB_BOX_CHOSEN       0x8u /* the box bb_reader_open_pid() opens for
+				    its pid */
+
+/* One directory entry under BB_NAME_PREFIX, as bb_reader_scan() judged it. */
+struct bb_box_entry {
+	char               name[256];    /* the directory entry */
+	int                error;        /* 0: a box (the fields below are valid);
+					    else why not, a negative errno as the
+					    open functions return it */
+	char               problem[256]; /* error: the reader's message */
+	struct bb_box_info info;         /* header, file identity and owner; read
+					    from the header and ring table only */
+	int                liveness;     /* enum bb_liveness of its owner */
+	unsigned           flags;        /* BB_BOX_* */
+};
+
+/*
+ * bb_reader_scan - open every entry of @dir (NULL = BB_DEFAULT_DIR) whose
+ * name starts with BB_NAME_PREFIX, read its header and ring table (nothing
+ * else: no ring data) and judge the claims: *@entries gets @count entries
+ * (free with bb_reader_scan_free()), boxes first, by pid, then created_ns,
+ * sequence and name; entries that are not boxes last, with their error.
+ *
+ * Which box is a process's (the rule bb_reader_open_pid() applies): the
+ * file owner is the anchor, since nobody can create a file owned by
+ * another uid; names prove nothing.  Candidates are the boxes whose header
+ * names the pid and whose file owner is the header's uid.  While the
+ * process runs (pid, start time and boot id match), the candidate it maps
+ * (/proc/<pid>/maps, by device and inode) is its box; when its maps cannot
+ * be read (another user's process, no privilege), the newest candidate
+ * owned by one of its uids (real, effective, saved, file system).  Other
+ * candidates claiming that process with another owner are BB_BOX_FOREIGN.
+ * Otherwise (the process is gone, or maps none of them) the newest
+ * candidate, if all candidates have one owner; if not, all are
+ * BB_BOX_AMBIGUOUS and none is chosen.
+ *
+ * Returns 0, -ENOMEM, or the -errno of opendir() (@err says more).
+ */
+int bb_reader_scan(const char *dir, struct bb_box_entry **entries, size_t *count,
+		   char *err, size_t errlen);
+void bb_reader_scan_free(struct bb_box_entry *entries);
 
 void bb_reader_close(struct bb_reader *r);
 
@@ -211,7 +293,12 @@ typedef int (*bb_record_fn)(const struct bb_record *rec, void *arg);
  * bb_reader_walk - deliver every intact record of every ring, per DESIGN §4:
  * each record is copied, then re-validated against the ring's tail and its
  * seq; records that cannot be proven intact are counted, never delivered.
- * Returns 0, the callback's non-zero value, or -ENOMEM.
+ * A live reader first reads each ring's live part again (from where the
+ * previous BB_WALK_FOLLOW walk stopped), each ring's head and tail just
+ * before its bytes, its tail after them: records the writer overwrote
+ * during the copy are counted overwritten, never delivered.
+ * Returns 0, the callback's non-zero value, -ENOMEM, or -ESTALE (another
+ * -errno of pread) when a live reader's file cannot be read any more.
  */
 int bb_reader_walk(struct bb_reader *r, unsigned flags, bb_record_fn fn, void *arg);
 
@@ -219,14 +306,17 @@ int bb_reader_walk(struct bb_reader *r, unsigned flags, bb_record_fn fn, void *a
 const struct bb_ring_stats *bb_reader_ring_stats(const struct bb_reader *r, uint32_t ring);
 void bb_reader_total_stats(const struct bb_reader *r, struct bb_ring_stats *sum);
 
-/* Raw bytes of the box (the snapshot or the live mapping) for --save.  A
- * snapshot holds zeros where a ring's dead bytes were (BB_OPEN_SNAPSHOT). */
+/* Raw bytes of the box: the reader's copy, *len bytes (min(box_size, file
+ * size)).  A live reader reads every byte again first (NULL, *len 0, when
+ * it cannot); a snapshot holds zeros where a ring's dead bytes were
+ * (BB_OPEN_SNAPSHOT). */
 const void *bb_reader_data(const struct bb_reader *r, size_t *len);
 
 /*
  * bb_reader_save - write a consistent copy of the box to @fd: the header,
  * ring table and the ring data, with each ring's tail raised past anything
- * overwritten during the copy.  Returns 0 or a negative errno.
+ * overwritten during the copy (a live reader reads every byte again).
+ * Returns 0 or a negative errno (-ESTALE: the file shrank).
  */
 int bb_reader_save(struct bb_reader *r, int fd);
 
@@ -266,7 +356,8 @@ struct bb_crash {
  * bb_reader_crash - read and decode the crash area of the box's header.
  * Never fails on a damaged box: the damage is the status.  A live owner
  * may be writing the area (first fatal signal): the area is copied once and
- * a busy seq reads as BB_CRASH_TORN.  Not AS-safe.
+ * a busy seq reads as BB_CRASH_TORN.  A live reader reads the header again
+ * first (the copy it has when that read fails).  Not AS-safe.
  * Returns 0, or -EINVAL if @r or @out is NULL.
  */
 int bb_reader_crash(struct bb_reader *r, struct bb_crash *out);
@@ -319,9 +410,10 @@ typedef int (*bb_state_fn)(const struct bb_state_entry *e, void *arg);
  * status so a tool can report them.  A live writer can never make this
  * hang: each slot is tried BB_STATE_RETRIES times.  @st (may be NULL)
  * receives the totals.  Not AS-safe (copies into the reader's buffer).
- * Returns 0, @fn's non-zero value, -EINVAL (@r or @fn NULL), or
+ * Returns 0, @fn's non-zero value, -EINVAL (@r or @fn NULL),
  * -ENODATA when the box has no usable state table (see
- * info.state_problem for a table rejected by its bounds check).
+ * info.state_problem for a table rejected by its bounds check), or
+ * -ESTALE when a live reader's file shrank.
  */
 int bb_reader_state(struct bb_reader *r, bb_state_fn fn, void *arg,
 		    struct bb_state_stats *st);
@@ -348,6 +440,7 @@ struct bb_module {
  *  -ENODATA  the box has no module area (or one rejected at open)
  *  -EBUSY    the area was being rewritten through every retry
  *  -EBADMSG  the area is not what FORMAT.md §11 says (garbage)
+ *  -ESTALE   a live reader's file shrank
  *  -EINVAL   @r, @mods or @count NULL;  -ENOMEM
  */
 int bb_reader_modules(struct bb_reader *r, const struct bb_module **mods, size_t *count,
@@ -378,7 +471,8 @@ const char *bb_liveness_name(int liveness);
 
 /*
  * bb_format_value - render a record's value as one line of text:
- * "text" for strings (quoted and escaped when needed), numbers, true/false,
+ * "text" for strings (quoted and escaped as bb_escape_text() says when they
+ * hold anything but displayable characters), numbers, true/false,
  * hex for bytes, key=value, "name k=v k=v" for events.  Never allocates:
  * AS-safe (bb_dump uses it).  Output is always NUL-terminated and cut with
  * "..." when @buflen is too small.  Returns the length written, or -EBADMSG
@@ -387,6 +481,23 @@ const char *bb_liveness_name(int liveness);
  */
 int bb_format_value(unsigned tag, unsigned flags, const uint8_t *value,
 		    size_t len, char *buf, size_t buflen);
+
+/*
+ * bb_escape_text - @len bytes of untrusted text (a string from a box, a
+ * file name, a message quoting them) as text safe to show on a terminal
+ * or in a log: printable ASCII and valid UTF-8 characters pass unchanged;
+ * a backslash becomes \\, newline, tab and carriage return \n \t \r, and
+ * each other byte of a C0 control, DEL, a C1 control (U+0080..U+009F, raw
+ * or UTF-8 encoded), a line or paragraph separator, a bidirectional
+ * formatting character (U+061C, U+200E/F, U+202A..U+202E, U+2066..U+2069)
+ * or of invalid UTF-8 becomes \xNN.  The same rules quote strings in
+ * bb_format_value().  Output is always NUL-terminated; when @buflen is too
+ * small it is cut with "..." (never inside a UTF-8 character: a cut
+ * output holds no byte the rules above would escape).
+ * 4 * @len + 1 bytes always suffice.  Never allocates: AS-safe.
+ * Returns the length written.
+ */
+size_t bb_escape_text(const char *s, size_t len, char *buf, size_t buflen);
 
 /*
  * bb_scan_dir - call @fn for every directory entry of @dir (NULL =

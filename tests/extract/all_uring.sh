@@ -1,8 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# --all --uring (boxes read ahead with io_uring, or the plain fallback when
-# io_uring is refused) prints exactly what --all --no-uring prints, in
-# every format, messages included.
+# --all --uring (output written with io_uring, or the plain fallback when
+# io_uring is refused; boxes are read as always, with pread) prints exactly
+# what --all --no-uring prints, in every format, messages included.
 set -eu
 bbx=${BB_EXTRACT:?} writer=${BBX_WRITER:?}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/bbx-all.XXXXXX")

@@ -258,6 +258,10 @@ Test(emit, json_string_escapes)
 	/* 4-byte sequence */
 	EXPECT_JSON(BB_TAG_STR, B(0x64, 0xf0, 0x9f, 0x98, 0x80), true,
 		    "{\"value\":\"\xf0\x9f\x98\x80\"}");
+	/* C1 controls (U+0085, U+009B CSI) escaped like C0: the same value for
+	 * a parser, nothing a terminal acts on; U+00A0 is text */
+	EXPECT_JSON(BB_TAG_STR, B(0x66, 0xc2, 0x85, 0xc2, 0x9b, 0xc2, 0xa0), true,
+		    "{\"value\":\"\\u0085\\u009b\xc2\xa0\"}");
 }
 
 Test(emit, malformed_values_are_reported_not_followed)
@@ -804,6 +808,11 @@ static size_t ref_escape(char *d, const uint8_t *s, size_t n)
 			w += (size_t)sprintf(d + w, "\\u%04x", c);
 		} else if (c >= 0x80) {
 			k = ref_u8len(s + i, n - i);
+			if (k == 2 && c == 0xc2 && s[i + 1] < 0xa0) { /* C1 control */
+				w += (size_t)sprintf(d + w, "\\u%04x", s[i + 1]);
+				i += 2;
+				continue;
+			}
 			if (!k) {
 				w += (size_t)sprintf(d + w, "\\ufffd");
 				i++;
@@ -849,6 +858,8 @@ Test(emit_fast, escaper_matches_a_reference_at_every_length)
 			}
 			if (n >= 3 && round % 5 == 0)
 				memcpy(s + n - 3, "\xe2\x9c\x93", 3); /* valid at the very end */
+			if (n >= 2 && round % 7 == 3) /* a C1 control, U+009B (CSI) */
+				memcpy(s + pick((unsigned)n - 1), "\xc2\x9b", 2);
 			wl = ref_escape(want, s, n);
 			sink_open(&k, false, false);
 			bbx_em_str(&k.em, (const char *)s, n);

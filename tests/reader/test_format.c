@@ -161,3 +161,62 @@ Test(format, doubles_match_printf)
 		cr_expect_str_eq(out, "nan");
 	}
 }
+
+/* The terminal escaper: what a box or a file name may hold reaches a
+ * terminal only as visible text. */
+#define ESCAPED(in, want)                                                      \
+	do {                                                                   \
+		size_t n_ = bb_escape_text((in), sizeof(in) - 1, out, sizeof(out)); \
+		cr_expect_str_eq(out, (want));                                 \
+		cr_expect_eq(n_, strlen(want));                                \
+	} while (0)
+
+Test(format, escape_text)
+{
+	ESCAPED("plain text, caf\xc3\xa9 \xe4\xb8\xad", "plain text, caf\xc3\xa9 \xe4\xb8\xad");
+	ESCAPED("\x1b]0;title\x07", "\\x1b]0;title\\x07");          /* OSC: window title */
+	ESCAPED("\x1b]52;c;cHduZWQ=\x07", "\\x1b]52;c;cHduZWQ=\\x07"); /* OSC 52: clipboard */
+	ESCAPED("a\\b\nc\td\re\x7f", "a\\\\b\\nc\\td\\re\\x7f");
+	ESCAPED("\x9b" "31m", "\\x9b31m");                         /* C1 CSI, raw byte */
+	ESCAPED("\xc2\x9b" "31m", "\\xc2\\x9b31m");                /* C1 CSI, UTF-8 */
+	ESCAPED("\xc2\xa0", "\xc2\xa0");                           /* U+00A0 is text */
+	ESCAPED("\xe2\x80\xae" "txt.exe", "\\xe2\\x80\\xaetxt.exe"); /* RLO */
+	ESCAPED("\xe2\x81\xa6x\xe2\x80\xa8", "\\xe2\\x81\\xa6x\\xe2\\x80\\xa8"); /* LRI, LS */
+	ESCAPED("bad\xff\xc3", "bad\\xff\\xc3");                    /* invalid, cut */
+	ESCAPED("\xe0\x80\x80\xed\xa0\x80\xf4\x90\x80\x80", /* overlong, surrogate, > U+10FFFF */
+		"\\xe0\\x80\\x80\\xed\\xa0\\x80\\xf4\\x90\\x80\\x80");
+	ESCAPED("\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80");
+	/* a NUL in the middle is a byte like any other */
+	cr_expect_eq(bb_escape_text("a\0b", 3, out, sizeof(out)), 6);
+	cr_expect_str_eq(out, "a\\x00b");
+}
+
+Test(format, escape_text_cuts_never_inside_a_character)
+{
+	char small[9];
+	size_t n;
+
+	/* 6 x "é" (12 bytes) into 9: "ééé" would leave no room for "..." */
+	n = bb_escape_text("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", 12, small,
+			   sizeof(small));
+	cr_expect_str_eq(small, "\xc3\xa9\xc3\xa9...");
+	cr_expect_eq(n, 7);
+	/* escapes only: cut, and no raw byte either */
+	n = bb_escape_text("\x1b\x1b\x1b\x1b", 4, small, sizeof(small));
+	cr_expect_eq(n, strlen(small));
+	for (size_t i = 0; i < n; i++)
+		cr_expect(small[i] >= 0x20 && small[i] < 0x7f, "raw byte %#x", small[i]);
+	cr_expect_eq(bb_escape_text("x", 1, small, 0), 0);
+	cr_expect_eq(bb_escape_text(NULL, 5, small, sizeof(small)), 0);
+	cr_expect_str_eq(small, "");
+}
+
+/* Record values use the same rules: C1 and bidirectional controls quoted
+ * and escaped like C0 (keys, values, event names alike). */
+Test(format, values_escape_c1_and_bidi)
+{
+	EXPECT(BB_TAG_STR, 0, "\"\\xc2\\x9bx\"", 0x63, 0xc2, 0x9b, 'x');
+	EXPECT(BB_TAG_STR, 0, "\"\\xe2\\x80\\xaeab\"", 0x65, 0xe2, 0x80, 0xae, 'a', 'b');
+	EXPECT(BB_TAG_KV, 0, "\"k\\x1b\"=\"v\\x9b\"", 0x82, 0x62, 'k', 0x1b, 0x62, 'v', 0x9b);
+	EXPECT(BB_TAG_STR, 0, "\xc2\xa0", 0x62, 0xc2, 0xa0);
+}

@@ -433,16 +433,28 @@ Test(open, open_pid_prefers_mapped_box)
 	snprintf(name, sizeof(name), "blackbox.%d.%llu.1", getpid(),
 		 (unsigned long long)synth_hdr(&s)->starttime);
 	cr_assert_eq(synth_save(&s, path_of(name)), 0);
-	/* planted: name says our pid, header disagrees */
-	synth_hdr(&s)->sequence = 9;
-	cr_assert_eq(synth_save(&s, path_of("blackbox.1.2.3")), 0);
+	/* the name says our pid, the header another one: not ours */
+	synth_hdr(&s)->pid = 1;
+	synth_hdr(&s)->sequence = 7;
+	synth_hdr(&s)->created_ns = 200;
+	snprintf(name, sizeof(name), "blackbox.%d.%llu.7", getpid(),
+		 (unsigned long long)synth_hdr(&s)->starttime);
+	cr_assert_eq(synth_save(&s, path_of(name)), 0);
+	synth_hdr(&s)->pid = getpid();
 
-	/* a snapshot: a mapping by this process (the header's pid) would
-	 * itself make the owner look alive */
-	cr_assert_eq(bb_reader_open_pid(getpid(), dir, BB_OPEN_SNAPSHOT, &r, err, sizeof(err)), 0,
-		     "%s", err);
+	/* no reader maps a box: opening it never makes its owner look alive */
+	cr_assert_eq(bb_reader_open_pid(getpid(), dir, 0, &r, err, sizeof(err)), 0, "%s", err);
 	cr_expect_eq(bb_reader_info(r)->sequence, 1);
 	cr_expect_neq(bb_reader_liveness(r), BB_OWNER_ALIVE);
+	bb_reader_close(r);
+
+	/* boxes are found by header, whatever their name (same owner: a
+	 * claim the process could have made) */
+	synth_hdr(&s)->sequence = 9;
+	cr_assert_eq(synth_save(&s, path_of("blackbox.1.2.3")), 0);
+	cr_assert_eq(bb_reader_open_pid(getpid(), dir, BB_OPEN_SNAPSHOT, &r, err, sizeof(err)), 0,
+		     "%s", err);
+	cr_expect_eq(bb_reader_info(r)->sequence, 9);
 	bb_reader_close(r);
 
 	/* map the older one: now it is the box the process maps */

@@ -586,6 +586,16 @@ static void check_archive(const char *path, long pid)
 	bb_reader_close(rd);
 }
 
+/* "blackbox-<uid>-bbr_writer-": the archives of our writers' boxes (their
+ * file owner is the test's euid); static buffer. */
+static const char *arch_prefix(void)
+{
+	static char p[64];
+
+	snprintf(p, sizeof(p), "blackbox-%lu-bbr_writer-", (unsigned long)geteuid());
+	return p;
+}
+
 static unsigned count_archives(const char *dir)
 {
 	struct dirent *e;
@@ -595,7 +605,7 @@ static unsigned count_archives(const char *dir)
 	if (!d)
 		return 0;
 	while ((e = readdir(d)))
-		if (!strncmp(e->d_name, "blackbox-bbr_writer-", 20))
+		if (!strncmp(e->d_name, arch_prefix(), strlen(arch_prefix())))
 			n++;
 	closedir(d);
 	return n;
@@ -641,11 +651,12 @@ Test(reap, archives_read_back)
 		if (e->d_name[0] == '.')
 			continue;
 		n++;
-		/* blackbox-<comm>-<pid>-<YYYYmmddTHHMMSSZ>[.<n>].box */
-		cr_expect(!strncmp(e->d_name, "blackbox-bbr_writer-", 20), "name %s", e->d_name);
-		pid = strtol(e->d_name + 20, NULL, 10);
+		/* blackbox-<uid>-<comm>-<pid>-<YYYYmmddTHHMMSSZ>[.<n>].box */
+		cr_expect(!strncmp(e->d_name, arch_prefix(), strlen(arch_prefix())), "name %s",
+			  e->d_name);
+		pid = strtol(e->d_name + strlen(arch_prefix()), NULL, 10);
 		cr_expect(pid == k1 || pid == k2, "name %s", e->d_name);
-		pp = strchr(e->d_name + 20, '-');
+		pp = strchr(e->d_name + strlen(arch_prefix()), '-');
 		cr_expect(pp && strlen(pp) >= 21 && pp[9] == 'T' && pp[16] == 'Z', "name %s", e->d_name);
 		snprintf(p, sizeof(p), "%s/%s", f.arch, e->d_name);
 		cr_assert_eq(lstat(p, &st), 0);
@@ -682,12 +693,15 @@ Test(reap, keep_and_max_bytes_prune_only_ours)
 	struct fx f;
 	struct run r;
 	char p[PATH_MAX], q[PATH_MAX], target[PATH_MAX];
-	const char *old = "blackbox-old-1-20000101T000000Z.box";
-	const char *oldlink = "blackbox-lnk-2-20000101T000000Z.box";
 	struct stat st;
-	char size[32];
+	char size[32], old[64], oldlink[64];
 
 	fx_init(&f);
+	/* the names bb-reap gives, with the uid of the files' owner (ours) */
+	snprintf(old, sizeof(old), "blackbox-%lu-old-1-20000101T000000Z.box",
+		 (unsigned long)geteuid());
+	snprintf(oldlink, sizeof(oldlink), "blackbox-%lu-lnk-2-20000101T000000Z.box",
+		 (unsigned long)geteuid());
 	cr_assert_eq(mkdir(f.arch, 0700), 0);
 	/* ours and old: pruned first */
 	snprintf(p, sizeof(p), "%s/%s", f.arch, old);
@@ -727,7 +741,7 @@ Test(reap, keep_and_max_bytes_prune_only_ours)
 
 		cr_assert(d);
 		while ((e = readdir(d)))
-			if (!strncmp(e->d_name, "blackbox-bbr_writer-", 20))
+			if (!strncmp(e->d_name, arch_prefix(), strlen(arch_prefix())))
 				break;
 		cr_assert(e);
 		snprintf(q, sizeof(q), "%s/%s", f.arch, e->d_name);
