@@ -23,20 +23,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fmt.h"
 #include "out.h"
 
 #define BBX_EM_DEPTH 16
-
-/*
- * Nanoseconds in decimal with the seconds' digits cached: consecutive
- * records fall in the same second.  Writes up to 20 bytes
- * (reserve 32: the cached digits are moved as one 16-byte block).
- */
-struct bbx_ns_cache {
-	uint64_t sec;
-	uint8_t  len;
-	char     digits[16];
-};
 
 struct bbx_em {
 	struct bbx_out *o;
@@ -114,16 +104,5 @@ void bbx_em_record_end(struct bbx_em *em, bool truncated, bool important);
  */
 bool bbx_em_record_value(struct bbx_em *em, unsigned tag,
 			 const uint8_t *value, size_t len);
-
-/*
- * Formatting helpers that write into a caller's buffer and return the
- * number of bytes written (no NUL).
- */
-size_t bbx_fmt_u64(char *p, uint64_t v);                 /* <= 20 bytes */
-size_t bbx_fmt_i64(char *p, int64_t v);                  /* <= 20 bytes */
-size_t bbx_fmt_ns(struct bbx_ns_cache *c, char *p, uint64_t v);
-/* "2026-11-21T13:45:01.123456789Z" (30 bytes, more for years > 9999). */
-#define BBX_TIME_MAX 48
-size_t bbx_fmt_time(char *p, int64_t wall_ns);
 
 #endif /* BBX_EMIT_H */

@@ -161,7 +161,7 @@ static void bb__atexit(void)
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	/* state_ns first, then state with release: a reader that loads state
-	 * with acquire (reader.c) sees the time of that state (FORMAT.md §3). */
+	 * with acquire (reader_validate.c) sees the time of that state (FORMAT.md §3). */
 	BB_STORE_RELAXED(&box->hdr->state_ns, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
 	BB_STORE_RELEASE(&box->hdr->state, (uint32_t)BB_STATE_EXITED);
 	if (!box->keep_on_exit) {

@@ -2,7 +2,7 @@
 /*
  * ring.h - the reader side of the per-record seqlock (DESIGN §4), for one
  * record.  Internal, do not use outside the library.  Shared by the reader
- * API (reader.c) and bb_dump() (dump.c), so the protocol exists once.
+ * API (reader_walk.c) and bb_dump() (dump.c), so the protocol exists once.
  *
  * Allocation-free and AS-safe.  Works on a live mapping (the owner writing
  * concurrently) and on a private snapshot alike.

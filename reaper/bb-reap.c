@@ -28,7 +28,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,154 +45,6 @@
 
 #define EXIT_TROUBLE 1  /* something could not be handled */
 #define EXIT_USAGE   2
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-"Usage: bb-reap [OPTION]...\n"
-"Remove blackbox boxes whose owner process is gone.\n"
-"\n"
-"  -d, --dir DIR              box directory (default %s)\n"
-"  -m, --min-age SECONDS      leave boxes whose owner showed a sign of life\n"
-"                             less than SECONDS ago (default %u; suffixes\n"
-"                             s, m, h, d; 0 reaps at once)\n"
-"  -a, --archive DIR          copy each box into DIR before removing it;\n"
-"                             the copy belongs to the box file's owner\n"
-"  -k, --keep N               keep each owner's N newest archives, remove\n"
-"                             older ones of that owner\n"
-"  -b, --max-archive-bytes B  per owner: remove an owner's oldest archives\n"
-"                             while they hold more than B bytes; a box\n"
-"                             larger than B is not archived, left in place\n"
-"                             (suffixes k, M, G, T)\n"
-"  -n, --dry-run              report what would be done, touch nothing\n"
-"  -v, --verbose              also log the boxes and files left alone\n"
-"  -j, --json                 one JSON object per decision on stdout\n"
-"  -h, --help                 this text\n"
-"  -V, --version              version\n"
-"\n"
-"Exit status: 0 success (also when nothing was reaped), 1 something could\n"
-"not be handled (see the log), 2 usage error.  See bb-reap(8).\n",
-		BB_DEFAULT_DIR, REAP_DEFAULT_MIN_AGE);
-}
-
-/* Strict unsigned parse: digits, then an optional suffix from @units. */
-static int parse_num(const char *s, const char *suffixes, const uint64_t *mult,
-		     uint64_t *out)
-{
-	uint64_t v = 0, m = 1;
-	const char *p = s;
-
-	if (*p < '0' || *p > '9')
-		return -EINVAL;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
-			return -ERANGE;
-		v = v * 10 + (uint64_t)(*p - '0');
-	}
-	if (*p) {
-		const char *u = strchr(suffixes, *p);
-
-		if (!u || p[1])
-			return -EINVAL;
-		m = mult[u - suffixes];
-	}
-	if (m > 1 && v > UINT64_MAX / m)
-		return -ERANGE;
-	*out = v * m;
-	return 0;
-}
-
-static int parse_opts(int argc, char **argv, struct reap_opts *o)
-{
-	static const struct option lo[] = {
-		{ "dir", required_argument, NULL, 'd' },
-		{ "min-age", required_argument, NULL, 'm' },
-		{ "archive", required_argument, NULL, 'a' },
-		{ "keep", required_argument, NULL, 'k' },
-		{ "max-archive-bytes", required_argument, NULL, 'b' },
-		{ "dry-run", no_argument, NULL, 'n' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	static const uint64_t tmult[] = { 1, 60, 3600, 86400 };
-	static const uint64_t bmult[] = {
-		UINT64_C(1) << 10, UINT64_C(1) << 10, UINT64_C(1) << 20, UINT64_C(1) << 20,
-		UINT64_C(1) << 30, UINT64_C(1) << 30, UINT64_C(1) << 40, UINT64_C(1) << 40,
-	};
-	uint64_t v;
-	int ch;
-
-	*o = (struct reap_opts){ .dir = BB_DEFAULT_DIR, .min_age_s = REAP_DEFAULT_MIN_AGE,
-				 .keep = -1 };
-	while ((ch = getopt_long(argc, argv, "d:m:a:k:b:nvjhV", lo, NULL)) != -1) {
-		switch (ch) {
-		case 'd':
-			o->dir = optarg;
-			break;
-		case 'm':
-			/* bounded so that min_age_s * 1e9 fits in an int64_t */
-			if (parse_num(optarg, "smhd", tmult, &v) || v > INT64_MAX / 1000000000) {
-				fprintf(stderr, "bb-reap: --min-age: invalid duration '%s'\n", optarg);
-				return -1;
-			}
-			o->min_age_s = v;
-			break;
-		case 'a':
-			o->archive = optarg;
-			break;
-		case 'k':
-			if (parse_num(optarg, "", NULL, &v) || v < 1 || v > LONG_MAX) {
-				fprintf(stderr, "bb-reap: --keep: expected a count >= 1, not '%s'\n",
-					optarg);
-				return -1;
-			}
-			o->keep = (long)v;
-			break;
-		case 'b':
-			if (parse_num(optarg, "kKmMgGtT", bmult, &v) || v == 0) {
-				fprintf(stderr, "bb-reap: --max-archive-bytes: invalid size '%s'\n",
-					optarg);
-				return -1;
-			}
-			o->max_bytes = v;
-			break;
-		case 'n':
-			o->dry_run = true;
-			break;
-		case 'v':
-			o->verbose = true;
-			break;
-		case 'j':
-			o->json = true;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		case 'V':
-			printf("bb-reap (libblackbox) %d.%d.%d\n", BB_VERSION_MAJOR,
-			       BB_VERSION_MINOR, BB_VERSION_PATCH);
-			exit(0);
-		default:
-			return -1;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "bb-reap: unexpected argument '%s'\n", argv[optind]);
-		return -1;
-	}
-	if (!*o->dir || (o->archive && !*o->archive)) {
-		fprintf(stderr, "bb-reap: empty directory name\n");
-		return -1;
-	}
-	if ((o->keep >= 0 || o->max_bytes) && !o->archive) {
-		fprintf(stderr, "bb-reap: --keep and --max-archive-bytes need --archive\n");
-		return -1;
-	}
-	return 0;
-}
 
 static const char *state_name(int state)
 {
@@ -605,7 +456,7 @@ int main(int argc, char **argv)
 	struct timespec now;
 	int r;
 
-	if (parse_opts(argc, argv, &c.o) < 0) {
+	if (reap_parse_opts(argc, argv, &c.o) < 0) {
 		fprintf(stderr, "Try 'bb-reap --help'.\n");
 		return EXIT_USAGE;
 	}

@@ -56,6 +56,10 @@ struct reap_event {
 	const char *archive;      /* archive path, or NULL */
 };
 
+/* options.c: fill @o from the command line; -1 after saying what is wrong
+ * (exits after --help and --version). */
+int  reap_parse_opts(int argc, char **argv, struct reap_opts *o);
+
 /* output.c */
 void reap_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void reap_emit(const struct reap_ctx *c, const struct reap_event *ev, bool always_log);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * text.c - render record values as text, without allocating.
+ * value.c - render record values as text, without allocating
+ * (bb_format_value), and decode owner records for the reader.
  *
  * Everything here is async-signal-safe: no malloc, no stdio, no locale, no
  * libm.  bb_dump() calls bb_format_value() from a signal handler, and the
@@ -27,132 +28,6 @@
 
 #define BB_CBOR_MAX_DEPTH 8
 
-size_t bb__strlcpy(char *dst, const char *src, size_t size)
-{
-	size_t n = strlen(src);
-
-	if (size) {
-		size_t c = n < size - 1 ? n : size - 1;
-
-		memcpy(dst, src, c);
-		dst[c] = '\0';
-	}
-	return n;
-}
-
-BB_EXPORT const char *bb_tag_name(unsigned tag)
-{
-	static const char *const names[] = {
-		[BB_TAG_STR] = "str",     [BB_TAG_I64] = "i64",
-		[BB_TAG_U64] = "u64",     [BB_TAG_F64] = "f64",
-		[BB_TAG_BOOL] = "bool",   [BB_TAG_BYTES] = "bytes",
-		[BB_TAG_KV] = "kv",       [BB_TAG_EVENT] = "event",
-		[BB_TAG_OWNER] = "owner", [BB_TAG_CRASH] = "crash",
-		[BB_TAG_STATE] = "state",
-	};
-
-	if (tag < sizeof(names) / sizeof(names[0]) && names[tag])
-		return names[tag];
-	return "unknown";
-}
-
-BB_EXPORT const char *bb_liveness_name(int liveness)
-{
-	switch (liveness) {
-	case BB_OWNER_ALIVE:    return "alive";
-	case BB_OWNER_EXITED:   return "exited";
-	case BB_OWNER_CRASHED:  return "crashed";
-	case BB_OWNER_CLOSED:   return "closed";
-	case BB_OWNER_ORPHANED: return "orphaned";
-	default:                return "unknown";
-	}
-}
-
-/* ---- bounded output ---------------------------------------------------- */
-
-struct out {
-	char  *buf;
-	size_t cap;  /* bytes of buf, NUL included */
-	size_t len;
-	bool   cut;  /* something did not fit */
-};
-
-static void put(struct out *o, const char *s, size_t n)
-{
-	size_t room = o->cap > o->len + 1 ? o->cap - o->len - 1 : 0;
-
-	if (n > room) {
-		n = room;
-		o->cut = true;
-	}
-	if (!n)
-		return;
-	memcpy(o->buf + o->len, s, n);
-	o->len += n;
-}
-
-static void puts_(struct out *o, const char *s)
-{
-	put(o, s, strlen(s));
-}
-
-static void putc_(struct out *o, char c)
-{
-	put(o, &c, 1);
-}
-
-/*
- * NUL-terminate; mark a cut with "..." at the very end.  The output holds
- * ASCII and whole UTF-8 characters only: the "..." never leaves the start
- * of a character without its continuation bytes before it (that would put
- * invalid UTF-8 in front of a terminal).
- */
-static size_t finish(struct out *o)
-{
-	if (!o->cap)
-		return 0;
-	if (o->cut && o->cap >= 4) {
-		size_t p = o->cap - 4, q = p;
-
-		while (q > 0 && (o->buf[q - 1] & 0xc0) == 0x80)
-			q--;
-		if (q > 0 && (uint8_t)o->buf[q - 1] >= 0xc0) {
-			uint8_t c = (uint8_t)o->buf[q - 1];
-			size_t need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
-
-			if (q - 1 + need > p)
-				p = q - 1; /* the character does not fit whole */
-		}
-		memcpy(o->buf + p, "...", 3);
-		o->len = p + 3;
-	}
-	o->buf[o->len] = '\0';
-	return o->len;
-}
-
-static void put_u64(struct out *o, uint64_t v)
-{
-	char tmp[20];
-	size_t i = sizeof(tmp);
-
-	do {
-		tmp[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	put(o, tmp + i, sizeof(tmp) - i);
-}
-
-static void put_hex(struct out *o, const uint8_t *p, size_t n)
-{
-	static const char hex[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n && !o->cut; i++) {
-		char two[2] = { hex[p[i] >> 4], hex[p[i] & 15] };
-
-		put(o, two, 2);
-	}
-}
-
 /* ---- doubles ------------------------------------------------------------ */
 
 /*
@@ -166,7 +41,6 @@ static void put_hex(struct out *o, const uint8_t *p, size_t n)
  */
 #define BIG_LIMBS 90 /* 90 * 9 decimal digits > 767 */
 #define P_DIGITS  17
-
 static void big_mul(uint32_t *l, size_t *n, uint32_t f)
 {
 	uint64_t carry = 0;
@@ -183,7 +57,7 @@ static void big_mul(uint32_t *l, size_t *n, uint32_t f)
 	}
 }
 
-static void put_double(struct out *o, double d)
+static void put_double(struct bb__out *o, double d)
 {
 	uint32_t limb[BIG_LIMBS];
 	char dg[BIG_LIMBS * 9 + 1];
@@ -195,13 +69,13 @@ static void put_double(struct out *o, double d)
 	ex = (int)((bits >> 52) & 0x7ff);
 	m = bits & ((UINT64_C(1) << 52) - 1);
 	if (ex == 0x7ff) {
-		puts_(o, m ? "nan" : (bits >> 63) ? "-inf" : "inf");
+		bb__out_puts(o, m ? "nan" : (bits >> 63) ? "-inf" : "inf");
 		return;
 	}
 	if (bits >> 63)
-		putc_(o, '-');
+		bb__out_putc(o, '-');
 	if (!ex && !m) {
-		putc_(o, '0');
+		bb__out_putc(o, '0');
 		return;
 	}
 	k = ex ? ex - 1075 : -1074;
@@ -267,196 +141,37 @@ static void put_double(struct out *o, double d)
 		nd--;
 
 	if (x < -4 || x >= P_DIGITS) {
-		putc_(o, dg[0]);
+		bb__out_putc(o, dg[0]);
 		if (nd > 1) {
-			putc_(o, '.');
-			put(o, dg + 1, nd - 1);
+			bb__out_putc(o, '.');
+			bb__out_put(o, dg + 1, nd - 1);
 		}
-		putc_(o, 'e');
-		putc_(o, x < 0 ? '-' : '+');
+		bb__out_putc(o, 'e');
+		bb__out_putc(o, x < 0 ? '-' : '+');
 		if (x > -10 && x < 10)
-			putc_(o, '0');
-		put_u64(o, (uint64_t)(x < 0 ? -x : x));
+			bb__out_putc(o, '0');
+		bb__out_u64(o, (uint64_t)(x < 0 ? -x : x));
 	} else if (x >= 0) {
 		size_t ip = (size_t)x + 1; /* integer digits */
 
-		put(o, dg, nd < ip ? nd : ip);
+		bb__out_put(o, dg, nd < ip ? nd : ip);
 		for (size_t i = nd; i < ip; i++)
-			putc_(o, '0');
+			bb__out_putc(o, '0');
 		if (nd > ip) {
-			putc_(o, '.');
-			put(o, dg + ip, nd - ip);
+			bb__out_putc(o, '.');
+			bb__out_put(o, dg + ip, nd - ip);
 		}
 	} else {
-		puts_(o, "0.");
+		bb__out_puts(o, "0.");
 		for (int i = -1; i > x; i--)
-			putc_(o, '0');
-		put(o, dg, nd);
+			bb__out_putc(o, '0');
+		bb__out_put(o, dg, nd);
 	}
 }
-
-/* ---- strings ------------------------------------------------------------ */
-
-/*
- * The one terminal escaper of the project (bb_escape_text, the text of
- * bb_format_value, and through them every tool).  A box's strings and file
- * names are chosen by whoever wrote them: printed raw, an ESC or a C1 CSI
- * starts a terminal control sequence (window title, hidden text, an OSC 52
- * clipboard write), a newline forges a log line, bidirectional controls
- * make a name read as another.  So only displayable characters pass.
- */
-
-/*
- * Length of the valid UTF-8 sequence at @s (2 to 4 bytes, strictly: no
- * overlong forms, no UTF-16 surrogates, nothing above U+10FFFF), or 0;
- * *cp gets the code point.
- */
-static size_t utf8_seq(const uint8_t *s, size_t n, uint32_t *cp)
-{
-	uint8_t c = s[0];
-	size_t len;
-	uint32_t v;
-
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2, v = c & 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		len = 3, v = c & 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		len = 4, v = c & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		v = v << 6 | (s[i] & 0x3f);
-	}
-	if ((len == 3 && v < 0x800) || (len == 4 && (v < 0x10000 || v > 0x10ffff)) ||
-	    (v >= 0xd800 && v <= 0xdfff))
-		return 0;
-	*cp = v;
-	return len;
-}
-
-/*
- * Code points that are valid UTF-8 yet unsafe on a terminal: the C1
- * controls U+0080..U+009F (a terminal may act on them: U+009B is CSI),
- * the line and paragraph separators, and the bidirectional formatting
- * characters, which reorder what follows them on the screen.
- */
-static bool unsafe_cp(uint32_t cp)
-{
-	return cp <= 0x9f || cp == 0x061c || cp == 0x200e || cp == 0x200f ||
-	       (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
-}
-
-/*
- * text_char - the length of the displayable character at @s (@n > 0
- * bytes left): 1 for printable ASCII (space included), 2 to 4 for valid
- * UTF-8 that is not unsafe_cp(); 0 when s[0] must be escaped (a C0
- * control, DEL, a C1 control, a byte that does not start valid UTF-8).
- */
-static size_t text_char(const uint8_t *s, size_t n)
-{
-	uint32_t cp;
-	size_t k;
-
-	if (s[0] >= 0x20 && s[0] < 0x7f)
-		return 1;
-	if (s[0] < 0x80)
-		return 0;
-	k = utf8_seq(s, n, &cp);
-	return k && !unsafe_cp(cp) ? k : 0;
-}
-
-/*
- * Escape @n bytes as visible text: displayable characters as they are,
- * a backslash (and with @quoted a double quote) preceded by a backslash,
- * \n \t \r, and \xNN for every other byte that text_char() refuses
- * (an unsafe multi-byte character byte by byte).  An escape or a
- * character is written whole or not at all.
- */
-static void put_escaped(struct out *o, const uint8_t *s, size_t n, bool quoted)
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t i = 0, k;
-
-	while (i < n && !o->cut) {
-		uint8_t c = s[i];
-		char e[4] = { '\\', 0, 0, 0 };
-		size_t el = 2;
-
-		k = text_char(s + i, n - i);
-		if (k && c != '\\' && !(quoted && c == '"')) {
-			if (o->cap <= o->len + k) { /* a character is never split */
-				o->cut = true;
-				break;
-			}
-			put(o, (const char *)s + i, k);
-			i += k;
-			continue;
-		}
-		switch (c) {
-		case '\\': case '"': e[1] = (char)c; break;
-		case '\n': e[1] = 'n'; break;
-		case '\t': e[1] = 't'; break;
-		case '\r': e[1] = 'r'; break;
-		default:
-			e[1] = 'x';
-			e[2] = hex[c >> 4];
-			e[3] = hex[c & 15];
-			el = 4;
-		}
-		if (o->cap <= o->len + el) { /* no room for the whole escape */
-			o->cut = true;
-			break;
-		}
-		put(o, e, el);
-		i++;
-	}
-}
-
-BB_EXPORT size_t bb_escape_text(const char *s, size_t len, char *buf, size_t buflen)
-{
-	struct out o = { .buf = buf, .cap = buf ? buflen : 0 };
-
-	if (s)
-		put_escaped(&o, (const uint8_t *)s, len, false);
-	return finish(&o);
-}
-
-static bool plain_byte(uint8_t c)
-{
-	return c > 0x20 && c < 0x7f && c != '"' && c != '\\';
-}
-
-/* A text string as is, or quoted and escaped (put_escaped) if it is empty
- * or holds spaces, quotes, backslashes or anything put_escaped escapes. */
-static void put_str(struct out *o, const uint8_t *s, size_t n)
-{
-	bool quote = n == 0;
-	size_t i, u;
-
-	for (i = 0; i < n && !quote; i += u ? u : 1) {
-		u = s[i] >= 0x80 ? text_char(s + i, n - i) : 0;
-		if (!u && !plain_byte(s[i]))
-			quote = true;
-	}
-	if (!quote) {
-		put(o, (const char *)s, n);
-		return;
-	}
-	putc_(o, '"');
-	put_escaped(o, s, n, true);
-	putc_(o, '"');
-}
-
-/* ---- CBOR decoding ------------------------------------------------------ */
 
 struct fmt {
 	const uint8_t *p, *start, *end;
-	struct out o;
+	struct bb__out o;
 	const char *why;  /* what is wrong, when a step fails */
 	bool lenient;     /* BB_RF_TRUNCATED: running out of bytes is expected */
 	bool short_;      /* ran out of bytes */
@@ -552,10 +267,10 @@ static double half_to_double(uint16_t hbits)
 static int put_simple(struct fmt *f, const struct hd *h)
 {
 	switch (h->ai) {
-	case 20: puts_(&f->o, "false"); return 0;
-	case 21: puts_(&f->o, "true"); return 0;
-	case 22: puts_(&f->o, "null"); return 0;
-	case 23: puts_(&f->o, "undefined"); return 0;
+	case 20: bb__out_puts(&f->o, "false"); return 0;
+	case 21: bb__out_puts(&f->o, "true"); return 0;
+	case 22: bb__out_puts(&f->o, "null"); return 0;
+	case 23: bb__out_puts(&f->o, "undefined"); return 0;
 	case 25:
 		put_double(&f->o, half_to_double((uint16_t)h->val));
 		return 0;
@@ -575,9 +290,9 @@ static int put_simple(struct fmt *f, const struct hd *h)
 		return 0;
 	}
 	default:
-		puts_(&f->o, "simple(");
-		put_u64(&f->o, h->val);
-		putc_(&f->o, ')');
+		bb__out_puts(&f->o, "simple(");
+		bb__out_u64(&f->o, h->val);
+		bb__out_putc(&f->o, ')');
 		return 0;
 	}
 }
@@ -592,24 +307,24 @@ static int put_body(struct fmt *f, const struct hd *h, int depth)
 
 	switch (h->major) {
 	case 0:
-		put_u64(&f->o, h->val);
+		bb__out_u64(&f->o, h->val);
 		return 0;
 	case 1: /* -1 - val, which may be below INT64_MIN */
-		putc_(&f->o, '-');
+		bb__out_putc(&f->o, '-');
 		if (h->val == UINT64_MAX)
-			puts_(&f->o, "18446744073709551616");
+			bb__out_puts(&f->o, "18446744073709551616");
 		else
-			put_u64(&f->o, h->val + 1);
+			bb__out_u64(&f->o, h->val + 1);
 		return 0;
 	case 2:
 		if (rd_bytes(f, h, &s, &n))
 			return -1;
-		put_hex(&f->o, s, n);
+		bb__out_hex(&f->o, s, n);
 		return f->short_ ? ran_out(f) : 0;
 	case 3:
 		if (rd_bytes(f, h, &s, &n))
 			return -1;
-		put_str(&f->o, s, n);
+		bb__out_str(&f->o, s, n);
 		return f->short_ ? ran_out(f) : 0;
 	case 4:
 	case 5:
@@ -618,19 +333,19 @@ static int put_body(struct fmt *f, const struct hd *h, int depth)
 		/* every item takes at least one byte: bound the count first */
 		if (h->val > left(f) || (h->major == 5 && h->val > left(f) / 2))
 			return ran_out(f);
-		putc_(&f->o, h->major == 4 ? '[' : '{');
+		bb__out_putc(&f->o, h->major == 4 ? '[' : '{');
 		for (uint64_t i = 0; i < h->val; i++) {
 			if (i)
-				puts_(&f->o, ", ");
+				bb__out_puts(&f->o, ", ");
 			if (put_item(f, depth + 1))
 				return -1;
 			if (h->major == 5) {
-				puts_(&f->o, ": ");
+				bb__out_puts(&f->o, ": ");
 				if (put_item(f, depth + 1))
 					return -1;
 			}
 		}
-		putc_(&f->o, h->major == 4 ? ']' : '}');
+		bb__out_putc(&f->o, h->major == 4 ? ']' : '}');
 		return 0;
 	case 6: /* FORMAT.md §6: values never carry CBOR tags */
 		return fail(f, "CBOR tag (major type 6) not allowed");
@@ -704,13 +419,13 @@ static int want_array(struct fmt *f, uint64_t n, const char *why)
 /* "<lead><tid> (<name>)" of an owner record; @tid/@name say what failed. */
 static int put_thread(struct fmt *f, const char *lead, const char *tid, const char *name)
 {
-	puts_(&f->o, lead);
+	bb__out_puts(&f->o, lead);
 	if (want_int(f, tid))
 		return -1;
-	puts_(&f->o, " (");
+	bb__out_puts(&f->o, " (");
 	if (want_text(f, name))
 		return -1;
-	putc_(&f->o, ')');
+	bb__out_putc(&f->o, ')');
 	return 0;
 }
 
@@ -748,7 +463,7 @@ static int put_tagged(struct fmt *f, unsigned tag)
 		if (want_array(f, 2, "kv value is not array(2)") ||
 		    want_text(f, "kv key is not a text string"))
 			return -1;
-		putc_(&f->o, '=');
+		bb__out_putc(&f->o, '=');
 		return want_scalar(f, "kv value is not a scalar");
 	case BB_TAG_EVENT:
 		if (want_array(f, 2, "event value is not array(2)") ||
@@ -758,10 +473,10 @@ static int put_tagged(struct fmt *f, unsigned tag)
 		if (h.val > left(f) / 2)
 			return ran_out(f);
 		for (uint64_t i = 0; i < h.val; i++) {
-			putc_(&f->o, ' ');
+			bb__out_putc(&f->o, ' ');
 			if (want_text(f, "event field key is not a text string"))
 				return -1;
-			putc_(&f->o, '=');
+			bb__out_putc(&f->o, '=');
 			if (want_scalar(f, "event field value is not a scalar"))
 				return -1;
 		}
@@ -795,19 +510,19 @@ BB_EXPORT int bb_format_value(unsigned tag, unsigned flags, const uint8_t *value
 		/* Malformed: replace what was rendered by the reason. */
 		f.o.len = 0;
 		f.o.cut = false;
-		puts_(&f.o, "<malformed ");
-		puts_(&f.o, bb_tag_name(tag));
-		puts_(&f.o, " value: ");
-		puts_(&f.o, f.why);
-		puts_(&f.o, " at byte ");
-		put_u64(&f.o, (uint64_t)(f.p - f.start));
-		putc_(&f.o, '>');
-		finish(&f.o);
+		bb__out_puts(&f.o, "<malformed ");
+		bb__out_puts(&f.o, bb_tag_name(tag));
+		bb__out_puts(&f.o, " value: ");
+		bb__out_puts(&f.o, f.why);
+		bb__out_puts(&f.o, " at byte ");
+		bb__out_u64(&f.o, (uint64_t)(f.p - f.start));
+		bb__out_putc(&f.o, '>');
+		bb__out_finish(&f.o);
 		return -EBADMSG;
 	}
 	if (f.lenient)
-		puts_(&f.o, " [truncated]");
-	return (int)finish(&f.o);
+		bb__out_puts(&f.o, " [truncated]");
+	return (int)bb__out_finish(&f.o);
 }
 
 /* ---- owner records for the reader -------------------------------------- */

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * extract.h - what the files of bb-extract share: options, the state of
+ * one extraction, messages.  bb-extract.c reads the command line, opens
+ * boxes and drives an extraction; records.c writes records, preamble.c
+ * the crash block and the state table, report.c the verification report,
+ * list.c the --list table.
+ */
+#ifndef BBX_EXTRACT_H
+#define BBX_EXTRACT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <blackbox/reader.h>
+
+#include "emit.h"
+#include "out.h"
+
+#define PROG "bb-extract"
+
+enum {
+	EXIT_CLEAN    = 0, /* every delivered record intact, no damage found */
+	EXIT_FAILURE_ = 1, /* output or --save failed, out of memory */
+	EXIT_USAGE    = 2,
+	EXIT_DAMAGED  = 3, /* corrupt records or malformed values: partial output */
+	EXIT_NOBOX    = 4, /* no box, not readable, not a box, changed while read */
+	EXIT_AMBIGUOUS = 5, /* PID: boxes of several owners claim it, none chosen */
+};
+
+enum fmt { FMT_TEXT, FMT_JSON, FMT_CBOR };
+
+/* --debug-dir given at most this often. */
+#define DEBUG_DIRS_MAX 16
+
+struct opts {
+	const char *path, *dir, *save;
+	pid_t pid;
+	bool  list, all, follow, quiet, any_owner, uring, no_symbols, debuginfod;
+	enum fmt fmt;
+	const char *debug_dirs[DEBUG_DIRS_MAX]; /* absolute */
+	size_t ndebug_dirs;
+};
+
+/* One extraction in progress. */
+struct ctx {
+	const struct opts *opt;
+	struct bbx_out *out;
+	struct bbx_em em;
+	struct bb_reader *r;
+	const struct bb_box_info *info;
+	bool with_pid;       /* --all: records carry the owner's pid */
+	uint64_t bad_values; /* intact records whose value did not decode */
+	uint64_t lapped;     /* --follow: times the writer lapped us between polls */
+	char *scratch;       /* text: room for a value too long for the fast path */
+	struct bb_crash crash;       /* the crash area, read before the records */
+	struct bb_state_stats state; /* the state table, likewise */
+	bool has_state;
+};
+
+#define TEXT_FAST   4096u            /* try formatting in place in this much */
+#define TEXT_SCRATCH (8u * 65536u)   /* any value of a max-size record fits */
+
+/* bb-extract.c */
+void bbx_msg(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void bbx_put_escaped(struct bbx_out *o, const char *s, size_t n);
+
+/* records.c: bb_record_fn callbacks, arg a struct ctx */
+int bbx_text_record(const struct bb_record *rec, void *arg);
+int bbx_struct_record(const struct bb_record *rec, void *arg);
+
+/* preamble.c: the crash block, then the state table, before any record */
+int bbx_preamble(struct ctx *c);
+
+/* report.c */
+const char *bbx_clock_desc(const struct bb_box_info *in);
+const char *bbx_state_name(int live);
+bool bbx_is_damaged(const struct ctx *c, const struct bb_ring_stats *tot);
+void bbx_summary_struct(struct ctx *c, int live, int code);
+void bbx_summary_text(struct ctx *c, int live);
+
+/* list.c */
+int bbx_scan(const struct opts *o, struct bb_box_entry **v, size_t *n);
+void bbx_say_not_a_box(const struct bb_box_entry *e);
+int bbx_list(const struct opts *o, struct bbx_out *out);
+
+#endif /* BBX_EXTRACT_H */

@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * preamble.c - what bb-extract writes before the records (format 2.0):
+ * the crash block, its frames symbolised when the binaries allow, then
+ * the state table.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <blackbox.h>
+
+#include "extract.h"
+#include "symbols.h"
+#include "symwire.h"
+
+/* Longest line of a crash frame (longer ones are cut). */
+#define BBX_FRAME_LINE 8192
+
+/* Symboliser timeout per module; BB_EXTRACT_SYMBOL_TIMEOUT_MS overrides it
+ * (bb-extract(1)). */
+#define SYMBOL_TIMEOUT_MS 10000
+
+static void sym_opts(const struct opts *o, const struct bb_box_info *info,
+		     struct bbx_sym_opts *so)
+{
+	const char *t = getenv("BB_EXTRACT_SYMBOL_TIMEOUT_MS");
+	const char *test = getenv("BB_EXTRACT_SYMBOL_TEST");
+	long v = t && *t ? strtol(t, NULL, 10) : 0;
+
+	so->symbolise = !o->no_symbols;
+	so->timeout_ms = v > 0 && v < INT_MAX ? (int)v : SYMBOL_TIMEOUT_MS;
+	so->debug_dirs = o->debug_dirs;
+	so->ndebug_dirs = o->ndebug_dirs;
+	so->debuginfod = o->debuginfod;
+	so->file_uid = info->file_uid;
+	so->hdr_uid = info->uid;
+	/* test hooks: make the symbolising child misbehave */
+	so->test = !test ? BBX_SYM_TEST_NONE
+		 : !strcmp(test, "crash") ? BBX_SYM_TEST_CRASH
+		 : !strcmp(test, "hang") ? BBX_SYM_TEST_HANG
+		 : !strcmp(test, "garbage") ? BBX_SYM_TEST_GARBAGE : BBX_SYM_TEST_NONE;
+}
+
+/* One line of a frame; paths and names come from the box and the
+ * binaries: escaped (bb_escape_text), so it stays one line. */
+static void frame_line(struct bbx_out *o, char *line, int n)
+{
+	if (n < 0)
+		return;
+	if (n >= BBX_FRAME_LINE)
+		n = BBX_FRAME_LINE - 1;
+	bbx_put_escaped(o, line, (size_t)n);
+	bbx_out_char(o, '\n');
+}
+
+/* "name[+0xoff] at file:line" (or "??"), appended at @n of @line. */
+static int frame_loc(char *line, int n, const struct bbx_loc *l, bool has_off,
+		     uint64_t off, const char *tail)
+{
+	if (n < 0 || n >= BBX_FRAME_LINE)
+		return n;
+	n += snprintf(line + n, BBX_FRAME_LINE - (size_t)n, "%s",
+		      l->function ? l->function : "??");
+	if (l->function && has_off && n < BBX_FRAME_LINE)
+		n += snprintf(line + n, BBX_FRAME_LINE - (size_t)n, "+0x%llx",
+			      (unsigned long long)off);
+	if (l->file && n < BBX_FRAME_LINE)
+		n += snprintf(line + n, BBX_FRAME_LINE - (size_t)n, " at %s:%u", l->file,
+			      l->line);
+	if (n < BBX_FRAME_LINE)
+		n += snprintf(line + n, BBX_FRAME_LINE - (size_t)n, "%s", tail);
+	return n;
+}
+
+/*
+ * Text: "  #1  0x0000000000401136  /usr/bin/prog+0x1136  main+0x16 at /src/prog.c:12";
+ * "??" when the module's file was read and no symbol contains the address.
+ * Calls inlined at the address come first, innermost first, the function
+ * they are inlined into last:
+ *   "  #0  0x...  /usr/bin/prog+0x1149  check at /src/prog.c:7 (inlined)"
+ *   "        called from main+0x19 at /src/prog.c:20"
+ */
+static void text_frame(struct bbx_out *o, size_t i, const struct bbx_frame *f)
+{
+	char line[BBX_FRAME_LINE];
+	int n;
+
+	n = snprintf(line, sizeof(line), "  #%-2zu 0x%016llx", i, (unsigned long long)f->addr);
+	if (f->module)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "  %s+0x%llx", f->module,
+			      (unsigned long long)f->offset);
+	else
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "  ?");
+	if (!f->examined && !f->at.function && !f->at.file) {
+		frame_line(o, line, n);
+		return;
+	}
+	if (n < (int)sizeof(line))
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "  ");
+	for (size_t k = 0; k < f->ninlined; k++) {
+		n = frame_loc(line, n, &f->inlined[k], false, 0, " (inlined)");
+		frame_line(o, line, n);
+		n = snprintf(line, sizeof(line), "        called from ");
+	}
+	n = frame_loc(line, n, &f->at, f->has_function_offset, f->function_offset, "");
+	frame_line(o, line, n);
+}
+
+static void struct_loc(struct bbx_em *em, const struct bbx_loc *l)
+{
+	if (l->function)
+		bbx_em_kv_str(em, "function", l->function);
+	if (l->file) {
+		bbx_em_kv_str(em, "file", l->file);
+		bbx_em_kv_u64(em, "line", l->line);
+	}
+}
+
+/* JSON / CBOR: addr, module, build_id, offset, function, function_offset,
+ * file, line, inlined (innermost first); each absent when unknown. */
+static void struct_frame(struct bbx_em *em, const struct bbx_frame *f)
+{
+	bbx_em_map(em);
+	bbx_em_kv_u64(em, "addr", f->addr);
+	if (f->module) {
+		bbx_em_kv_str(em, "module", f->module);
+		if (f->build_id) {
+			bbx_em_key(em, "build_id");
+			bbx_em_bytes(em, f->build_id, f->build_id_len);
+		}
+		bbx_em_kv_u64(em, "offset", f->offset);
+	}
+	if (f->at.function) {
+		bbx_em_kv_str(em, "function", f->at.function);
+		if (f->has_function_offset)
+			bbx_em_kv_u64(em, "function_offset", f->function_offset);
+	}
+	if (f->at.file) {
+		bbx_em_kv_str(em, "file", f->at.file);
+		bbx_em_kv_u64(em, "line", f->at.line);
+	}
+	if (f->ninlined) {
+		bbx_em_key(em, "inlined");
+		bbx_em_array(em);
+		for (size_t k = 0; k < f->ninlined; k++) {
+			bbx_em_map(em);
+			struct_loc(em, &f->inlined[k]);
+			bbx_em_end(em);
+		}
+		bbx_em_end(em);
+	}
+	bbx_em_end(em);
+}
+
+/*
+ * The crash block, first of all output: signal, code, fault address,
+ * thread, frames as module+offset and, when the binaries allow, function
+ * and file:line.  Text: a few lines; JSON / CBOR: one {"type":"crash"}
+ * record.  A torn or corrupt crash area is reported as such.
+ */
+static int emit_crash(struct ctx *c)
+{
+	const struct bb_crash *cr = &c->crash;
+	const struct bb_module *mods = NULL;
+	struct bbx_frame *fr = NULL;
+	struct bbx_sym_opts so;
+	char note[1024] = "", err[256] = "", t[BBX_TIME_MAX];
+	const char *sig, *code;
+	size_t nmods = 0;
+	int rc = 0;
+
+	if (cr->status == BB_CRASH_NONE)
+		return 0;
+	if (cr->status != BB_CRASH_COMPLETE) {
+		if (c->opt->fmt == FMT_TEXT) {
+			char line[256];
+			int n = snprintf(line, sizeof(line), "*** %s\n", cr->problem);
+
+			bbx_out_put(c->out, line, n > 0 ? (size_t)n : 0);
+			return 0;
+		}
+		bbx_em_map(&c->em);
+		bbx_em_kv_str(&c->em, "type", "crash");
+		bbx_em_kv_str(&c->em, "status", bb_crash_status_name(cr->status));
+		bbx_em_kv_str(&c->em, "problem", cr->problem);
+		bbx_em_end(&c->em);
+		bbx_em_eol(&c->em);
+		return 0;
+	}
+	if (bb_reader_modules(c->r, &mods, &nmods, NULL, err, sizeof(err)) < 0)
+		snprintf(note, sizeof(note), "no modules: %s; ", err);
+	sym_opts(c->opt, c->info, &so);
+	if (cr->nframes && !(fr = calloc(cr->nframes, sizeof(*fr))))
+		return -ENOMEM;
+	if (fr)
+		rc = bbx_symbolise(fr, cr->frames, cr->nframes, mods, nmods, &so, note,
+				   sizeof(note));
+	if (rc)
+		goto out;
+	sig = bbx_signal_name(cr->signal);
+	code = bbx_sigcode_name(cr->signal, cr->code);
+	t[bbx_fmt_time(t, cr->wall_ns)] = '\0';
+	if (c->opt->fmt == FMT_TEXT) {
+		char line[512];
+		int n = snprintf(line, sizeof(line),
+				 "*** crashed: %s (%d), code %s (%d), fault address 0x%llx, "
+				 "thread %d (%s), at %s\n",
+				 sig ? sig : "signal", (int)cr->signal, code ? code : "?",
+				 (int)cr->code, (unsigned long long)cr->addr, (int)cr->tid,
+				 cr->thread[0] ? cr->thread : "-", t);
+
+		if (n >= (int)sizeof(line))
+			n = (int)sizeof(line) - 1;
+		/* the thread name is the box's: escaped, the line ends it */
+		bbx_put_escaped(c->out, line, n > 0 ? (size_t)n - 1 : 0);
+		bbx_out_char(c->out, '\n');
+		for (uint32_t i = 0; i < cr->nframes; i++)
+			text_frame(c->out, i, &fr[i]);
+		if (note[0] && !c->opt->quiet)
+			bbx_msg(c->info->path, "symbols: %s", note);
+		goto out;
+	}
+	bbx_em_map(&c->em);
+	bbx_em_kv_str(&c->em, "type", "crash");
+	bbx_em_kv_str(&c->em, "status", "complete");
+	bbx_em_key(&c->em, "ts");
+	bbx_em_cstr(&c->em, t);
+	bbx_em_kv_i64(&c->em, "signal", cr->signal);
+	if (sig)
+		bbx_em_kv_str(&c->em, "signal_name", sig);
+	bbx_em_kv_i64(&c->em, "code", cr->code);
+	if (code)
+		bbx_em_kv_str(&c->em, "code_name", code);
+	bbx_em_kv_u64(&c->em, "addr", cr->addr);
+	bbx_em_kv_i64(&c->em, "tid", cr->tid);
+	bbx_em_kv_str(&c->em, "thread", cr->thread);
+	bbx_em_key(&c->em, "frames");
+	bbx_em_array(&c->em);
+	for (uint32_t i = 0; i < cr->nframes; i++)
+		struct_frame(&c->em, &fr[i]);
+	bbx_em_end(&c->em);
+	if (note[0])
+		bbx_em_kv_str(&c->em, "symbols_note", note);
+	bbx_em_end(&c->em);
+	bbx_em_eol(&c->em);
+out:
+	bbx_frames_free(fr, cr->nframes);
+	free(fr);
+	return rc;
+}
+
+/* One state slot: text "state key=value", or a {"type":"state"} record. */
+static int state_entry(const struct bb_state_entry *e, void *arg)
+{
+	struct ctx *c = arg;
+	char t[BBX_TIME_MAX];
+
+	if (c->opt->fmt == FMT_TEXT) {
+		char *p = bbx_out_reserve(c->out, 64);
+		int n;
+
+		if (e->status != BB_SLOT_OK) {
+			n = snprintf(p, 64, "state slot %u: ", e->slot);
+			bbx_out_commit(c->out, (size_t)n);
+			bbx_out_str(c->out, e->problem);
+			bbx_out_char(c->out, '\n');
+			return c->out->err;
+		}
+		n = bbx_fmt_time(p, e->wall_ns);
+		memcpy(p + n, " state ", 7);
+		bbx_out_commit(c->out, (size_t)n + 7);
+		p = bbx_out_reserve(c->out, TEXT_FAST);
+		n = bb_format_value(BB_TAG_KV, e->flags, e->value, e->value_len, p, TEXT_FAST);
+		bbx_out_commit(c->out, n > 0 ? (size_t)n : strnlen(p, TEXT_FAST - 1));
+		bbx_out_char(c->out, '\n');
+		return c->out->err;
+	}
+	bbx_em_map(&c->em);
+	bbx_em_kv_str(&c->em, "type", "state");
+	if (e->status != BB_SLOT_OK) {
+		bbx_em_kv_u64(&c->em, "slot", e->slot);
+		bbx_em_kv_str(&c->em, "status", e->status == BB_SLOT_BUSY ? "busy" : "corrupt");
+		bbx_em_kv_str(&c->em, "problem", e->problem);
+	} else {
+		bbx_em_key(&c->em, "ts");
+		bbx_em_str(&c->em, t, bbx_fmt_time(t, e->wall_ns));
+		if (!bbx_em_record_value(&c->em, BB_TAG_KV, e->value, e->value_len))
+			c->bad_values++;
+	}
+	bbx_em_end(&c->em);
+	bbx_em_eol(&c->em);
+	return c->out->err;
+}
+
+/* Crash block, then the state table: before any record (issue 5). */
+int bbx_preamble(struct ctx *c)
+{
+	int rc;
+
+	bb_reader_crash(c->r, &c->crash);
+	rc = emit_crash(c);
+	if (rc)
+		return rc;
+	rc = bb_reader_state(c->r, state_entry, c, &c->state);
+	if (rc == -ESTALE)
+		bbx_msg(c->info->path, "box changed size while being read");
+	c->has_state = rc != -ENODATA;
+	if (rc == -ENODATA && c->info->state_problem[0] && !c->opt->quiet)
+		bbx_msg(c->info->path, "state table ignored: %s", c->info->state_problem);
+	return rc == -ENODATA ? 0 : rc;
+}

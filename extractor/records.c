@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * records.c - bb-extract's records: one line of text, or a JSON / CBOR
+ * map through the emitter.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <blackbox.h>
+
+#include "extract.h"
+
+/*
+ * Thread names are the owner's bytes: escaped (bb_escape_text), and a
+ * blank as '?' so that the name stays one field of the line.  @p has room
+ * for 4 * 15 + 1 bytes.
+ */
+static size_t put_thread_name(char *p, const char *name)
+{
+	size_t n, i;
+
+	if (!name || !name[0]) {
+		*p = '-';
+		return 1;
+	}
+	/* the usual name, printable ASCII without blank or backslash, as is
+	 * (once per record: the escaper's call is not free) */
+	for (i = 0; i < 15 && name[i] > ' ' && name[i] < 0x7f && name[i] != '\\'; i++)
+		p[i] = name[i];
+	if (i == 15 || !name[i])
+		return i;
+	n = bb_escape_text(name, strnlen(name, 15), p, 4 * 15 + 1);
+	for (i = 0; i < n; i++)
+		if (p[i] == ' ')
+			p[i] = '?';
+	return n;
+}
+
+int bbx_text_record(const struct bb_record *rec, void *arg)
+{
+	struct ctx *c = arg;
+	struct bbx_out *o = c->out;
+	char *p = bbx_out_reserve(o, BBX_TIME_MAX + 24 + 4 * 15 + 1);
+	size_t n = 0;
+	int v;
+
+	n += bbx_fmt_time(p, rec->wall_ns);
+	p[n++] = ' ';
+	n += bbx_fmt_i64(p + n, rec->tid);
+	p[n++] = ' ';
+	n += put_thread_name(p + n, rec->thread_name);
+	p[n++] = ' ';
+	bbx_out_commit(o, n);
+
+	p = bbx_out_reserve(o, TEXT_FAST);
+	v = bb_format_value(rec->tag, rec->flags, rec->value, rec->value_len,
+			    p, TEXT_FAST);
+	if (v >= 0 && (size_t)v < TEXT_FAST - 1) {
+		bbx_out_commit(o, (size_t)v);
+	} else if (v >= 0) {
+		/* possibly cut: format again with room for any record */
+		if (!c->scratch && !(c->scratch = malloc(TEXT_SCRATCH)))
+			return -ENOMEM;
+		v = bb_format_value(rec->tag, rec->flags, rec->value,
+				    rec->value_len, c->scratch, TEXT_SCRATCH);
+		if (v > 0)
+			bbx_out_put(o, c->scratch, (size_t)v);
+	} else {
+		/* p holds a short description: "<malformed ... value: why>" */
+		bbx_out_commit(o, strnlen(p, TEXT_FAST - 1));
+		c->bad_values++;
+	}
+	bbx_out_char(o, '\n');
+	return o->err;
+}
+
+int bbx_struct_record(const struct bb_record *rec, void *arg)
+{
+	struct ctx *c = arg;
+	struct bbx_em *em = &c->em;
+
+	bbx_em_record_start(em, rec->wall_ns, rec->ts, c->with_pid, c->info->pid,
+			    rec->tid, rec->thread_name ? rec->thread_name : "",
+			    rec->ring, bb_tag_name(rec->tag));
+	if (!bbx_em_record_value(em, rec->tag, rec->value, rec->value_len))
+		c->bad_values++;
+	bbx_em_record_end(em, rec->flags & BB_RF_TRUNCATED, rec->flags & BB_RF_IMPORTANT);
+	return c->out->err;
+}

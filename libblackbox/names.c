@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * names.c - names of tags and liveness states for output, and the
+ * library's bounded string copy.  AS-safe.
+ */
+#include <string.h>
+
+#include <blackbox/reader.h>
+
+#include "internal.h"
+
+size_t bb__strlcpy(char *dst, const char *src, size_t size)
+{
+	size_t n = strlen(src);
+
+	if (size) {
+		size_t c = n < size - 1 ? n : size - 1;
+
+		memcpy(dst, src, c);
+		dst[c] = '\0';
+	}
+	return n;
+}
+
+BB_EXPORT const char *bb_tag_name(unsigned tag)
+{
+	static const char *const names[] = {
+		[BB_TAG_STR] = "str",     [BB_TAG_I64] = "i64",
+		[BB_TAG_U64] = "u64",     [BB_TAG_F64] = "f64",
+		[BB_TAG_BOOL] = "bool",   [BB_TAG_BYTES] = "bytes",
+		[BB_TAG_KV] = "kv",       [BB_TAG_EVENT] = "event",
+		[BB_TAG_OWNER] = "owner", [BB_TAG_CRASH] = "crash",
+		[BB_TAG_STATE] = "state",
+	};
+
+	if (tag < sizeof(names) / sizeof(names[0]) && names[tag])
+		return names[tag];
+	return "unknown";
+}
+
+BB_EXPORT const char *bb_liveness_name(int liveness)
+{
+	switch (liveness) {
+	case BB_OWNER_ALIVE:    return "alive";
+	case BB_OWNER_EXITED:   return "exited";
+	case BB_OWNER_CRASHED:  return "crashed";
+	case BB_OWNER_CLOSED:   return "closed";
+	case BB_OWNER_ORPHANED: return "orphaned";
+	default:                return "unknown";
+	}
+}

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reader_int.h - the reader's private state and the helpers its files
+ * share (reader.c: open, close, data, save; reader_validate.c: header and
+ * ring table; reader_snapshot.c: copying the box file; reader_liveness.c;
+ * reader_scan.c: finding a process's box; reader_walk.c: records;
+ * reader_areas.c: crash area, state table, module area).  Internal, do
+ * not use outside the library.
+ */
+#ifndef BB_READER_INT_H
+#define BB_READER_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <blackbox/reader.h>
+
+#include "clock.h"
+#include "ring.h"
+
+struct rring {
+	struct bb__ring_view v;
+	struct bb_ring_stats st;
+	uint64_t next;       /* where a BB_WALK_FOLLOW walk resumes */
+	uint64_t end;        /* where the current walk's collection ended */
+	uint64_t torn_head;  /* head at which a torn record was counted */
+	bool has_next, torn_counted;
+	bool bad;            /* descriptor rejected at open: never read */
+};
+
+/*
+ * A record collected during a walk (48 bytes: a million-record box makes
+ * a million of them).  Its value lives in the reader's copy of the box
+ * (nothing changes it during a walk) unless the record wraps around its
+ * ring's end, else in the value arena.
+ */
+struct ent {
+	uint64_t pos, ts;
+	size_t voff;         /* value: offset in r->base (inbox) or r->vals */
+	uint32_t ring;
+	int32_t tid;
+	uint32_t name;       /* thread name: index in r->names */
+	uint32_t stride;     /* the record's bytes in the ring: next = pos + stride */
+	uint16_t vlen;       /* < BB_RECORD_MAX */
+	uint8_t tag, flags;
+	bool inbox;          /* voff is in the box, not the arena */
+	bool skip;           /* important copy whose original is delivered */
+	bool copy;           /* from the important ring, shown */
+};
+
+/* An important record's identity (FORMAT §11): thread and raw timestamp. */
+struct ikey {
+	uint64_t ts;
+	int32_t tid;
+};
+
+struct bb_reader {
+	struct bb_box_info info;
+	struct bb_header clk;  /* validated header copy: the clock fields convert
+				  timestamps (clock.h) */
+	uint8_t *base;         /* private copy of the box (never a file mapping) */
+	size_t len;            /* its bytes: min(box_size, file size) */
+	int fd;                /* live reader: the box file, re-read by bb__rdr_load(); else -1 */
+	bool anon;             /* base is private anonymous memory (munmap), else malloc'd */
+	uint64_t table_off;
+	uint64_t table_end;    /* end of the ring table */
+	uint64_t limit;        /* min(box_size, file size): every offset lies below */
+	uint32_t desc_size, page_size;
+	struct rring *rings;
+	uint8_t *rec;          /* one record, max_record bytes */
+	struct ent *ents;      /* records collected by the current walk */
+	size_t nents, cents;
+	uint8_t *vals;         /* their values (those not read in place) */
+	size_t nvals, cvals;
+	char (*names)[16];     /* thread names of the walk's records; [0] is "" */
+	size_t nnames, cnames;
+	struct ikey *shown;    /* BB_WALK_FOLLOW: important records delivered */
+	size_t nshown, cshown;
+	uint64_t state_off, modules_off; /* validated areas (count/size 0: none) */
+	uint32_t slot_size;
+	uint8_t *slot;         /* one state slot copy */
+	uint8_t *modbuf;       /* module area copy */
+	struct bb_module *mods;
+	char *modstr;          /* NUL-terminated module paths */
+};
+
+/* Descriptor @i of the ring table in @base (the reader's copy of the box). */
+static inline const struct bb_ring_desc *bb__rdr_desc(const struct bb_reader *r,
+						      const uint8_t *base, uint32_t i)
+{
+	return (const struct bb_ring_desc *)(const void *)
+		(base + r->table_off + (uint64_t)i * r->desc_size);
+}
+
+/* A raw stamp in ns of the box clock, and as wall-clock time (clock.h:
+ * FORMAT §3 and §11, saturating, never UB on a scribbled header). */
+static inline uint64_t bb__rdr_ns(const struct bb_reader *r, uint64_t raw)
+{
+	return (uint64_t)bb__ts_to_ns(&r->clk, raw);
+}
+
+static inline int64_t bb__rdr_wall(const struct bb_reader *r, uint64_t raw)
+{
+	return bb__ts_to_wall_ns(&r->clk, raw);
+}
+
+/* What bb__rdr_load() reads from the box file into the reader's copy. */
+enum load_what {
+	LOAD_SNAPSHOT, /* at open, after the header and table: the rest of the
+			  box up to used_end(), but of each sane ring only its
+			  live part (the dead bytes read as zeros); for
+			  BB_OPEN_SNAPSHOT */
+	LOAD_WALK,     /* header and table again, then each ring's live part
+			  (from where a follow walk resumes), load_ring(); a
+			  ring whose head and tail make no sense, whole */
+	LOAD_ALL,      /* every byte (bb_reader_save, bb_reader_data) */
+};
+
+/* reader.c */
+__attribute__((format(printf, 4, 5)))
+int bb__rdr_say(char *err, size_t errlen, int rc, const char *fmt, ...);
+int bb__rdr_open_nofollow(int dirfd, const char *name, const char *label, char *err,
+			  size_t errlen);
+int bb__rdr_open_owned_fd(int fd, const char *label, unsigned flags,
+			  struct bb_reader **out, char *err, size_t errlen);
+int bb__rdr_open_at(int dirfd, const char *name, const char *label, unsigned flags,
+		    struct bb_reader **out, char *err, size_t errlen);
+
+/* reader_validate.c */
+int bb__rdr_check_header(struct bb_reader *r, const struct bb_header *h, uint64_t size,
+			 const char *label, char *err, size_t errlen);
+int bb__rdr_setup(struct bb_reader *r, const char *label, char *err, size_t errlen);
+void bb__rdr_refresh_info(struct bb_reader *r);
+void bb__rdr_refresh_ring(struct rring *rr);
+
+/* reader_snapshot.c */
+int bb__rdr_pread_all(int fd, void *buf, size_t len, uint64_t off);
+int bb__rdr_fetch(struct bb_reader *r, uint64_t off, uint64_t n);
+int bb__rdr_load(struct bb_reader *r, enum load_what what, bool follow);
+int bb__rdr_load_failed(char *err, size_t errlen, const char *label, int rc);
+
+/* reader_liveness.c */
+ssize_t bb__rdr_read_small(const char *path, char *buf, size_t len);
+int bb__rdr_proc_starttime(pid_t pid, uint64_t *st);
+int bb__rdr_maps_has(pid_t pid, uint64_t dev, uint64_t ino);
+
+#endif /* BB_READER_INT_H */

@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reader_liveness.c - is a box's owner alive: boot id, pid, start time
+ * and its mapping of the box file (FORMAT.md §2 "Liveness").
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "barrier.h"
+#include "internal.h"
+#include "reader_int.h"
+
+/* Read a small /proc file, NUL-terminated.  Returns bytes or -errno. */
+ssize_t bb__rdr_read_small(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t done = 0;
+
+	if (fd < 0)
+		return -errno;
+	while (done < len - 1) {
+		ssize_t n = read(fd, buf + done, len - 1 - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			n = -errno;
+			close(fd);
+			return n;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	close(fd);
+	buf[done] = '\0';
+	return (ssize_t)done;
+}
+
+/* Field 22 of /proc/<pid>/stat.  0, -ESRCH or -EINVAL. */
+int bb__rdr_proc_starttime(pid_t pid, uint64_t *st)
+{
+	char path[64], buf[1024];
+	const char *p;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	n = bb__rdr_read_small(path, buf, sizeof(buf));
+	if (n < 0)
+		return n == -ENOENT ? -ESRCH : (int)n;
+	/* comm may hold ')' and spaces: fields resume after the LAST ')' */
+	p = strrchr(buf, ')');
+	if (!p)
+		return -EINVAL;
+	p++;
+	for (int field = 3; field <= 22; field++) {
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			return -EINVAL;
+		if (field == 22) {
+			char *end;
+
+			errno = 0;
+			*st = strtoull(p, &end, 10);
+			return end == p || errno ? -EINVAL : 0;
+		}
+		while (*p && *p != ' ')
+			p++;
+	}
+	return -EINVAL;
+}
+
+/* Does /proc/<pid>/maps name the file dev:ino?  1, 0 or -errno. */
+int bb__rdr_maps_has(pid_t pid, uint64_t dev, uint64_t ino)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	int found = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (!found && getline(&line, &cap, f) > 0) {
+		unsigned maj, min;
+		unsigned long long i;
+
+		/* start-end perms offset MAJ:MIN inode path (hex dev, decimal inode) */
+		if (sscanf(line, "%*s %*s %*s %x:%x %llu", &maj, &min, &i) == 3)
+			found = maj == major(dev) && min == minor(dev) && i == ino;
+	}
+	if (!found && ferror(f))
+		found = -EIO;
+	free(line);
+	fclose(f);
+	return found;
+}
+
+/* Alive by pid + start time and, when unreadable maps do not prevent it,
+ * by the mapping of the file. */
+BB_EXPORT bool bb_pid_maps_file(pid_t pid, uint64_t starttime, uint64_t dev, uint64_t ino)
+{
+	uint64_t st;
+	int m;
+
+	if (pid <= 0 || bb__rdr_proc_starttime(pid, &st) || st != starttime)
+		return false;
+	m = bb__rdr_maps_has(pid, dev, ino);
+	if (m < 0) /* another user's process: pid + start time must do */
+		return m == -EACCES || m == -EPERM;
+	return m == 1;
+}
+
+static int liveness_of(const struct bb_box_info *info, int state)
+{
+	char boot[64];
+	bool alive = false, boot_ok = true;
+	uint64_t st;
+
+	if (bb__rdr_read_small("/proc/sys/kernel/random/boot_id", boot, sizeof(boot)) > 0) {
+		boot[strcspn(boot, "\n")] = '\0';
+		boot_ok = !strncmp(boot, info->boot_id, sizeof(info->boot_id));
+	}
+	if (boot_ok && info->pid > 0) {
+		if (info->file_dev || info->file_ino)
+			alive = bb_pid_maps_file(info->pid, info->starttime, info->file_dev,
+						 info->file_ino);
+		else
+			alive = !bb__rdr_proc_starttime(info->pid, &st) && st == info->starttime;
+	}
+	if (alive)
+		return BB_OWNER_ALIVE;
+	switch (state) {
+	case BB_STATE_EXITED:  return BB_OWNER_EXITED;
+	case BB_STATE_CRASHED: return BB_OWNER_CRASHED;
+	case BB_STATE_CLOSED:  return BB_OWNER_CLOSED;
+	default:               return BB_OWNER_ORPHANED;
+	}
+}
+
+BB_EXPORT int bb_owner_liveness(const struct bb_box_info *info)
+{
+	if (!info)
+		return -EINVAL;
+	return liveness_of(info, info->state);
+}
+
+BB_EXPORT int bb_reader_liveness(const struct bb_reader *r)
+{
+	const struct bb_header *h;
+	uint32_t state;
+
+	if (!r)
+		return -EINVAL;
+	h = (const struct bb_header *)(const void *)r->base;
+	/* Relaxed: a state word read for a decision, nothing read through it.
+	 * A live reader takes the file's current word (one 4-byte read). */
+	state = BB_LOAD_RELAXED((uint32_t *)(uintptr_t)&h->state);
+	if (r->fd >= 0)
+		(void)bb__rdr_pread_all(r->fd, &state, sizeof(state), offsetof(struct bb_header, state));
+	return liveness_of(&r->info, (int)state);
+}

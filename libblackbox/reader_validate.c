@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reader_validate.c - the header and ring table of a box, field by field
+ * (FORMAT.md §9): what a reader may rely on before it reads anything else.
+ * The geometry the walk uses is taken from the validated copy and cached,
+ * never re-read from a file that could change under the reader.
+ */
+#include <byteswap.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "barrier.h"
+#include "internal.h"
+#include "reader_int.h"
+
+static bool pow2(uint64_t x)
+{
+	return x && !(x & (x - 1));
+}
+
+/* Copy a fixed-size string field, forcing NUL termination. */
+static void copy_str(char *dst, const char *src, size_t n)
+{
+	memcpy(dst, src, n);
+	dst[n - 1] = '\0';
+}
+
+/*
+ * check_areas - bounds-check the 2.0 state table and module area against
+ * the @lim bytes the box really has (overflow-safe: each size is compared
+ * with lim - offset after offset <= lim).  A bad area is disabled with a
+ * precise message in info, never fatal: the rings are still worth reading.
+ */
+static void check_areas(struct bb_reader *r, const struct bb_header *h, uint64_t lim,
+			uint64_t table_len)
+{
+	struct bb_box_info *in = &r->info;
+	uint64_t off = h->state_table_offset, len;
+
+	in->state_slot_count = 0;
+	in->modules_size = 0;
+	in->state_problem[0] = in->modules_problem[0] = '\0';
+	r->state_off = r->modules_off = 0;
+	r->slot_size = 0;
+	if (h->state_slot_count) {
+		len = (uint64_t)h->state_slot_count * h->state_slot_size; /* < 2^64 */
+		if (h->state_slot_size < 64 || h->state_slot_size % 8 ||
+		    h->state_slot_size > BB_RECORD_MAX + 8)
+			snprintf(in->state_problem, sizeof(in->state_problem),
+				 "state slot size %" PRIu32 " is not a multiple of 8 in [64, %u]",
+				 h->state_slot_size, BB_RECORD_MAX + 8);
+		else if (off < h->header_size || off % 8 || off > lim || len > lim - off)
+			snprintf(in->state_problem, sizeof(in->state_problem),
+				 "state table [%" PRIu64 ", +%" PRIu64 ") lies outside the %"
+				 PRIu64 "-byte box or overlaps the header", off, len, lim);
+		else if (off < h->ring_table_offset + table_len &&
+			 h->ring_table_offset < off + len)
+			snprintf(in->state_problem, sizeof(in->state_problem),
+				 "state table [%" PRIu64 ", +%" PRIu64 ") overlaps the ring table",
+				 off, len);
+		else {
+			in->state_slot_count = h->state_slot_count;
+			r->slot_size = h->state_slot_size;
+			r->state_off = off;
+		}
+	}
+	off = h->modules_offset;
+	len = h->modules_size;
+	if (len) {
+		if (len < sizeof(struct bb_modules_hdr) + 1)
+			snprintf(in->modules_problem, sizeof(in->modules_problem),
+				 "module area of %" PRIu64 " bytes is smaller than its header", len);
+		else if (off < h->header_size || off % 8 || off > lim || len > lim - off)
+			snprintf(in->modules_problem, sizeof(in->modules_problem),
+				 "module area [%" PRIu64 ", +%" PRIu64 ") lies outside the %"
+				 PRIu64 "-byte box or overlaps the header", off, len, lim);
+		else {
+			in->modules_size = (uint32_t)len;
+			r->modules_off = off;
+		}
+	}
+}
+
+/*
+ * check_header - validate every field of a header copy against the
+ * @size bytes available; on success fill the static part of @info and the
+ * table geometry of @r.
+ */
+int bb__rdr_check_header(struct bb_reader *r, const struct bb_header *h, uint64_t size,
+			const char *label, char *err, size_t errlen)
+{
+	struct bb_box_info *in = &r->info;
+	uint64_t max_rec, table_len, lim;
+
+	if (h->magic == 0)
+		return bb__rdr_say(err, errlen, -ENODATA,
+			   "%s: no magic yet (a box still being created, or not a box)", label);
+	if (h->magic == bswap_64(BB_MAGIC))
+		return bb__rdr_say(err, errlen, -EPFNOSUPPORT,
+			   "%s: byte-swapped magic: box written with the other byte order", label);
+	if (h->magic != BB_MAGIC)
+		return bb__rdr_say(err, errlen, -EBADMSG, "%s: bad magic 0x%016" PRIx64 " (not a box)",
+			   label, h->magic);
+	if (h->version_major > BB_FORMAT_MAJOR)
+		return bb__rdr_say(err, errlen, -EPROTONOSUPPORT,
+			   "%s: format %u.%u is newer than this reader (%u.x)", label,
+			   h->version_major, h->version_minor, BB_FORMAT_MAJOR);
+	if (h->version_major < BB_FORMAT_MAJOR)
+		/* 1.x was written only by pre-release builds (before 0.1.0) */
+		return bb__rdr_say(err, errlen, -EPROTONOSUPPORT,
+			   "%s: format %u.%u is an unreleased older format (this reader reads %u.x)",
+			   label, h->version_major, h->version_minor, BB_FORMAT_MAJOR);
+	if (h->byte_order != BB_BYTE_ORDER_MARK)
+		return bb__rdr_say(err, errlen,
+			   h->byte_order == bswap_32(BB_BYTE_ORDER_MARK) ? -EPFNOSUPPORT : -EBADMSG,
+			   "%s: byte order mark 0x%08" PRIx32 " (want 0x%08" PRIx32 ")", label,
+			   h->byte_order, BB_BYTE_ORDER_MARK);
+	if (h->word_size != sizeof(void *))
+		return bb__rdr_say(err, errlen, -EPFNOSUPPORT,
+			   "%s: written by a %u-byte-word process, this reader has %zu", label,
+			   h->word_size, sizeof(void *));
+	if (h->header_size != BB_HEADER_SIZE)
+		return bb__rdr_say(err, errlen, -EBADMSG, "%s: header_size %" PRIu32 " (want %u)",
+			   label, h->header_size, BB_HEADER_SIZE);
+	if (h->ring_desc_size != BB_RING_DESC_SIZE)
+		return bb__rdr_say(err, errlen, -EBADMSG, "%s: ring_desc_size %" PRIu32 " (want %u)",
+			   label, h->ring_desc_size, BB_RING_DESC_SIZE);
+	if (h->ring_count < 1 || h->ring_count > BB_RING_MAX_COUNT)
+		return bb__rdr_say(err, errlen, -EBADMSG, "%s: ring_count %" PRIu32 " is outside 1..%u",
+			   label, h->ring_count, BB_RING_MAX_COUNT);
+	if (!pow2(h->page_size) || h->page_size < 4096)
+		return bb__rdr_say(err, errlen, -EBADMSG,
+			   "%s: page_size %" PRIu32 " is not a power of two >= 4096", label,
+			   h->page_size);
+	if (!pow2(h->ring_size) || h->ring_size < BB_RING_MIN_SIZE ||
+	    h->ring_size > BB_RING_MAX_SIZE || h->ring_size % h->page_size)
+		return bb__rdr_say(err, errlen, -EBADMSG,
+			   "%s: ring_size %" PRIu64 " is not a power of two in [%u, %" PRIu64
+			   "] and a multiple of the page size", label, h->ring_size,
+			   BB_RING_MIN_SIZE, BB_RING_MAX_SIZE);
+	max_rec = h->ring_size < BB_RECORD_MAX ? h->ring_size : BB_RECORD_MAX;
+	/* room for an envelope, a tid extension and a value (FORMAT §9.4) */
+	if (h->max_record <= BB_RECORD_HDR_SIZE + 8 || h->max_record > max_rec)
+		return bb__rdr_say(err, errlen, -EBADMSG, "%s: max_record %" PRIu32 " is outside (%u, %"
+			   PRIu64 "]", label, h->max_record, BB_RECORD_HDR_SIZE + 8, max_rec);
+	if (h->pid <= 0)
+		return bb__rdr_say(err, errlen, -EBADMSG, "%s: owner pid %" PRId32 " is impossible",
+			   label, h->pid);
+	/* offsets are checked against the smaller of box_size and the file */
+	lim = h->box_size < size ? h->box_size : size;
+	table_len = (uint64_t)h->ring_count * h->ring_desc_size; /* < 2^18: no overflow */
+	if (h->ring_table_offset < h->header_size || h->ring_table_offset % 64 ||
+	    h->ring_table_offset > lim || table_len > lim - h->ring_table_offset)
+		return bb__rdr_say(err, errlen, -EBADMSG,
+			   "%s: ring table [%" PRIu64 ", +%" PRIu64 ") lies outside the %" PRIu64
+			   "-byte %s or overlaps the header", label, h->ring_table_offset,
+			   table_len, lim, lim < size ? "box (box_size)" : "file");
+
+	check_areas(r, h, lim, table_len);
+	r->clk = *h;
+	r->table_off = h->ring_table_offset;
+	r->table_end = h->ring_table_offset + table_len;
+	r->limit = lim;
+	r->page_size = h->page_size;
+	r->desc_size = h->ring_desc_size;
+	in->version_major = h->version_major;
+	in->version_minor = h->version_minor;
+	in->box_size = h->box_size;
+	in->ring_count = h->ring_count;
+	in->ring_size = h->ring_size;
+	in->max_record = h->max_record;
+	in->pid = h->pid;
+	in->uid = h->uid;
+	in->starttime = h->starttime;
+	in->sequence = h->sequence;
+	copy_str(in->boot_id, h->boot_id, sizeof(in->boot_id));
+	copy_str(in->comm, h->comm, sizeof(in->comm));
+	copy_str(in->cmdline, h->cmdline, sizeof(in->cmdline));
+	in->clock = h->clock;
+	in->clock_requested = h->clock_requested;
+	in->flags = h->flags;
+	if (h->clock == BB_CLOCK_TSC) {
+		in->tsc_hz = h->tsc_hz;
+		in->tsc_anchor = h->tsc_anchor;
+		in->tsc_mult = h->tsc_mult;
+		in->tsc_shift = h->tsc_shift;
+	}
+	in->anchor_realtime_ns = h->anchor_realtime_ns;
+	in->anchor_clock_ns = h->anchor_clock_ns;
+	in->created_ns = h->created_ns;
+	/* runtime fields as of this copy; bb__rdr_refresh_info() reloads them live */
+	in->state = (int)h->state;
+	in->state_signal = h->state_signal;
+	in->state_ns = h->state_ns;
+	in->dropped_busy = h->dropped_busy;
+	in->dropped_nested = h->dropped_nested;
+	in->truncated = h->truncated;
+	in->dropped_toobig = h->dropped_toobig;
+	in->dropped_important = h->dropped_important;
+	in->state_errors = h->state_errors;
+	return 0;
+}
+
+/* Runtime header fields: loaded atomically (the owner updates them). */
+void bb__rdr_refresh_info(struct bb_reader *r)
+{
+	struct bb_header *h = (struct bb_header *)(void *)r->base;
+	struct bb_box_info *in = &r->info;
+
+	/* Acquire pairs with the writer's release store of state (bb__atexit,
+	 * bb_close): state_signal and state_ns, loaded after it, are at least
+	 * as new as the state they describe (FORMAT.md §3). */
+	in->state = (int)BB_LOAD_ACQUIRE(&h->state);
+	in->state_signal = BB_LOAD_RELAXED(&h->state_signal);
+	in->state_ns = BB_LOAD_RELAXED(&h->state_ns);
+	/* Relaxed: independent counters, read for display; nothing else is
+	 * read through them. */
+	in->dropped_busy = BB_LOAD_RELAXED(&h->dropped_busy);
+	in->dropped_nested = BB_LOAD_RELAXED(&h->dropped_nested);
+	in->truncated = BB_LOAD_RELAXED(&h->truncated);
+	in->dropped_toobig = BB_LOAD_RELAXED(&h->dropped_toobig);
+	in->dropped_important = BB_LOAD_RELAXED(&h->dropped_important);
+	in->state_errors = BB_LOAD_RELAXED(&h->state_errors);
+}
+
+void bb__rdr_refresh_ring(struct rring *rr)
+{
+	struct bb_ring_desc *d = (struct bb_ring_desc *)(uintptr_t)rr->v.desc;
+
+	/* Relaxed: descriptive fields; a torn name is cut at 15 bytes below. */
+	rr->st.tid = BB_LOAD_RELAXED(&d->tid);
+	rr->st.kind = BB_LOAD_RELAXED(&d->kind);
+	rr->st.state = BB_LOAD_RELAXED(&d->state);
+	copy_str(rr->st.thread_name, d->thread_name, sizeof(rr->st.thread_name));
+}
+
+/*
+ * setup - validate the ring table of the box at r->base (r->len bytes),
+ * cache each ring's view and finish the reader.  The header was checked.
+ */
+int bb__rdr_setup(struct bb_reader *r, const char *label, char *err, size_t errlen)
+{
+	struct bb_box_info *in = &r->info;
+	uint64_t table_end = r->table_off + (uint64_t)in->ring_count * r->desc_size;
+	const char *what = r->limit < r->info.file_size ? "box (box_size)" : "file";
+
+	for (uint32_t i = 0; i < in->ring_count; i++) {
+		const struct bb_ring_desc *d = bb__rdr_desc(r, r->base, i);
+		uint64_t off, head, tail;
+
+		struct rring *rr = &r->rings[i];
+		char *why = rr->st.problem;
+		size_t wl = sizeof(rr->st.problem);
+
+		rr->v = (struct bb__ring_view){
+			.desc = d, .size = in->ring_size, .max_record = in->max_record,
+		};
+		bb__rdr_refresh_ring(rr);
+		/*
+		 * A descriptor that points outside the box (a scribble, FORMAT
+		 * §9.5) condemns its ring only: counted corrupt once, with the
+		 * reason, never read; the other rings still are.
+		 */
+		memcpy(&off, &d->data_offset, sizeof(off)); /* validated once, cached */
+		if (off < table_end || off > r->limit || in->ring_size > r->limit - off)
+			snprintf(why, wl, "data [%" PRIu64 ", +%" PRIu64 ") lies outside the %"
+				 PRIu64 "-byte %s or overlaps the ring table", off,
+				 in->ring_size, r->limit, what);
+		else if (off % r->page_size)
+			snprintf(why, wl, "data offset %" PRIu64
+				 " is not a multiple of the page size %" PRIu32, off, r->page_size);
+		/* rings are ring_size apart at least: one overlap test per pair */
+		for (uint32_t j = 0; j < i && !why[0]; j++) {
+			uint64_t o;
+
+			if (r->rings[j].bad)
+				continue;
+			o = (uint64_t)(r->rings[j].v.data - r->base);
+			if (bb__pos_diff(off, o) < (int64_t)in->ring_size &&
+			    bb__pos_diff(o, off) < (int64_t)in->ring_size)
+				snprintf(why, wl, "data at %" PRIu64 " overlaps ring %" PRIu32
+					 " at %" PRIu64, off, j, o);
+		}
+		if (why[0]) {
+			rr->bad = true;
+			rr->st.corrupt = 1;
+			in->rings_used++;
+			continue;
+		}
+		rr->v.data = r->base + off;
+		/* Relaxed: only counts rings that were ever written, and the
+		 * bytes they hold (a ring's head and tail of our copy). */
+		head = BB_LOAD_RELAXED((uint64_t *)(uintptr_t)&d->head);
+		tail = BB_LOAD_RELAXED((uint64_t *)(uintptr_t)&d->tail);
+		if (rr->st.state != BB_RING_FREE || head)
+			in->rings_used++;
+		if (!((head | tail) % 8) && bb__pos_diff(head, tail) >= 0 &&
+		    head - tail <= in->ring_size)
+			in->used_bytes += head - tail;
+	}
+	bb__rdr_refresh_info(r);
+	(void)label, (void)err, (void)errlen;
+	return 0;
+}
