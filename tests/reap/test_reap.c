@@ -12,6 +12,7 @@
 #include <criterion/criterion.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <grp.h>
 #include <signal.h>
@@ -47,11 +48,30 @@ static const char *env_or_fail(const char *name)
 }
 
 struct fx {
-	char base[PATH_MAX], shm[PATH_MAX], arch[PATH_MAX], out[PATH_MAX];
+	char base[PATH_MAX], shm[PATH_MAX], arch[PATH_MAX], out[PATH_MAX], bin[PATH_MAX];
 	pid_t live[16];
 	int   live_in[16];
 	int   nlive;
 };
+
+/* Copy the file @src to @dir/@name, mode 0755. */
+static void copy_exec(const char *src, const char *dir, const char *name)
+{
+	char dst[PATH_MAX], buf[65536];
+	int in = open(src, O_RDONLY | O_CLOEXEC), out;
+	ssize_t n;
+
+	cr_assert(in >= 0, "open %s: %s", src, strerror(errno));
+	snprintf(dst, sizeof(dst), "%s/%s", dir, name);
+	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	cr_assert(out >= 0, "create %s: %s", dst, strerror(errno));
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		cr_assert_eq(write(out, buf, (size_t)n), n, "write %s", dst);
+	cr_assert_eq(n, 0, "read %s: %s", src, strerror(errno));
+	cr_assert_eq(fchmod(out, 0755), 0); /* whatever the umask */
+	close(in);
+	close(out);
+}
 
 static void fx_init(struct fx *f)
 {
@@ -67,6 +87,30 @@ static void fx_init(struct fx *f)
 	cr_assert_eq(mkdir(f->shm, 0755), 0);
 	cr_assert_eq(chmod(f->shm, 01777), 0); /* like /dev/shm */
 	cr_assert_eq(mkdir(f->out, 0755), 0);
+	/*
+	 * What runs as another uid (nobody) must be reachable by it: the build
+	 * tree may sit in a 0700 directory (root's clone in /root).  Copies of
+	 * the programs and of libblackbox.so.0 (found through LD_LIBRARY_PATH:
+	 * the build tree's RUNPATH is relative to the original) go to a 0755
+	 * directory of the fixture.
+	 */
+	snprintf(f->bin, sizeof(f->bin), "%s/bin", f->base);
+	cr_assert_eq(mkdir(f->bin, 0755), 0);
+	cr_assert_eq(chmod(f->bin, 0755), 0);
+	copy_exec(env_or_fail("BBR_WRITER"), f->bin, "bbr_writer");
+	copy_exec(env_or_fail("BB_REAP"), f->bin, "bb-reap");
+	copy_exec(env_or_fail("BB_LIB"), f->bin, "libblackbox.so.0");
+}
+
+/* The program to exec as @uid: the build tree's, or the fixture's copy. */
+static const char *prog_for(struct fx *f, const char *env, const char *name, long uid,
+			    char *buf, size_t size)
+{
+	if (uid < 0)
+		return env_or_fail(env);
+	snprintf(buf, size, "%s/%s", f->bin, name);
+	setenv("LD_LIBRARY_PATH", f->bin, 1);
+	return buf;
 }
 
 static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw)
@@ -95,7 +139,7 @@ static void fx_fini(struct fx *f)
 static pid_t spawn_writer(struct fx *f, const char *mode, long uid, int *in)
 {
 	int pin[2], pout[2];
-	char line[64] = "";
+	char line[64] = "", exe[PATH_MAX];
 	FILE *rd;
 	pid_t pid;
 
@@ -109,9 +153,11 @@ static pid_t spawn_writer(struct fx *f, const char *mode, long uid, int *in)
 		close(pin[0]); close(pin[1]); close(pout[0]); close(pout[1]);
 		setenv("BLACKBOX_DIR", f->shm, 1);
 		setenv("BLACKBOX_SIZE", "128k", 1);
+		const char *prog = prog_for(f, "BBR_WRITER", "bbr_writer", uid, exe, sizeof(exe));
+
 		if (uid >= 0 && (setgroups(0, NULL) || setgid((gid_t)uid) || setuid((uid_t)uid)))
 			_exit(126);
-		execl(env_or_fail("BBR_WRITER"), "bbr_writer", mode, (char *)NULL);
+		execl(prog, "bbr_writer", mode, (char *)NULL);
 		_exit(127);
 	}
 	close(pin[0]);
@@ -283,7 +329,7 @@ static void run_free(struct run *r)
 /* Run bb-reap (as @uid when >= 0) with NULL-terminated arguments. */
 static struct run run_reap_as(struct fx *f, long uid, ...)
 {
-	char outp[PATH_MAX], errp[PATH_MAX];
+	char outp[PATH_MAX], errp[PATH_MAX], exe[PATH_MAX];
 	const char *argv[32];
 	struct run r = { 0 };
 	size_t n = 0, len;
@@ -304,9 +350,11 @@ static struct run run_reap_as(struct fx *f, long uid, ...)
 	if (pid == 0) {
 		if (!freopen(outp, "w", stdout) || !freopen(errp, "w", stderr))
 			_exit(125);
+		const char *prog = prog_for(f, "BB_REAP", "bb-reap", uid, exe, sizeof(exe));
+
 		if (uid >= 0 && (setgroups(0, NULL) || setgid((gid_t)uid) || setuid((uid_t)uid)))
 			_exit(126);
-		execv(env_or_fail("BB_REAP"), (char *const *)argv);
+		execv(prog, (char *const *)argv);
 		_exit(127);
 	}
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
