@@ -20,6 +20,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "unit.h"
 #include "writer.h"
 
 _Static_assert(sizeof(struct bb_header) == BB_HEADER_SIZE, "header is one 4 KiB block");
@@ -34,6 +35,9 @@ _Static_assert(offsetof(struct bb_header, clock_requested) == 520, "header layou
 _Static_assert(offsetof(struct bb_header, state_table_offset) == 528, "header layout 2.0");
 _Static_assert(offsetof(struct bb_header, modules_offset) == 544, "header layout 2.0");
 _Static_assert(offsetof(struct bb_header, state_errors) == 560, "header layout 2.0");
+_Static_assert(offsetof(struct bb_header, cgroup_hierarchy) == 568, "header layout 2.1");
+_Static_assert(offsetof(struct bb_header, invocation_id) == 576, "header layout 2.1");
+_Static_assert(offsetof(struct bb_header, cgroup) == 616, "header layout 2.1");
 _Static_assert(offsetof(struct bb_header, crash) == BB_CRASH_OFFSET, "crash area");
 _Static_assert(sizeof(struct bb_modules_hdr) == 24, "module area header");
 _Static_assert(offsetof(struct bb_ring_desc, state) == 64, "head/tail alone on line 0");
@@ -182,7 +186,7 @@ static void bb__once_init(void)
 
 /* ---- identity of this process ------------------------------------------ */
 
-static ssize_t bb__read_file(const char *path, char *buf, size_t len)
+ssize_t bb__read_file(const char *path, char *buf, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n, total = 0;
@@ -247,6 +251,8 @@ static void bb__fill_identity(struct bb_header *h)
 		buf[--n] = '\0';
 	if (n > 0)
 		bb__strlcpy(h->cmdline, buf, sizeof(h->cmdline));
+	/* the systemd unit and invocation (2.1, unit.c) */
+	bb__unit_record(h);
 }
 
 /* ---- sizing ------------------------------------------------------------- */

@@ -14,6 +14,7 @@
 #include "barrier.h"
 #include "internal.h"
 #include "reader_int.h"
+#include "unit.h"
 
 static bool pow2(uint64_t x)
 {
@@ -200,6 +201,7 @@ int bb__rdr_check_header(struct bb_reader *r, const struct bb_header *h, uint64_
 	in->dropped_toobig = h->dropped_toobig;
 	in->dropped_important = h->dropped_important;
 	in->state_errors = h->state_errors;
+	bb__unit_info(in, h); /* 2.1: the systemd unit (reader_unit.c) */
 	return 0;
 }
 

@@ -24,7 +24,7 @@ extern "C" {
 /* "BLACKBOX" read as a little-endian u64: bytes 42 4c 41 43 4b 42 4f 58. */
 #define BB_MAGIC            UINT64_C(0x584f424b43414c42)
 #define BB_FORMAT_MAJOR     2   /* a reader refuses a newer major */
-#define BB_FORMAT_MINOR     0   /* a reader reads any minor of its major */
+#define BB_FORMAT_MINOR     1   /* a reader reads any minor of its major */
 #define BB_BYTE_ORDER_MARK  UINT32_C(0x01020304) /* stored in writer order */
 
 #define BB_HEADER_SIZE      4096u /* the header occupies exactly one 4 KiB block */
@@ -52,6 +52,14 @@ enum bb_clock {
 	BB_CLOCK_REALTIME  = 2, /* CLOCK_REALTIME, nanoseconds */
 	BB_CLOCK_BOOTTIME  = 3, /* CLOCK_BOOTTIME, nanoseconds */
 	BB_CLOCK_TSC       = 4, /* raw x86-64 TSC ticks; header tsc_* convert (2.0) */
+};
+
+/* bb_header.cgroup_hierarchy (2.1): which line of /proc/self/cgroup
+ * bb_header.cgroup comes from. */
+enum bb_cgroup_hierarchy {
+	BB_CGROUP_NONE    = 0, /* not recorded */
+	BB_CGROUP_UNIFIED = 1, /* "0::<path>": cgroup v2 (unified or hybrid mode) */
+	BB_CGROUP_LEGACY  = 2, /* "<n>:name=systemd:<path>": cgroup v1 */
 };
 
 /* bb_header.flags (2.0) */
@@ -135,7 +143,19 @@ struct bb_header {
 	uint64_t modules_offset;     /* 544 from the start of the box */
 	uint64_t dropped_important;  /* 552 important copies dropped: important ring busy */
 	uint64_t state_errors;       /* 560 bb_set() calls that failed (busy slot, table full) */
-	uint8_t  reserved[BB_CRASH_OFFSET - 568];
+
+	/*
+	 * Format 2.1 additions: the systemd unit the owner ran in, as it
+	 * saw itself at bb_init (docs/FORMAT.md §12).  Claims of the owner,
+	 * like comm.  Zero always means "not recorded".
+	 */
+	uint8_t  cgroup_hierarchy;   /* 568 enum bb_cgroup_hierarchy of cgroup[] */
+	uint8_t  reserved2[7];       /* 569 */
+	char     invocation_id[40];  /* 576 $INVOCATION_ID (32 hex digits), NUL-terminated */
+	char     cgroup[512];        /* 616 the owner's cgroup path in systemd's hierarchy
+	                              *     (/proc/self/cgroup), NUL-terminated; "" when
+	                              *     unknown or longer than 511 bytes */
+	uint8_t  reserved[BB_CRASH_OFFSET - 1128];
 
 	/* The crash area: written once by the crash handler (first fatal
 	 * signal wins), a record envelope + value exactly like a ring record,

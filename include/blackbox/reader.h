@@ -112,6 +112,18 @@ struct bb_box_info {
 	char     state_problem[128];
 	char     modules_problem[128];
 	uint64_t used_bytes;   /* ring bytes holding records (tail to head) at open */
+	/* Format 2.1: the systemd unit the owner ran in, as it saw itself at
+	 * bb_init ("" when not recorded: a 2.0 box, no systemd, a path that
+	 * gives no valid name).  Claims of the owner, like comm: checked for
+	 * shape, never proven (docs/SECURITY.md). */
+	int      cgroup_hierarchy; /* enum bb_cgroup_hierarchy of cgroup */
+	char     cgroup[512];   /* its cgroup path in systemd's hierarchy */
+	char     unit[256];     /* its system unit, derived from cgroup as systemd
+				   does: "nginx.service", "user@1000.service",
+				   "session-3.scope" */
+	char     user_unit[256];/* the unit of its user manager (under
+				   user@UID.service or a session), or "" */
+	char     invocation_id[33]; /* $INVOCATION_ID: 32 lowercase hex digits */
 };
 
 /*
