@@ -73,9 +73,6 @@ int bbx_symbolise(struct bbx_frame *f, const uint64_t *addrs, size_t n,
 
 void bbx_frames_free(struct bbx_frame *f, size_t n);
 
-/* "SIGSEGV" for 11, or NULL if the number has no name here. */
-const char *bbx_signal_name(int sig);
-/* "SEGV_MAPERR" for (SIGSEGV, 1), "SI_USER" for (any, 0), or NULL. */
-const char *bbx_sigcode_name(int sig, int code);
+#include "signames.h"
 
 #endif /* BBX_SYMBOLS_H */
