@@ -373,6 +373,21 @@ static int reap_one(int dirfd, const char *name, void *arg)
 	b.ev.size = (uint64_t)b.st.st_size;
 
 	v = examine(&b);
+#ifdef BB_HAVE_JOURNAL
+	/* its journal entry (journal.c), once, before the box can go: one
+	 * that cannot be sent keeps the box for the next run, archive undone */
+	if (c->o.journal && b.r && b.liveness > 0 &&
+	    reap_journal_box(c, b.r, &b.st, b.liveness, b.ev.archive, &b.ev) < 0 &&
+	    v == V_REAP) {
+		if (b.ev.archive && !c->o.dry_run) {
+			unlinkat(c->archfd, b.aname, 0);
+			c->archived--;
+		}
+		b.ev.archive = NULL;
+		b.ev.reason = "kept: its journal entry could not be sent";
+		v = V_KEEP;
+	}
+#endif
 	if (b.r) {
 		bb_reader_close(b.r);
 		b.r = NULL;
@@ -482,6 +497,14 @@ int main(int argc, char **argv)
 		}
 	}
 
+#ifdef BB_HAVE_JOURNAL
+	/* what earlier runs reported, locked for this run (reported.c) */
+	if (c.o.journal && reap_state_open(&c) < 0) {
+		if (c.archfd >= 0)
+			close(c.archfd);
+		return EXIT_TROUBLE;
+	}
+#endif
 	r = bb_scan_dir(c.o.dir, reap_one, &c);
 	if (r < 0) {
 		reap_log("error: cannot scan %s: %s", c.o.dir, strerror(-r));
@@ -492,12 +515,17 @@ int main(int argc, char **argv)
 		c.errors++;
 	}
 	reap_prune(&c);
+#ifdef BB_HAVE_JOURNAL
+	if (c.state && reap_state_close(&c) < 0)
+		c.errors++;
+#endif
 
 	if (c.o.verbose)
-		reap_log("%u entries: %u %s, %u kept, %u skipped, %u errors, %u archives %s",
+		reap_log("%u entries: %u %s, %u kept, %u skipped, %u errors, %u archives %s, "
+			 "%u journal entries sent",
 			 c.entries, c.reaped, c.o.dry_run ? "would be reaped" : "reaped",
 			 c.kept, c.skipped, c.errors, c.pruned,
-			 c.o.dry_run ? "would be pruned" : "pruned");
+			 c.o.dry_run ? "would be pruned" : "pruned", c.reported);
 	if (c.archfd >= 0)
 		close(c.archfd);
 	if (fflush(stdout) != 0 || ferror(stdout)) {

@@ -32,6 +32,17 @@ static void usage(FILE *f)
 "                             while they hold more than B bytes; a box\n"
 "                             larger than B is not archived, left in place\n"
 "                             (suffixes k, M, G, T)\n"
+"      --journal[=summary|box] send one journal entry for each box whose\n"
+"                             owner died (crashed, killed, orphaned), once\n"
+"                             per box; =box attaches the box itself\n"
+"                             (default: summary)\n"
+"      --journal-box-max B    attach no box larger than B (default 8M)\n"
+"      --journal-box-budget B per owner: attach at most B bytes of boxes\n"
+"                             in 24 hours (default 64M)\n"
+"      --journal-records N    the last N records as JSON (default %u)\n"
+"      --journal-rate N       per owner: at most N entries an hour\n"
+"                             (default %u; later runs send the rest)\n"
+"      --journal-state FILE   what was reported (default %s)\n"
 "  -n, --dry-run              report what would be done, touch nothing\n"
 "  -v, --verbose              also log the boxes and files left alone\n"
 "  -j, --json                 one JSON object per decision on stdout\n"
@@ -40,12 +51,13 @@ static void usage(FILE *f)
 "\n"
 "Exit status: 0 success (also when nothing was reaped), 1 something could\n"
 "not be handled (see the log), 2 usage error.  See bb-reap(8).\n",
-		BB_DEFAULT_DIR, REAP_DEFAULT_MIN_AGE);
+		BB_DEFAULT_DIR, REAP_DEFAULT_MIN_AGE, REAP_JOURNAL_RECORDS, REAP_JOURNAL_RATE,
+		REAP_STATE_DEFAULT);
 }
 
 /* Strict unsigned parse: digits, then an optional suffix from @units. */
-static int parse_num(const char *s, const char *suffixes, const uint64_t *mult,
-		     uint64_t *out)
+int reap_parse_num(const char *s, const char *suffixes, const uint64_t *mult,
+		   uint64_t *out)
 {
 	uint64_t v = 0, m = 1;
 	const char *p = s;
@@ -72,7 +84,15 @@ static int parse_num(const char *s, const char *suffixes, const uint64_t *mult,
 
 int reap_parse_opts(int argc, char **argv, struct reap_opts *o)
 {
+	enum { OPT_JOURNAL = 256, OPT_JBOX_MAX, OPT_JBUDGET, OPT_JRECORDS, OPT_JRATE,
+	       OPT_JSTATE };
 	static const struct option lo[] = {
+		{ "journal", optional_argument, NULL, OPT_JOURNAL },
+		{ "journal-box-max", required_argument, NULL, OPT_JBOX_MAX },
+		{ "journal-box-budget", required_argument, NULL, OPT_JBUDGET },
+		{ "journal-records", required_argument, NULL, OPT_JRECORDS },
+		{ "journal-rate", required_argument, NULL, OPT_JRATE },
+		{ "journal-state", required_argument, NULL, OPT_JSTATE },
 		{ "dir", required_argument, NULL, 'd' },
 		{ "min-age", required_argument, NULL, 'm' },
 		{ "archive", required_argument, NULL, 'a' },
@@ -94,7 +114,10 @@ int reap_parse_opts(int argc, char **argv, struct reap_opts *o)
 	int ch;
 
 	*o = (struct reap_opts){ .dir = BB_DEFAULT_DIR, .min_age_s = REAP_DEFAULT_MIN_AGE,
-				 .keep = -1 };
+				 .keep = -1, .journal_box_max = REAP_JOURNAL_BOX_MAX,
+				 .journal_records = REAP_JOURNAL_RECORDS,
+				 .journal_rate = REAP_JOURNAL_RATE,
+				 .journal_budget = REAP_JOURNAL_BUDGET };
 	while ((ch = getopt_long(argc, argv, "d:m:a:k:b:nvjhV", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'd':
@@ -102,7 +125,7 @@ int reap_parse_opts(int argc, char **argv, struct reap_opts *o)
 			break;
 		case 'm':
 			/* bounded so that min_age_s * 1e9 fits in an int64_t */
-			if (parse_num(optarg, "smhd", tmult, &v) || v > INT64_MAX / 1000000000) {
+			if (reap_parse_num(optarg, "smhd", tmult, &v) || v > INT64_MAX / 1000000000) {
 				fprintf(stderr, "bb-reap: --min-age: invalid duration '%s'\n", optarg);
 				return -1;
 			}
@@ -112,7 +135,7 @@ int reap_parse_opts(int argc, char **argv, struct reap_opts *o)
 			o->archive = optarg;
 			break;
 		case 'k':
-			if (parse_num(optarg, "", NULL, &v) || v < 1 || v > LONG_MAX) {
+			if (reap_parse_num(optarg, "", NULL, &v) || v < 1 || v > LONG_MAX) {
 				fprintf(stderr, "bb-reap: --keep: expected a count >= 1, not '%s'\n",
 					optarg);
 				return -1;
@@ -120,12 +143,47 @@ int reap_parse_opts(int argc, char **argv, struct reap_opts *o)
 			o->keep = (long)v;
 			break;
 		case 'b':
-			if (parse_num(optarg, "kKmMgGtT", bmult, &v) || v == 0) {
+			if (reap_parse_num(optarg, "kKmMgGtT", bmult, &v) || v == 0) {
 				fprintf(stderr, "bb-reap: --max-archive-bytes: invalid size '%s'\n",
 					optarg);
 				return -1;
 			}
 			o->max_bytes = v;
+			break;
+		case OPT_JOURNAL:
+			if (!optarg || !strcmp(optarg, "summary")) {
+				o->journal = REAP_JOURNAL_SUMMARY;
+			} else if (!strcmp(optarg, "box")) {
+				o->journal = REAP_JOURNAL_BOX;
+			} else {
+				fprintf(stderr, "bb-reap: --journal: 'summary' or 'box', not '%s'\n",
+					optarg);
+				return -1;
+			}
+			break;
+		case OPT_JBOX_MAX:
+		case OPT_JBUDGET:
+			if (reap_parse_num(optarg, "kKmMgGtT", bmult, &v) ||
+			    (ch == OPT_JBOX_MAX && v > REAP_JOURNAL_BOX_CAP)) {
+				fprintf(stderr, "bb-reap: %s: invalid size '%s'%s\n",
+					ch == OPT_JBOX_MAX ? "--journal-box-max" : "--journal-box-budget",
+					optarg, ch == OPT_JBOX_MAX ? " (at most 256M)" : "");
+				return -1;
+			}
+			*(ch == OPT_JBOX_MAX ? &o->journal_box_max : &o->journal_budget) = v;
+			break;
+		case OPT_JRECORDS:
+		case OPT_JRATE:
+			if (reap_parse_num(optarg, "", NULL, &v) || v > 100000) {
+				fprintf(stderr, "bb-reap: %s: expected a count up to 100000, not '%s'\n",
+					ch == OPT_JRECORDS ? "--journal-records" : "--journal-rate",
+					optarg);
+				return -1;
+			}
+			*(ch == OPT_JRECORDS ? &o->journal_records : &o->journal_rate) = (unsigned)v;
+			break;
+		case OPT_JSTATE:
+			o->journal_state = optarg;
 			break;
 		case 'n':
 			o->dry_run = true;
@@ -157,6 +215,16 @@ int reap_parse_opts(int argc, char **argv, struct reap_opts *o)
 	}
 	if ((o->keep >= 0 || o->max_bytes) && !o->archive) {
 		fprintf(stderr, "bb-reap: --keep and --max-archive-bytes need --archive\n");
+		return -1;
+	}
+#ifndef BB_HAVE_JOURNAL
+	if (o->journal) {
+		fprintf(stderr, "bb-reap: --journal: built without libsystemd\n");
+		return -1;
+	}
+#endif
+	if (o->journal_state && !*o->journal_state) {
+		fprintf(stderr, "bb-reap: --journal-state: empty file name\n");
 		return -1;
 	}
 	return 0;

@@ -91,6 +91,7 @@ static void emit_json(const struct reap_event *ev)
 	if (ev->age_s >= 0)
 		fprintf(f, ",\"age_s\":%lld", (long long)ev->age_s);
 	json_key_str(f, "archive", ev->archive);
+	json_key_str(f, "journal", ev->journal);
 	fputs("}\n", f);
 }
 
@@ -127,6 +128,11 @@ static void emit_log(const struct reap_event *ev)
 	if (ev->archive) {
 		fprintf(f, "%sarchived to ", sep);
 		put_escaped(f, ev->archive);
+		sep = ", ";
+	}
+	if (ev->journal) {
+		fprintf(f, "%sjournal entry: ", sep);
+		put_escaped(f, ev->journal);
 	}
 	fputc(')', f);
 	if (ev->detail) {

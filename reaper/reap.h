@@ -15,6 +15,18 @@
 #define REAP_DEFAULT_MIN_AGE 3600u  /* seconds; see bb-reap(8) */
 #define REAP_CLOCK_SLACK_NS  (INT64_C(60) * 1000000000) /* future stamps beyond this are untrusted */
 
+/* --journal (journal.c, reported.c); see bb-reap(8) */
+enum reap_journal { REAP_JOURNAL_OFF, REAP_JOURNAL_SUMMARY, REAP_JOURNAL_BOX };
+#define REAP_JOURNAL_BOX_MAX  (UINT64_C(8) << 20)   /* --journal-box-max */
+#define REAP_JOURNAL_BOX_CAP  (UINT64_C(256) << 20) /* the largest it may be set to */
+#define REAP_JOURNAL_RECORDS  50u                   /* --journal-records */
+#define REAP_JOURNAL_RATE     20u                   /* --journal-rate: per owner an hour */
+#define REAP_JOURNAL_BUDGET   (UINT64_C(64) << 20)  /* --journal-box-budget: per owner a day */
+#define REAP_STATE_DEFAULT    "/var/lib/blackbox/journal-reported"
+#define REAP_STATE_FORGET_S   (7 * 86400)  /* unseen this long: forgotten */
+#define REAP_STATE_PER_OWNER  4096u        /* entries kept per owner uid */
+#define REAP_STATE_MAX        65536u       /* entries kept in all */
+
 struct reap_opts {
 	const char *dir;          /* box directory (--dir) */
 	uint64_t    min_age_s;    /* --min-age */
@@ -22,7 +34,15 @@ struct reap_opts {
 	long        keep;         /* --keep N, -1 = unbounded */
 	uint64_t    max_bytes;    /* --max-archive-bytes, 0 = unbounded */
 	bool        dry_run, verbose, json;
+	int         journal;      /* enum reap_journal (--journal) */
+	uint64_t    journal_box_max;  /* --journal-box-max */
+	unsigned    journal_records;  /* --journal-records */
+	unsigned    journal_rate;     /* --journal-rate */
+	uint64_t    journal_budget;   /* --journal-box-budget */
+	const char *journal_state;    /* --journal-state FILE, or NULL: the default */
 };
+
+struct reap_state;
 
 struct reap_ctx {
 	struct reap_opts o;
@@ -32,6 +52,10 @@ struct reap_ctx {
 	int64_t  now_ns;          /* CLOCK_REALTIME at start, one "now" per run */
 	bool     volatile_dir;    /* the box directory is tmpfs/ramfs (see archive_box) */
 	unsigned entries, reaped, kept, skipped, errors, pruned, archived;
+	struct reap_state *state; /* --journal: what was reported (reported.c) */
+	unsigned reported;
+	uint32_t rated[64];       /* owners told this run that they hit --journal-rate */
+	size_t   nrated;
 };
 
 /*
@@ -54,11 +78,15 @@ struct reap_event {
 	uint64_t    size;
 	int64_t     age_s;        /* -1 unknown */
 	const char *archive;      /* archive path, or NULL */
+	const char *journal;      /* what its journal entry carries, or NULL */
 };
 
 /* options.c: fill @o from the command line; -1 after saying what is wrong
  * (exits after --help and --version). */
 int  reap_parse_opts(int argc, char **argv, struct reap_opts *o);
+/* options.c: digits, then an optional suffix from @suffixes (times @mult) */
+int  reap_parse_num(const char *s, const char *suffixes, const uint64_t *mult,
+		    uint64_t *out);
 
 /* output.c */
 void reap_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -72,5 +100,40 @@ bool reap_archive_name_ours(const char *name);
 int  reap_archive_give(int fd, uid_t uid, gid_t gid, char *err, size_t errlen);
 int  reap_prune(struct reap_ctx *c);
 int  reap_unlink_same(int dirfd, const char *name, dev_t dev, ino_t ino);
+
+/*
+ * journal.c: the journal entry of a box whose owner is gone (crashed or
+ * orphaned; nothing for a clean end), unless a run sent it before.
+ * @archive: where the box was archived in this run, or NULL.  Logs what it
+ * did.  Returns 0 (sent, sent before, or not sent on purpose: another
+ * uid's header, the owner's --journal-rate), or -errno when it could not
+ * be sent (counted in c->errors): the caller keeps the box.
+ */
+struct bb_reader;
+struct stat;
+int  reap_journal_box(struct reap_ctx *c, struct bb_reader *r, const struct stat *st,
+		      int liveness, const char *archive, const struct reap_event *base);
+
+/* reported.c: the state file of --journal */
+struct bb_box_info;
+struct reap_key {
+	uint32_t uid;             /* the box file's owner */
+	char     boot[84];        /* header boot id, as a token (reported.c) */
+	int32_t  pid;
+	uint64_t starttime;
+	uint32_t sequence;
+	uint64_t created_ns;
+};
+void reap_key_init(struct reap_key *k, const struct bb_box_info *in, uint32_t file_uid);
+int  reap_state_open(struct reap_ctx *c);    /* load and lock; logs failures */
+bool reap_state_seen(struct reap_ctx *c, const struct reap_key *k); /* and marks it seen */
+void reap_state_usage(const struct reap_ctx *c, uint32_t uid, unsigned *last_hour,
+		      uint64_t *bytes_last_day);
+int  reap_state_add(struct reap_ctx *c, const struct reap_key *k, uint64_t bytes);
+int  reap_state_close(struct reap_ctx *c);   /* compact, rewrite, unlock */
+
+/* unitcheck.c: may an entry carry OBJECT_SYSTEMD_UNIT for @in->unit?
+ * @why says why (not). */
+bool reap_unit_vouched(const struct bb_box_info *in, uint32_t file_uid, char *why, size_t len);
 
 #endif /* BB_REAP_H */

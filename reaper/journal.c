@@ -1,0 +1,672 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reaper/journal.c - bb-reap --journal: one structured journal entry for
+ * each box whose owner died (crashed, or orphaned: SIGKILL, the OOM killer,
+ * _exit, exec), sent once per box (reported.c) with sd_journal_sendv(3), for
+ * systemd-journal-upload to carry to a collector and for
+ * `bb-extract --journal[-directory]` to read back.
+ *
+ * What an entry can be trusted for (docs/SECURITY.md): bb-reap sends it as
+ * root, so its _UID, _PID and _COMM are bb-reap's; BB_UID is the owner of
+ * the box file, which no other user can forge; everything else comes from
+ * the box, written by that user's processes, read through the reader API
+ * (bounds-checked) and sent as it said: BB_COMM, BB_CMDLINE, module paths
+ * and the MESSAGE are escaped (bb_escape_text), the JSON fields are the
+ * JSON emitter's, the box itself is bytes.  OBJECT_SYSTEMD_UNIT, which puts
+ * the entry under `journalctl -u` beside the unit's own logs with root's
+ * authority, is set only when the unit the box names is vouched for
+ * (unitcheck.c); the message names the uid so that a box cannot pass for
+ * another user's process.  Per owner, at most --journal-rate entries an
+ * hour and --journal-box-budget bytes of boxes a day, counted from the
+ * state file: one user's crashes cannot flood the journal nor spend
+ * another's allowance.
+ *
+ * No symboliser runs here: a box names its modules' paths, and bb-reap runs
+ * as root; opening and parsing files a user chose (a FIFO, a device, a
+ * crafted ELF or DWARF) is what the symboliser's confined child exists to
+ * keep out of privileged processes.  The entry carries each frame's module,
+ * offset and build id instead, which name the code exactly: bb-extract run
+ * by a person (unprivileged) or a debuginfod lookup turns them into
+ * functions and lines.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define SD_JOURNAL_SUPPRESS_LOCATION
+#include <systemd/sd-journal.h>
+
+#include <blackbox/reader.h>
+
+#include "emit.h"
+#include "journal-fields.h"
+#include "out.h"
+#include "reap.h"
+#include "signames.h"
+
+#define FIELDS_MAX      64
+#define STACK_MAX       (64u << 10) /* bytes of BB_STACK */
+#define JSON_MAX        (256u << 10)/* bytes of BB_RECORDS, and of BB_STATE_JSON */
+#define HASH_FRAMES     5           /* top frames in BB_STACK_HASH */
+
+/* The entry being built: iovecs over buffers it owns. */
+struct entry {
+	struct iovec iov[FIELDS_MAX];
+	char        *own[FIELDS_MAX];
+	size_t       n;
+	int          err;
+};
+
+static void entry_free(struct entry *e)
+{
+	for (size_t i = 0; i < e->n; i++)
+		free(e->own[i]);
+	e->n = 0;
+}
+
+/* NAME=<len bytes>: one allocation, so that a field is one iovec. */
+static void add_bytes(struct entry *e, const char *name, const void *p, size_t len)
+{
+	size_t k = strlen(name);
+	char *b;
+
+	if (e->err || e->n == FIELDS_MAX) {
+		e->err = e->err ? e->err : -E2BIG;
+		return;
+	}
+	b = malloc(k + 1 + len);
+	if (!b) {
+		e->err = -ENOMEM;
+		return;
+	}
+	memcpy(b, name, k);
+	b[k] = '=';
+	if (len)
+		memcpy(b + k + 1, p, len);
+	e->own[e->n] = b;
+	e->iov[e->n].iov_base = b;
+	e->iov[e->n].iov_len = k + 1 + len;
+	e->n++;
+}
+
+static void add(struct entry *e, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void add(struct entry *e, const char *name, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	int w;
+
+	va_start(ap, fmt);
+	w = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (w < 0)
+		w = 0;
+	add_bytes(e, name, buf, (size_t)w < sizeof(buf) ? (size_t)w : sizeof(buf) - 1);
+}
+
+/* Untrusted text (a box's string): escaped, so it is one line of
+ * displayable characters wherever it is shown. */
+static void add_text(struct entry *e, const char *name, const char *s, size_t max)
+{
+	size_t n = strnlen(s, max);
+	char *buf = malloc(4 * n + 1);
+
+	if (!buf) {
+		e->err = -ENOMEM;
+		return;
+	}
+	add_bytes(e, name, buf, bb_escape_text(s, n, buf, 4 * n + 1));
+	free(buf);
+}
+
+/* ---- records and state table as JSON (the emitter bb-extract uses) ---- */
+
+/* JSON Lines into an anonymous file, read back after. */
+struct jsonbuf {
+	int            fd;
+	struct bbx_out o;
+	struct bbx_em  em;
+};
+
+static int json_open(struct jsonbuf *j)
+{
+	j->fd = memfd_create("bb-reap-json", MFD_CLOEXEC);
+	if (j->fd < 0)
+		return -errno;
+	if (bbx_out_open(&j->o, j->fd, false) < 0) {
+		close(j->fd);
+		return -ENOMEM;
+	}
+	bbx_em_init(&j->em, &j->o, false);
+	return 0;
+}
+
+/*
+ * Close @j and add what it holds as field @name: whole lines, the last
+ * ones when there are more than @max bytes (the newest records).
+ */
+static void json_field(struct entry *e, struct jsonbuf *j, const char *name, size_t max)
+{
+	int r = bbx_out_close(&j->o);
+	size_t len = (size_t)j->o.bytes, skip = 0;
+	char *buf = NULL;
+
+	if (!r && len) {
+		buf = malloc(len);
+		if (!buf)
+			r = -ENOMEM;
+		else if (pread(j->fd, buf, len, 0) != (ssize_t)len)
+			r = -EIO;
+	}
+	close(j->fd);
+	if (r) {
+		free(buf);
+		e->err = e->err ? e->err : r;
+		return;
+	}
+	if (!len)
+		return;
+	while (len - skip > max) {
+		char *nl = memchr(buf + skip, '\n', len - skip);
+
+		skip = nl ? (size_t)(nl - buf) + 1 : len;
+	}
+	if (skip < len)
+		add_bytes(e, name, buf + skip, len - skip);
+	free(buf);
+}
+
+struct walk {
+	uint64_t       count, from;
+	struct bbx_em *em;
+};
+
+static int count_cb(const struct bb_record *rec, void *arg)
+{
+	(void)rec;
+	((struct walk *)arg)->count++;
+	return 0;
+}
+
+/* A record line exactly as `bb-extract --json PID` prints it. */
+static int record_cb(const struct bb_record *rec, void *arg)
+{
+	struct walk *w = arg;
+
+	if (w->count++ < w->from)
+		return 0;
+	bbx_em_record_start(w->em, rec->wall_ns, rec->ts, false, 0, rec->tid,
+			    rec->thread_name ? rec->thread_name : "", rec->ring,
+			    bb_tag_name(rec->tag));
+	bbx_em_record_value(w->em, rec->tag, rec->value, rec->value_len);
+	bbx_em_record_end(w->em, rec->flags & BB_RF_TRUNCATED, rec->flags & BB_RF_IMPORTANT);
+	return 0;
+}
+
+/* A state slot as `bb-extract --json` prints it: {"type":"state",...}. */
+static int state_cb(const struct bb_state_entry *s, void *arg)
+{
+	struct bbx_em *em = arg;
+	char t[BBX_TIME_MAX];
+
+	bbx_em_map(em);
+	bbx_em_kv_str(em, "type", "state");
+	if (s->status != BB_SLOT_OK) {
+		bbx_em_kv_u64(em, "slot", s->slot);
+		bbx_em_kv_str(em, "status", s->status == BB_SLOT_BUSY ? "busy" : "corrupt");
+		bbx_em_kv_str(em, "problem", s->problem);
+	} else {
+		bbx_em_key(em, "ts");
+		bbx_em_str(em, t, bbx_fmt_time(t, s->wall_ns));
+		bbx_em_record_value(em, BB_TAG_KV, s->value, s->value_len);
+	}
+	bbx_em_end(em);
+	bbx_em_eol(em);
+	return 0;
+}
+
+/* BB_RECORDS (the last @n records) and BB_RECORDS_TOTAL; returns the
+ * number of intact records in the box. */
+static uint64_t add_records(struct entry *e, struct bb_reader *r, unsigned n)
+{
+	struct walk w = { 0 };
+	struct jsonbuf j;
+	uint64_t total;
+
+	if (bb_reader_walk(r, BB_WALK_MERGE, count_cb, &w) < 0)
+		return 0;
+	total = w.count;
+	add(e, "BB_RECORDS_TOTAL", "%llu", (unsigned long long)total);
+	if (!n || !total)
+		return total;
+	if (json_open(&j) < 0) {
+		e->err = -ENOMEM;
+		return total;
+	}
+	/* the same walk again (the owner is dead: the same records), the
+	 * last @n of them as JSON */
+	w = (struct walk){ .from = total > n ? total - n : 0, .em = &j.em };
+	bb_reader_walk(r, BB_WALK_MERGE, record_cb, &w);
+	json_field(e, &j, "BB_RECORDS", JSON_MAX);
+	return total;
+}
+
+static void add_state(struct entry *e, struct bb_reader *r)
+{
+	struct jsonbuf j;
+
+	if (json_open(&j) < 0) {
+		e->err = -ENOMEM;
+		return;
+	}
+	bb_reader_state(r, state_cb, &j.em, NULL);
+	json_field(e, &j, "BB_STATE_JSON", JSON_MAX);
+}
+
+/* ---- the crash: signal, stack, grouping key ---------------------------- */
+
+static void hex(char *out, const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", p[i]);
+	out[2 * n] = '\0';
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s && s[1] ? s + 1 : path;
+}
+
+/* 64-bit FNV-1a: a grouping key, not a defence against anyone. */
+static uint64_t fnv1a64(uint64_t h, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)s[i]) * UINT64_C(0x100000001b3);
+	return h;
+}
+
+/*
+ * BB_STACK: one line per frame, "#<i> 0x<addr> <module>+0x<offset> <build id>"
+ * (module path escaped; "?" when no module holds the address).
+ * BB_STACK_HASH: over the top frames' build ids (module name when a module
+ * has none) and offsets, which do not change with ASLR or the path a
+ * package is installed at: the same crash of the same build on any host
+ * gives the same key.  @where gets "<module name>+0x<offset>" of frame 0.
+ */
+static void add_stack(struct entry *e, struct bb_reader *r, const struct bb_crash *cr,
+		      char *where, size_t wherelen)
+{
+	const struct bb_module *mods = NULL;
+	size_t nmods = 0, len = 0;
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+	char *buf = malloc(STACK_MAX);
+	char err[128];
+
+	where[0] = '\0';
+	if (!buf) {
+		e->err = -ENOMEM;
+		return;
+	}
+	if (bb_reader_modules(r, &mods, &nmods, NULL, err, sizeof(err)) < 0)
+		nmods = 0;
+	for (uint32_t i = 0; i < cr->nframes; i++) {
+		const struct bb_module *m = bb_module_find(mods, nmods, cr->frames[i]);
+		char line[4 * 4096 + 256], id[2 * 64 + 1] = "", key[2 * 64 + 32];
+		int w;
+
+		if (m) {
+			char path[4 * 4096 + 1];
+			uint64_t off = cr->frames[i] - m->bias;
+
+			bb_escape_text(m->path, strnlen(m->path, 4096), path, sizeof(path));
+			if (m->build_id_len && m->build_id_len <= 64)
+				hex(id, m->build_id, m->build_id_len);
+			w = snprintf(line, sizeof(line), "#%u 0x%016llx %s+0x%llx%s%s\n", i,
+				     (unsigned long long)cr->frames[i], path[0] ? path : "?",
+				     (unsigned long long)off, id[0] ? " " : "", id);
+			if (i < HASH_FRAMES) {
+				int k = snprintf(key, sizeof(key), "%.*s+%llx\n", id[0] ? 128 : 64,
+						 id[0] ? id : base_name(path), (unsigned long long)off);
+
+				h = fnv1a64(h, key, (size_t)k < sizeof(key) ? (size_t)k : 0);
+			}
+			if (i == 0)
+				snprintf(where, wherelen, "%s+0x%llx", base_name(path),
+					 (unsigned long long)off);
+		} else {
+			w = snprintf(line, sizeof(line), "#%u 0x%016llx ?\n", i,
+				     (unsigned long long)cr->frames[i]);
+			if (i < HASH_FRAMES)
+				h = fnv1a64(h, "?\n", 2);
+			if (i == 0)
+				snprintf(where, wherelen, "0x%llx", (unsigned long long)cr->frames[i]);
+		}
+		if (w < 0 || len + (size_t)w > STACK_MAX)
+			break;
+		memcpy(buf + len, line, (size_t)w);
+		len += (size_t)w;
+	}
+	if (len)
+		add_bytes(e, "BB_STACK", buf, len - 1); /* without the last newline */
+	free(buf);
+	if (cr->nframes)
+		add(e, "BB_STACK_HASH", "%016llx", (unsigned long long)h);
+	if (nmods && mods[0].build_id_len && mods[0].build_id_len <= 64) {
+		char id[2 * 64 + 1];
+
+		hex(id, mods[0].build_id, mods[0].build_id_len);
+		add(e, "BB_BUILD_ID", "%s", id);
+	}
+}
+
+/* ---- the entry ---------------------------------------------------------- */
+
+/* "2,341" */
+static void group3(char *out, size_t len, uint64_t v)
+{
+	char d[32];
+	int n = snprintf(d, sizeof(d), "%llu", (unsigned long long)v), o = 0;
+
+	for (int i = 0; i < n && (size_t)o + 2 < len; i++) {
+		if (i && (n - i) % 3 == 0)
+			out[o++] = ',';
+		out[o++] = d[i];
+	}
+	out[o] = '\0';
+}
+
+static void mib(char *out, size_t len, uint64_t v)
+{
+	snprintf(out, len, "%.1f MiB", (double)v / (1024.0 * 1024.0));
+}
+
+/* The boot id as systemd writes _BOOT_ID (32 hex digits), when it is a
+ * UUID; otherwise escaped as it is. */
+static void add_boot_id(struct entry *e, const char *boot)
+{
+	char id[33];
+	size_t k = 0;
+
+	for (size_t i = 0; boot[i] && i < 40 && k < 33; i++) {
+		char c = boot[i];
+
+		if (c == '-')
+			continue;
+		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			break;
+		id[k++] = c;
+	}
+	if (k == 32 && strlen(boot) == 36) {
+		id[32] = '\0';
+		add(e, "BB_BOOT_ID", "%s", id);
+	} else {
+		add_text(e, "BB_BOOT_ID", boot, 40);
+	}
+}
+
+/* The unit fields: what the box claims (BB_*), and the OBJECT_* fields of
+ * journalctl -u only when vouched for. */
+static void add_unit(struct entry *e, const struct bb_box_info *in, uint32_t file_uid)
+{
+	char why[512];
+
+	if (in->cgroup[0])
+		add_text(e, "BB_CGROUP", in->cgroup, sizeof(in->cgroup));
+	if (in->invocation_id[0])
+		add(e, "BB_INVOCATION_ID", "%s", in->invocation_id);
+	if (!in->unit[0])
+		return;
+	/* unit names are checked by the reader: [A-Za-z0-9:_.\\@-] only */
+	add(e, "BB_UNIT", "%s", in->unit);
+	if (in->user_unit[0])
+		add(e, "BB_USER_UNIT", "%s", in->user_unit);
+	if (!reap_unit_vouched(in, file_uid, why, sizeof(why))) {
+		add(e, "BB_UNIT_VOUCHED", "0");
+		add_text(e, "BB_UNIT_CLAIM", why, sizeof(why));
+		return;
+	}
+	add(e, "BB_UNIT_VOUCHED", "1");
+	add_text(e, "BB_UNIT_VOUCHED_BY", why, sizeof(why));
+	add(e, "OBJECT_SYSTEMD_UNIT", "%s", in->unit);
+	if (in->invocation_id[0])
+		add(e, "OBJECT_SYSTEMD_INVOCATION_ID", "%s", in->invocation_id);
+	if (in->user_unit[0]) {
+		add(e, "OBJECT_SYSTEMD_USER_UNIT", "%s", in->user_unit);
+		add(e, "OBJECT_UID", "%lu", (unsigned long)file_uid);
+	}
+}
+
+/* Once per owner and run: the log line saying its entries wait. */
+static bool first_time(struct reap_ctx *c, uint32_t uid)
+{
+	for (size_t i = 0; i < c->nrated; i++)
+		if (c->rated[i] == uid)
+			return false;
+	if (c->nrated < sizeof(c->rated) / sizeof(c->rated[0]))
+		c->rated[c->nrated++] = uid;
+	return true;
+}
+
+/*
+ * The entry of one box (reap_journal_box() decided what goes in): every
+ * field, the MESSAGE last but one and the box itself last.  @omit: why
+ * the box or its records are not in it ("" if they are).  Errors in e->err.
+ */
+static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r,
+		  uint32_t uid, bool crashed, bool read_all, bool attach, const char *omit,
+		  const char *path, const char *archive, uint64_t box_bytes)
+{
+	const struct bb_box_info *in = bb_reader_info(r);
+	char comm[4 * 32 + 1], where[4 * 4096 + 64] = "", msg[8192], sig[32], recs[48];
+	const char *signame = crashed ? bbx_signal_name(in->state_signal) : NULL;
+	struct bb_crash cr;
+
+	bb_reader_crash(r, &cr);
+	bb_escape_text(in->comm, strnlen(in->comm, sizeof(in->comm)), comm, sizeof(comm));
+	add(e, "MESSAGE_ID", "%s", BB_JOURNAL_MESSAGE_ID);
+	add(e, "PRIORITY", "%d", crashed ? 2 : 4);
+	add(e, "SYSLOG_IDENTIFIER", "bb-reap");
+	add(e, "BB_PID", "%ld", (long)in->pid);
+	add(e, "BB_STARTTIME", "%llu", (unsigned long long)in->starttime);
+	add_boot_id(e, in->boot_id);
+	add(e, "BB_UID", "%lu", (unsigned long)uid);
+	add_bytes(e, "BB_COMM", comm, strlen(comm));
+	add_text(e, "BB_CMDLINE", in->cmdline, sizeof(in->cmdline));
+	add(e, "BB_STATE", "%s", crashed ? "crashed" : "orphaned");
+	add(e, "BB_FORMAT", "%u.%u", in->version_major, in->version_minor);
+	add(e, "BB_BOX_SIZE", "%llu", (unsigned long long)box_bytes);
+	add_text(e, "BB_BOX_PATH", path, PATH_MAX);
+	if (archive)
+		add_text(e, "BB_ARCHIVE", archive, 4096);
+	if (crashed) {
+		add(e, "BB_SIGNAL", "%d", in->state_signal);
+		if (signame)
+			add(e, "BB_SIGNAL_NAME", "%s", signame);
+		add(e, "BB_CRASH_RECORD", "%s", bb_crash_status_name(cr.status));
+	}
+	if (crashed && cr.status == BB_CRASH_COMPLETE) {
+		const char *code = bbx_sigcode_name(cr.signal, cr.code);
+
+		add(e, "BB_SIGNAL_CODE", "%d", cr.code);
+		if (code)
+			add(e, "BB_SIGNAL_CODE_NAME", "%s", code);
+		add(e, "BB_FAULT_ADDR", "0x%llx", (unsigned long long)cr.addr);
+		add(e, "BB_CRASH_TID", "%d", (int)cr.tid);
+		add_text(e, "BB_CRASH_THREAD", cr.thread, sizeof(cr.thread));
+		add_stack(e, r, &cr, where, sizeof(where));
+	}
+	add_unit(e, in, uid);
+	if (read_all) {
+		uint64_t total;
+
+		add_state(e, r);
+		total = add_records(e, r, c->o.journal_records);
+		group3(recs, sizeof(recs), total);
+		strcat(recs, total == 1 ? " record" : " records");
+	} else {
+		snprintf(recs, sizeof(recs), "records not read");
+	}
+
+	/* "nginx[4804] (uid 33) crashed: SIGSEGV at nginx+0x4a1f2 (2,341 records)":
+	 * the uid is the file owner's, so that no box passes for another
+	 * user's process */
+	if (signame)
+		snprintf(sig, sizeof(sig), "%s", signame);
+	else
+		snprintf(sig, sizeof(sig), "signal %d", in->state_signal);
+	if (!crashed)
+		snprintf(msg, sizeof(msg), "%s[%ld] (uid %lu) died without a word: SIGKILL, "
+			 "OOM kill, _exit or exec (%s)", comm, (long)in->pid,
+			 (unsigned long)uid, recs);
+	else if (cr.status == BB_CRASH_COMPLETE)
+		snprintf(msg, sizeof(msg), "%s[%ld] (uid %lu) crashed: %s at %s (%s)", comm,
+			 (long)in->pid, (unsigned long)uid, sig, where[0] ? where : "?", recs);
+	else
+		snprintf(msg, sizeof(msg), "%s[%ld] (uid %lu) crashed: %s, crash record %s (%s)",
+			 comm, (long)in->pid, (unsigned long)uid, sig,
+			 bb_crash_status_name(cr.status), recs);
+	if (omit[0]) {
+		size_t m = strlen(msg);
+
+		snprintf(msg + m, sizeof(msg) - m, " [%s]", omit);
+		add(e, "BB_BOX_OMITTED", "%s", omit);
+	}
+	add_bytes(e, "MESSAGE", msg, strlen(msg));
+	if (attach) {
+		size_t len = 0;
+		const void *data = bb_reader_data(r, &len);
+
+		if (!data || len != box_bytes)
+			e->err = e->err ? e->err : -ESTALE; /* changed while being read */
+		else
+			add_bytes(e, "BB_BOX", data, len);
+	}
+}
+
+/*
+ * Why the box (or its records) cannot be in the entry, into @omit (""
+ * when it can); *@read_all: its records may be read; returns whether the
+ * box goes in.
+ */
+static bool decide(const struct reap_ctx *c, uint32_t uid, uint64_t box_bytes,
+		   uint64_t used_bytes, bool *read_all, char *omit, size_t len)
+{
+	char a[32], b[32];
+
+	omit[0] = '\0';
+	mib(a, sizeof(a), box_bytes);
+	/* what a run may read of one box is bounded by --max-archive-bytes
+	 * (bb-reap(8), BOUNDS): a larger box gets its header's entry only */
+	*read_all = !c->o.max_bytes || box_bytes <= c->o.max_bytes;
+	if (!*read_all) {
+		mib(b, sizeof(b), c->o.max_bytes);
+		snprintf(omit, len, "box of %s not read: over --max-archive-bytes %s", a, b);
+		return false;
+	}
+	if (c->o.journal != REAP_JOURNAL_BOX)
+		return false;
+	if (box_bytes > c->o.journal_box_max) {
+		mib(b, sizeof(b), c->o.journal_box_max);
+		snprintf(omit, len, "box of %s not attached: over --journal-box-max %s", a, b);
+		return false;
+	}
+	if (used_bytes + box_bytes > c->o.journal_budget) {
+		mib(b, sizeof(b), c->o.journal_budget);
+		snprintf(omit, len, "box of %s not attached: uid %lu's boxes in the journal reached "
+			 "--journal-box-budget %s in the last 24 hours", a, (unsigned long)uid, b);
+		return false;
+	}
+	return true;
+}
+
+int reap_journal_box(struct reap_ctx *c, struct bb_reader *r, const struct stat *st,
+		     int liveness, const char *archive, const struct reap_event *base)
+{
+	const struct bb_box_info *in = bb_reader_info(r);
+	uint32_t uid = (uint32_t)st->st_uid;
+	bool crashed = liveness == BB_OWNER_CRASHED, attach, read_all;
+	struct reap_event ev = *base;
+	struct entry e = { .n = 0 };
+	uint64_t box_bytes, used_bytes;
+	unsigned used_hour;
+	struct reap_key k;
+	char omit[256], path[PATH_MAX];
+	int ret;
+
+	if (liveness != BB_OWNER_CRASHED && liveness != BB_OWNER_ORPHANED)
+		return 0; /* alive, or a clean end (exit, bb_close): nothing to report */
+	ev.archive = archive;
+	ev.detail = NULL;
+	ev.decision = "skipped";
+	if (in->uid != uid) {
+		/* a box file whose owner is not the uid its header names: a
+		 * copy or a forgery; nobody's process to report */
+		ev.reason = "not reported to the journal: the file owner is not the header's uid";
+		reap_emit(c, &ev, false);
+		return 0;
+	}
+	reap_key_init(&k, in, uid);
+	if (reap_state_seen(c, &k))
+		return 0;
+	reap_state_usage(c, uid, &used_hour, &used_bytes);
+	if (used_hour >= c->o.journal_rate) {
+		ev.reason = "not reported to the journal now: its owner reached --journal-rate; "
+			    "a later run reports it if it is still there";
+		reap_emit(c, &ev, first_time(c, uid));
+		return 0;
+	}
+	box_bytes = in->file_size < in->box_size ? in->file_size : in->box_size;
+	attach = decide(c, uid, box_bytes, used_bytes, &read_all, omit, sizeof(omit));
+	snprintf(path, sizeof(path), "%s/%s", base->dir, base->name);
+	build(&e, c, r, uid, crashed, read_all, attach, omit, path, archive, box_bytes);
+	ev.reason = crashed ? "crashed" : "orphaned";
+	ev.journal = attach ? "box attached" : omit[0] ? omit : "summary";
+	if (e.err) {
+		ret = e.err;
+		ev.detail = ret == -ESTALE ? "the box changed while being read" : strerror(-ret);
+		entry_free(&e);
+		goto fail;
+	}
+	if (c->o.dry_run) {
+		entry_free(&e);
+		ev.decision = "would-report";
+		reap_emit(c, &ev, true);
+		return 0;
+	}
+	ret = sd_journal_sendv(e.iov, (int)e.n);
+	entry_free(&e);
+	if (ret < 0) {
+		ev.detail = strerror(-ret);
+		goto fail;
+	}
+	c->reported++;
+	ev.decision = "reported";
+	ret = reap_state_add(c, &k, attach ? box_bytes : 0);
+	if (ret < 0) {
+		/* sent, but a later run may send it again */
+		ev.decision = "error";
+		ev.reason = "journal entry sent, but not recorded in the state file";
+		ev.detail = strerror(-ret);
+		c->errors++;
+	}
+	reap_emit(c, &ev, true);
+	return 0;
+fail:
+	ev.decision = "error";
+	ev.reason = "journal entry not sent";
+	c->errors++;
+	reap_emit(c, &ev, true);
+	return ret;
+}
