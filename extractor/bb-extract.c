@@ -89,6 +89,7 @@ static void usage(FILE *f)
 "Usage: %s [OPTION]... PID\n"
 "       %s [OPTION]... --path FILE\n"
 "       %s [OPTION]... --all | --list\n"
+"       %s [OPTION]... --journal | --journal-directory DIR  --list | PID\n"
 "Read the flight-recorder box of process PID (the box it maps now, or the\n"
 "newest one it left), of a box file, or of every box in the directory.\n"
 "The crash record (if any) comes first, then the state table, then the\n"
@@ -107,6 +108,12 @@ static void usage(FILE *f)
 "                    is gone (or SIGINT); report records lost in between\n"
 "  -q, --quiet       no verification report on stderr unless damage is found\n"
 "      --any-owner   accept a box file owned by another uid than its header's\n"
+"      --journal     read the boxes bb-reap --journal put into the local\n"
+"                    journal: --list them, or extract PID's\n"
+"      --journal-directory DIR  the same from the journal files in DIR\n"
+"                    (a collector's systemd-journal-remote output)\n"
+"      --machine ID  with PID: the box of that machine (_MACHINE_ID)\n"
+"      --boot ID     with PID: the box of that boot (BB_BOOT_ID)\n"
 "      --no-symbols  crash frames as module+offset only (no symboliser runs)\n"
 "      --debug-dir DIR  look for debug files in DIR first (DIR/.build-id/xx/\n"
 "                    yyyy.debug, DIR/<module's directory>/<debuglink>); again\n"
@@ -134,7 +141,7 @@ static void usage(FILE *f)
 "     while being read\n"
 "  5  PID: boxes of different owners claim it and none can be trusted over\n"
 "     the others; they are named: read one with --path\n",
-		PROG, PROG, PROG, BB_DEFAULT_DIR);
+		PROG, PROG, PROG, PROG, BB_DEFAULT_DIR);
 }
 
 static void usage_error(const char *fmt, ...)
@@ -287,8 +294,8 @@ static int follow(struct ctx *c)
 }
 
 /* Extract one open box.  Returns an exit code. */
-static int extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r,
-		   int live, bool with_pid)
+int bbx_extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r, int live,
+		bool with_pid)
 {
 	struct ctx c = { .opt = o, .out = out, .r = r, .with_pid = with_pid };
 	struct bb_ring_stats tot;
@@ -329,7 +336,7 @@ static int extract(const struct opts *o, struct bbx_out *out, struct bb_reader *
 	return code;
 }
 
-static int do_save(const struct opts *o, struct bb_reader *r)
+int bbx_save(const struct opts *o, struct bb_reader *r)
 {
 	const struct bb_box_info *in = bb_reader_info(r);
 	int fd, ret;
@@ -389,7 +396,7 @@ static int do_all(const struct opts *o, struct bbx_out *out)
 			continue;
 		}
 		opened++;
-		code = extract(o, out, r, live, true);
+		code = bbx_extract(o, out, r, live, true);
 		bb_reader_close(r);
 		if (code == EXIT_FAILURE_ || out->err) {
 			close(dfd);
@@ -444,7 +451,7 @@ static void add_debug_dir(struct opts *o, const char *dir)
 static void parse_args(int argc, char **argv, struct opts *o)
 {
 	enum { OPT_ANY_OWNER = 256, OPT_NO_URING, OPT_URING, OPT_NO_SYMBOLS, OPT_DEBUG_DIR,
-	       OPT_DEBUGINFOD };
+	       OPT_DEBUGINFOD, OPT_JOURNAL, OPT_JOURNAL_DIR, OPT_MACHINE, OPT_BOOT };
 	static const struct option lopts[] = {
 		{ "path",      required_argument, NULL, 'p' },
 		{ "dir",       required_argument, NULL, 'd' },
@@ -461,6 +468,10 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "no-symbols", no_argument,      NULL, OPT_NO_SYMBOLS },
 		{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
 		{ "debuginfod", no_argument,      NULL, OPT_DEBUGINFOD },
+		{ "journal",   no_argument,       NULL, OPT_JOURNAL },
+		{ "journal-directory", required_argument, NULL, OPT_JOURNAL_DIR },
+		{ "machine",   required_argument, NULL, OPT_MACHINE },
+		{ "boot",      required_argument, NULL, OPT_BOOT },
 		{ "help",      no_argument,       NULL, 'h' },
 		{ "version",   no_argument,       NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -500,6 +511,10 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case OPT_NO_SYMBOLS: o->no_symbols = true; break;
 		case OPT_DEBUG_DIR: add_debug_dir(o, optarg); break;
 		case OPT_DEBUGINFOD: o->debuginfod = true; break;
+		case OPT_JOURNAL: o->journal = true; break;
+		case OPT_JOURNAL_DIR: o->journal_dir = optarg; break;
+		case OPT_MACHINE: o->machine = optarg; break;
+		case OPT_BOOT: o->boot = optarg; break;
 		case 'h':
 			usage(stdout);
 			exit(EXIT_CLEAN);
@@ -523,6 +538,19 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		o->pid = parse_pid(argv[optind]);
 	}
 
+	if (o->journal || o->journal_dir) {
+#ifndef BB_HAVE_JOURNAL
+		usage_error("--journal: built without libsystemd");
+#endif
+		if (o->journal && o->journal_dir)
+			usage_error("give one of --journal and --journal-directory");
+		if (o->path || o->all || o->follow || o->dir)
+			usage_error("--journal reads entries: give --list or a PID, without "
+				    "--path, --all, --follow or --dir");
+	} else if (o->machine || o->boot) {
+		usage_error("--machine and --boot choose among journal entries: give --journal "
+			    "or --journal-directory");
+	}
 	nsrc = !!o->pid + !!o->path + o->list + o->all;
 	if (nsrc == 0)
 		usage_error("nothing to read: give a PID, --path FILE, --list or --all");
@@ -565,6 +593,10 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
+#ifdef BB_HAVE_JOURNAL
+	if (o.journal || o.journal_dir)
+		return bbx_journal_main(&o);
+#endif
 	if (!o.list && !o.all) {
 		struct src src = { .kind = o.path ? SRC_PATH : SRC_PID,
 				   .pid = o.pid, .path = o.path, .dir = o.dir };
@@ -574,7 +606,7 @@ int main(int argc, char **argv)
 		if (ret < 0)
 			return ret == -ENOTUNIQ ? EXIT_AMBIGUOUS : EXIT_NOBOX;
 		if (o.save) {
-			code = do_save(&o, r);
+			code = bbx_save(&o, r);
 			bb_reader_close(r);
 			return code;
 		}
@@ -590,7 +622,7 @@ int main(int argc, char **argv)
 	else if (o.all)
 		code = do_all(&o, &out);
 	else
-		code = extract(&o, &out, r, live, false);
+		code = bbx_extract(&o, &out, r, live, false);
 	bb_reader_close(r);
 	if (bbx_out_close(&out) < 0) {
 		if (out.err != -EPIPE)

@@ -4,7 +4,7 @@
  * one extraction, messages.  bb-extract.c reads the command line, opens
  * boxes and drives an extraction; records.c writes records, preamble.c
  * the crash block and the state table, report.c the verification report,
- * list.c the --list table.
+ * list.c the --list table, journal.c the boxes in journal entries.
  */
 #ifndef BBX_EXTRACT_H
 #define BBX_EXTRACT_H
@@ -42,6 +42,8 @@ struct opts {
 	enum fmt fmt;
 	const char *debug_dirs[DEBUG_DIRS_MAX]; /* absolute */
 	size_t ndebug_dirs;
+	bool journal;        /* --journal, --journal-directory: journal.c */
+	const char *journal_dir, *machine, *boot;
 };
 
 /* One extraction in progress. */
@@ -63,7 +65,10 @@ struct ctx {
 #define TEXT_FAST   4096u            /* try formatting in place in this much */
 #define TEXT_SCRATCH (8u * 65536u)   /* any value of a max-size record fits */
 
-/* bb-extract.c */
+/* bb-extract.c; bbx_extract() and bbx_save() return an exit code */
+int bbx_extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r, int live,
+		bool with_pid);
+int bbx_save(const struct opts *o, struct bb_reader *r);
 void bbx_msg(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void bbx_put_escaped(struct bbx_out *o, const char *s, size_t n);
 
@@ -85,5 +90,8 @@ void bbx_summary_text(struct ctx *c, int live);
 int bbx_scan(const struct opts *o, struct bb_box_entry **v, size_t *n);
 void bbx_say_not_a_box(const struct bb_box_entry *e);
 int bbx_list(const struct opts *o, struct bbx_out *out);
+
+/* journal.c (built with libsystemd): --journal, --journal-directory */
+int bbx_journal_main(const struct opts *o);
 
 #endif /* BBX_EXTRACT_H */
