@@ -1,20 +1,27 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * bbx_crasher - a writer that dies of SIGSEGV with the crash handler on,
- * for bb-extract's format 2.0 tests (check_v2.py).  Built with -g -O0 so
- * the symboliser has something to find: the fault is in bbx_crash_here().
+ * for bb-extract's format 2.0 tests (check_v2.py) and the journal tests
+ * (tests/journal).  Built with -g -O0 so the symboliser has something to
+ * find: the fault is in bbx_crash_here().
  *
- *   bbx_crasher [inwrite]
+ *   bbx_crasher [inwrite | wait | big | sleep]
  *       sets state, writes records (one important), prints its pid, then
  *       crashes in bbx_crash_here(); with "inwrite" it crashes inside a
  *       bb_write_bytes() of a value on an inaccessible page instead, so
- *       the interrupted record must come out torn.  BLACKBOX_CLOCK=tsc for
- *       a TSC box.
+ *       the interrupted record must come out torn.  "wait": blocks until
+ *       killed instead of crashing (a SIGKILL leaves no crash record);
+ *       "big": the same with a 12 MiB box full of records; "sleep": no
+ *       box at all, prints its pid and blocks (a sibling process).
+ *       BLACKBOX_CLOCK=tsc for a TSC box; BBX_COMM becomes its comm
+ *       (prctl) before bb_init, control characters and all.
  */
 #include <blackbox.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 static int *volatile null_ptr;
@@ -35,8 +42,21 @@ __attribute__((noinline, no_sanitize("undefined"))) void bbx_crash_here(int dept
 int main(int argc, char **argv)
 {
 	struct bb_options o = { .flags = BB_OPT_CRASH_HANDLER, .size = 1 << 20 };
-	int rc;
+	const char *mode = argc > 1 ? argv[1] : "", *comm = getenv("BBX_COMM");
+	int rc, steps = 5;
 
+	if (comm)
+		prctl(PR_SET_NAME, comm, 0, 0, 0);
+	if (!strcmp(mode, "sleep")) {
+		printf("%d\n", (int)getpid());
+		fflush(stdout);
+		for (;;)
+			pause();
+	}
+	if (!strcmp(mode, "big")) {
+		o.size = 12u << 20;
+		steps = 100000;
+	}
 	rc = bb_init_opts(&o);
 	if (rc) {
 		fprintf(stderr, "bb_init_opts: %d\n", rc);
@@ -44,12 +64,15 @@ int main(int argc, char **argv)
 	}
 	bb_set("request", "GET /index");
 	bb_set_i64("inflight", 3);
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < steps; i++)
 		bb_write_kv_i64("step", i);
 	bb_write_kv_important("phase", "about to crash");
 	printf("%d\n", (int)getpid());
 	fflush(stdout);
-	if (argc > 1 && !strcmp(argv[1], "inwrite")) {
+	if (!strcmp(mode, "wait") || !strcmp(mode, "big"))
+		for (;;)
+			pause();
+	if (!strcmp(mode, "inwrite")) {
 		void *p = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 		if (p != MAP_FAILED)
