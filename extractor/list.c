@@ -94,7 +94,7 @@ static void list_one(const struct opts *o, struct bbx_out *out, struct bbx_em *e
 	const char *sig = e->liveness == BB_OWNER_CRASHED ? bbx_signal_name(signal) : NULL;
 	uint64_t dropped = in->dropped_busy + in->dropped_nested + in->dropped_toobig +
 			   in->dropped_important;
-	char path[4400], line[256], size[16], used[16], rings[24], agebuf[16];
+	char path[4400], line[512], size[16], used[16], rings[24], agebuf[16];
 	char t[BBX_TIME_MAX], st[48], comm[16 * 4 + 1];
 	int n;
 
@@ -129,6 +129,7 @@ static void list_one(const struct opts *o, struct bbx_out *out, struct bbx_em *e
 		bbx_em_kv_u64(em, "uid", in->uid);
 		bbx_em_kv_u64(em, "file_uid", in->file_uid);
 		bbx_em_kv_str(em, "path", path);
+		bbx_unit_struct(em, in);
 		if (e->flags & (BB_BOX_UID_MISMATCH | BB_BOX_FOREIGN | BB_BOX_AMBIGUOUS)) {
 			bbx_em_key(em, "flags");
 			bbx_em_array(em);
@@ -156,10 +157,11 @@ static void list_one(const struct opts *o, struct bbx_out *out, struct bbx_em *e
 	for (size_t k = strlen(comm); k < 16; k++)
 		bbx_out_char(out, ' ');
 	bbx_out_char(out, ' ');
-	n = snprintf(line, sizeof(line), "%-18s %-8s %-7s %-8s %-8llu %-6s %-10s %-8u ", st,
+	/* a unit name is checked for systemd's characters: nothing to escape */
+	n = snprintf(line, sizeof(line), "%-18s %-8s %-7s %-8s %-8llu %-6s %-10s %-8u %-24s ", st,
 		     size, rings, used, (unsigned long long)dropped, agebuf, bbx_clock_desc(in),
-		     in->file_uid);
-	bbx_out_put(out, line, n > 0 ? (size_t)n : 0);
+		     in->file_uid, in->unit[0] ? in->unit : "-");
+	bbx_out_put(out, line, n < 0 ? 0 : (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 	bbx_put_escaped(out, path, strlen(path));
 	for (size_t k = 0; k < sizeof(claim_flags) / sizeof(claim_flags[0]); k++)
 		if (e->flags & claim_flags[k].flag) {
@@ -192,7 +194,7 @@ int bbx_list(const struct opts *o, struct bbx_out *out)
 	bbx_em_init(&em, out, o->fmt == FMT_CBOR);
 	if (o->fmt == FMT_TEXT)
 		bbx_out_str(out, "PID      COMM             STATE              SIZE     RINGS   "
-			    "USED     DROPPED  AGE    CLOCK      OWNER    PATH\n");
+			    "USED     DROPPED  AGE    CLOCK      OWNER    UNIT                     PATH\n");
 	for (size_t i = 0; i < n; i++) {
 		if (v[i].error)
 			bbx_say_not_a_box(&v[i]);

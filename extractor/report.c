@@ -71,6 +71,20 @@ const char *bbx_state_name(int live)
 	return "unknown";
 }
 
+/* Format 2.1: the systemd unit the owner recorded at bb_init, the members
+ * it has (--list and the summary). */
+void bbx_unit_struct(struct bbx_em *em, const struct bb_box_info *in)
+{
+	if (in->unit[0])
+		bbx_em_kv_str(em, "unit", in->unit);
+	if (in->user_unit[0])
+		bbx_em_kv_str(em, "user_unit", in->user_unit);
+	if (in->invocation_id[0])
+		bbx_em_kv_str(em, "invocation_id", in->invocation_id);
+	if (in->cgroup[0])
+		bbx_em_kv_str(em, "cgroup", in->cgroup);
+}
+
 void bbx_summary_struct(struct ctx *c, int live, int code)
 {
 	const struct bb_box_info *in = c->info;
@@ -92,6 +106,7 @@ void bbx_summary_struct(struct ctx *c, int live, int code)
 	bbx_em_kv_u64(em, "starttime", in->starttime);
 	bbx_em_kv_str(em, "boot_id", in->boot_id);
 	bbx_em_kv_u64(em, "sequence", in->sequence);
+	bbx_unit_struct(em, in);
 	bbx_em_kv_str(em, "state", bbx_state_name(live));
 	if (in->state == BB_STATE_CRASHED) {
 		bbx_em_kv_i64(em, "signal", in->state_signal);

@@ -346,6 +346,21 @@ class Test:
                 boxes[p.pid] = f.read()
             shutil.copy2(p.box_path(self), os.path.join(self.work, "copy.%d" % p.pid))
 
+        # the unit recorded at bb_init, in bb-extract --list and --json
+        lj = [json.loads(l) for l in run([self.extract, "--list", "--json", "--dir",
+                                          self.boxes]).stdout.splitlines()]
+        la = [x for x in lj if x["pid"] == a.pid]
+        check(len(la) == 1 and la[0].get("invocation_id") == inv and
+              (not unit or la[0].get("unit") == unit[0]), "--list --json: %r" % la)
+        if unit:
+            lt = run([self.extract, "--list", "--dir", self.boxes]).stdout.decode()
+            check(re.search(r"^%d .* %s +/" % (a.pid, re.escape(unit[0])), lt, re.M),
+                  "--list: no unit %s for pid %d:\n%s" % (unit[0], a.pid, lt))
+            sj = json.loads(run([self.extract, "--json", "--any-owner", "--path",
+                                 a.box_path(self)]).stdout.splitlines()[-1])["summary"]
+            check(sj.get("unit") == unit[0] and sj.get("invocation_id") == inv,
+                  "--json summary: %r" % sj)
+
         # bb-reap twice: reported once each, whatever keeps or removes them
         reap = [self.reap, "--dir", self.boxes, "--journal=box", "--journal-state", self.state,
                 "--json"]
