@@ -133,6 +133,7 @@ in_pkg "$tools" "usr/share/man/man8/bb-reap.8.gz"
 in_pkg "$tools" "usr/share/man/man7/blackbox.7.gz"
 in_pkg "$tools" "lib/systemd/system/bb-reap.service"
 in_pkg "$tools" "lib/systemd/system/bb-reap.timer"
+in_pkg "$tools" "usr/lib/systemd/catalog/blackbox.catalog"
 dpkg-deb -c "$lib" | awk '{ print $6 }' | grep -q 'man\|include\|\.a$\|/libblackbox\.so$' &&
 	fail "libblackbox0 carries development files"
 # every symlink (libblackbox.so, .so.0, man page aliases) resolves
@@ -165,6 +166,9 @@ grep -q 'rm -rf "${DPKG_ROOT:-}/var/lib/blackbox"' "$tmp/tools-control/postrm" |
 step "systemd units"
 grep -qx 'ExecStart=/usr/sbin/bb-reap .*' "$root/lib/systemd/system/bb-reap.service" ||
 	fail "bb-reap.service does not run /usr/sbin/bb-reap"
+grep -qx 'ExecStart=/usr/sbin/bb-reap .* --journal' "$root/lib/systemd/system/bb-reap.service" ||
+	fail "bb-reap.service does not run bb-reap --journal"
+LD_LIBRARY_PATH="$libdir" "$root/usr/sbin/bb-reap" --help | grep -q -- '--journal' || fail "the packaged bb-reap has no --journal"
 [ -x "$root/usr/sbin/bb-reap" ] || fail "no executable /usr/sbin/bb-reap"
 if command -v systemd-analyze >/dev/null 2>&1; then
 	# verify checks that ExecStart= exists: point it into the scratch root
