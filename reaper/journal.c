@@ -363,12 +363,21 @@ static void add_stack(struct entry *e, struct bb_reader *r, const struct bb_cras
 	free(buf);
 	if (cr->nframes)
 		add(e, "BB_STACK_HASH", "%016llx", (unsigned long long)h);
-	if (nmods && mods[0].build_id_len && mods[0].build_id_len <= 64) {
-		char id[2 * 64 + 1];
+}
 
-		hex(id, mods[0].build_id, mods[0].build_id_len);
-		add(e, "BB_BUILD_ID", "%s", id);
-	}
+/* BB_BUILD_ID: the executable's, the module area's first object, crash or
+ * not (a killed process's build is as worth knowing). */
+static void add_build_id(struct entry *e, struct bb_reader *r)
+{
+	const struct bb_module *mods = NULL;
+	size_t nmods = 0;
+	char err[128], id[2 * 64 + 1];
+
+	if (bb_reader_modules(r, &mods, &nmods, NULL, err, sizeof(err)) < 0 || !nmods ||
+	    !mods[0].build_id_len || mods[0].build_id_len > 64)
+		return;
+	hex(id, mods[0].build_id, mods[0].build_id_len);
+	add(e, "BB_BUILD_ID", "%s", id);
 }
 
 /* ---- the entry ---------------------------------------------------------- */
@@ -507,6 +516,7 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 		add_text(e, "BB_CRASH_THREAD", cr.thread, sizeof(cr.thread));
 		add_stack(e, r, &cr, where, sizeof(where));
 	}
+	add_build_id(e, r);
 	add_unit(e, in, uid);
 	if (read_all) {
 		uint64_t total;

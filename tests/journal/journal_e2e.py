@@ -457,6 +457,8 @@ class Test:
         check("BB_SIGNAL" not in eb and eb["PRIORITY"] == b"4" and
               eb["BB_STATE"] == b"orphaned", "B: %r" % eb.get("MESSAGE"))
         check(eb["BB_BOX"] == boxes[b.pid], "B: BB_BOX differs from the box")
+        check(re.fullmatch(rb"[0-9a-f]{40}", eb.get("BB_BUILD_ID", b"")) and
+              eb["BB_BUILD_ID"] == ea["BB_BUILD_ID"], "B: BB_BUILD_ID %r" % eb.get("BB_BUILD_ID"))
         # C: over the cap: the summary, and it says so
         check("BB_BOX" not in ec and b"--journal-box-max" in ec.get("BB_BOX_OMITTED", b"") and
               b"not attached" in ec["MESSAGE"], "C: %r" % ec.get("MESSAGE"))
