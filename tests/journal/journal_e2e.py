@@ -398,6 +398,7 @@ class Test:
 
         self.ship()
         self.check_central(a, b, c, d, boxes, unit, inv, forged)
+        self.check_rate()
         self.check_catalog(a)
         print("journal_e2e: ok (%s)" % ("with the unit case" if unit else "no unit case"))
 
@@ -503,6 +504,28 @@ class Test:
         run(jd + ["--boot", ea["BB_BOOT_ID"].decode(), str(a.pid)])
         # the local journal too
         run([self.extract, "--journal", "--no-symbols", str(b.pid)])
+
+    def check_rate(self):
+        """--journal-rate: root has two entries this hour (B, C); at rate 2
+        a new root box waits, kept by --min-age, and a later run with
+        room reports it, once."""
+        e = Proc(self, "wait")
+        e.kill()
+        reap = [self.reap, "--dir", self.boxes, "--journal", "--journal-state", self.state,
+                "--json", "--min-age", "1h"]
+        dec = [json.loads(l) for l in run(reap + ["--journal-rate", "2"]).stdout.splitlines()]
+        de = [x for x in dec if x.get("pid") == e.pid]
+        check(not [x for x in de if x["decision"] == "reported"] and
+              [x for x in de if "--journal-rate" in x.get("reason", "")],
+              "rate 2: %r" % de)
+        for want in ([e.pid], []):   # reported by the next run with room, once
+            dec = [json.loads(l) for l in run(reap + ["--journal-rate", "3"]).stdout.splitlines()]
+            rep = [x["pid"] for x in dec if x["decision"] == "reported"]
+            check(rep == want, "rate 3: reported %r, expected %r" % (rep, want))
+        local = ours(parse_export(run(["journalctl", "-o", "export", "--no-pager",
+                                       "MESSAGE_ID=" + MESSAGE_ID,
+                                       "BB_PID=%d" % e.pid]).stdout))
+        check(len(local) == 1, "rate: %d local entries of pid %d" % (len(local), e.pid))
 
     def check_catalog(self, a):
         """The catalog parses, and journalctl -x shows its text.  The index
