@@ -399,6 +399,7 @@ class Test:
         self.ship()
         self.check_central(a, b, c, d, boxes, unit, inv, forged)
         self.check_rate()
+        self.check_budget()
         self.check_catalog(a)
         print("journal_e2e: ok (%s)" % ("with the unit case" if unit else "no unit case"))
 
@@ -526,6 +527,25 @@ class Test:
                                        "MESSAGE_ID=" + MESSAGE_ID,
                                        "BB_PID=%d" % e.pid]).stdout))
         check(len(local) == 1, "rate: %d local entries of pid %d" % (len(local), e.pid))
+
+    def check_budget(self):
+        """--journal-box-budget: root's boxes sent today are B's (C was over
+        the cap): another box of that size does not fit 1 MiB, so its entry
+        is the summary, and says why."""
+        f = Proc(self, "wait")
+        f.kill()
+        r = run([self.reap, "--dir", self.boxes, "--journal=box", "--journal-state",
+                 self.state, "--json", "--min-age", "1h", "--journal-box-budget", "1M"])
+        dec = [json.loads(l) for l in r.stdout.splitlines()]
+        df = [x for x in dec if x.get("pid") == f.pid and x["decision"] == "reported"]
+        check(len(df) == 1 and "--journal-box-budget" in df[0].get("journal", ""),
+              "budget: %r" % dec)
+        local = ours(parse_export(run(["journalctl", "-o", "export", "--no-pager",
+                                       "MESSAGE_ID=" + MESSAGE_ID,
+                                       "BB_PID=%d" % f.pid]).stdout))
+        check(len(local) == 1 and "BB_BOX" not in local[0] and
+              b"--journal-box-budget" in local[0].get("BB_BOX_OMITTED", b""),
+              "budget: local entry %r" % [sorted(e) for e in local])
 
     def check_catalog(self, a):
         """The catalog parses, and journalctl -x shows its text.  The index
