@@ -468,6 +468,30 @@ uint8_t *bb__cbor_put_short(unsigned major, size_t n, uint8_t *p)
 	return p + 2;
 }
 
+/* bb__int_arg - the CBOR argument of the integer @v: v for major 0, -1 - v
+ * (that is v ^ sign) for major 1, the negative ones. */
+static inline uint64_t bb__int_arg(int64_t v)
+{
+	return (uint64_t)v ^ (uint64_t)(v >> 63);
+}
+
+/* bb__cbor_int_size - the bytes of the integer @v in CBOR. */
+static inline uint32_t bb__cbor_int_size(int64_t v)
+{
+	return bb__cbor_head(bb__int_arg(v));
+}
+
+/*
+ * bb__cbor_put_int - the integer @v at @p in its shortest form: major 0
+ * when v >= 0, else major 1 with argument -1 - v.  Returns the byte after
+ * it.  The one integer encoder of the writer, the state table, the crash
+ * handler and bb-extract's CBOR output.
+ */
+static inline uint8_t *bb__cbor_put_int(int64_t v, uint8_t *p)
+{
+	return bb__cbor_put_head((unsigned)((uint64_t)v >> 63), bb__int_arg(v), p);
+}
+
 /*
  * bb__cbor_put_f64 - a double whose IEEE 754 bits are @bits, always in the
  * 9-byte float64 form (0xfb and the bits big-endian, RFC 8949 §3.3: no
@@ -789,10 +813,8 @@ int bb__kv_fast(const char *key, size_t kl, int kind, const char *s, size_t vl, 
 	/* The value's size: a text head of 1 or 2 bytes, an integer head of
 	 * 1 to 9 (major 1 takes -1 - v), a float64 of 9. */
 	if (kind == BB__KV_I64) {
-		uint64_t sign = (uint64_t)((int64_t)x >> 63);
-
-		major = (unsigned)(sign & 1);
-		arg = x ^ sign;
+		major = (unsigned)(x >> 63);
+		arg = bb__int_arg((int64_t)x);
 	}
 	n = 1 + bb__text_size(kl);
 	if (kind == BB__KV_TEXT)
@@ -935,13 +957,6 @@ int bb__kv_f64(const char *key, double v, int klit)
 
 int (bb_write_event)(const char *name, const struct bb_field *f, size_t n);
 
-/* bb__int_arg - the CBOR argument of the integer @v: v for major 0, -1 - v
- * (that is v ^ sign) for major 1, the negative ones. */
-static inline uint64_t bb__int_arg(int64_t v)
-{
-	return (uint64_t)v ^ (uint64_t)(v >> 63);
-}
-
 /*
  * bb__event_fast - bb_write_event(@name, @f, @nf) (<blackbox.h>) in the
  * caller: [text name, {key: value, ...}], the library's record, when @nf is
@@ -1023,7 +1038,7 @@ int bb__event_fast(const char *name, const struct bb_field *f, size_t nf, int nl
 			break;
 		case BB_TYPE_I64:
 			val[i] = (uint64_t)f[i].v.i64;
-			n += bb__cbor_head(bb__int_arg(f[i].v.i64));
+			n += bb__cbor_int_size(f[i].v.i64);
 			break;
 		case BB_TYPE_U64:
 			val[i] = f[i].v.u64;
@@ -1065,8 +1080,7 @@ int bb__event_fast(const char *name, const struct bb_field *f, size_t nf, int nl
 			p += vl[i];
 			break;
 		case BB_TYPE_I64:
-			p = bb__cbor_put_head((unsigned)((int64_t)val[i] < 0),
-					      bb__int_arg((int64_t)val[i]), p);
+			p = bb__cbor_put_int((int64_t)val[i], p);
 			break;
 		case BB_TYPE_U64:
 			p = bb__cbor_put_head(0, val[i], p);
