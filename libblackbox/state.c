@@ -206,8 +206,7 @@ BB_EXPORT int bb_set(const char *key, const char *value)
 BB_EXPORT int bb_set_i64(const char *key, int64_t value)
 {
 	uint8_t v[9];
-	uint8_t *p = value < 0 ? bb__cbor_put_head(1, (uint64_t)(-1 - value), v)
-			       : bb__cbor_put_head(0, (uint64_t)value, v);
+	uint8_t *p = bb__cbor_put_int(value, v);
 
 	return bb__state_put(key, v, (uint32_t)(p - v));
 }
