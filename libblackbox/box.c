@@ -22,22 +22,8 @@
 
 #include "writer.h"
 
-_Static_assert(sizeof(struct bb_header) == BB_HEADER_SIZE, "header is one 4 KiB block");
-_Static_assert(sizeof(struct bb_ring_desc) == BB_RING_DESC_SIZE, "ring descriptor size");
-_Static_assert(sizeof(struct bb_record_hdr) == BB_RECORD_HDR_SIZE, "record envelope size");
-_Static_assert(offsetof(struct bb_header, pid) == 64, "header layout");
-_Static_assert(offsetof(struct bb_header, anchor_realtime_ns) == 408, "header layout");
-_Static_assert(offsetof(struct bb_header, state) == 440, "header layout");
-_Static_assert(offsetof(struct bb_header, dropped_toobig) == 488, "header layout");
-_Static_assert(offsetof(struct bb_header, tsc_anchor) == 496, "header layout 2.0");
-_Static_assert(offsetof(struct bb_header, clock_requested) == 520, "header layout 2.0");
-_Static_assert(offsetof(struct bb_header, state_table_offset) == 528, "header layout 2.0");
-_Static_assert(offsetof(struct bb_header, modules_offset) == 544, "header layout 2.0");
-_Static_assert(offsetof(struct bb_header, state_errors) == 560, "header layout 2.0");
-_Static_assert(offsetof(struct bb_header, crash) == BB_CRASH_OFFSET, "crash area");
-_Static_assert(sizeof(struct bb_modules_hdr) == 24, "module area header");
-_Static_assert(offsetof(struct bb_ring_desc, state) == 64, "head/tail alone on line 0");
-_Static_assert(offsetof(struct bb_ring_desc, lock) == 112, "descriptor layout");
+/* The format's layout is pinned in <blackbox/format.h>. */
+
 /* barrier.h casts these fields to _Atomic: they must be lock-free. */
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
 	       "64- and 32-bit atomics must be lock-free (shared between processes)");
