@@ -409,7 +409,7 @@ static int bb__map_rings(struct bb__box *box, int fd, const struct bb__layout *l
 		off_t off = (off_t)(l->data_off + c * i);
 
 		/* The same file range twice, back to back: a record that
-		 * wraps is contiguous in memory (DESIGN §2). */
+		 * wraps is contiguous in memory (docs/DESIGN.md §2). */
 		if (mmap(at, c, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, off) == MAP_FAILED ||
 		    mmap(at + c, c, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, off) == MAP_FAILED)
 			return -errno;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ring.h - the reader side of the per-record seqlock (DESIGN §4), for one
+ * ring.h - the reader side of the per-record seqlock (docs/DESIGN.md §4), for one
  * record.  Internal, do not use outside the library.  Shared by the reader
  * API (reader_walk.c) and bb_dump() (dump.c), so the protocol exists once.
  *
@@ -80,15 +80,15 @@ static inline int bb__ring_lapped(const struct bb__ring_view *v, uint64_t pos)
  * head loaded with acquire) into @buf (at least max_record bytes) and prove
  * it intact.  On BB__RD_OK *lenp is the record's exact length.
  *
- * Protocol (DESIGN §4): check seq == DONE(pos) and a sane len, copy, acquire
+ * Protocol (docs/DESIGN.md §4, docs/FORMAT.md §8): check seq == DONE(pos) and a sane len, copy, acquire
  * fence, re-read tail and seq.  The fence pairs with the writer's release
- * fences: the one after it publishes a new tail (bb__make_room), which
- * precedes every store into the bytes that tail released, the busy seq
- * included; and the one after the busy seq, which precedes the record's
- * bytes.  If our copy saw any byte of such an overwrite, fence-fence
- * synchronisation makes the new tail (or busy seq) visible to the re-read
- * below, and we discard the copy (Boehm, MSPC 2012, §3; the kernel's
- * read_seqcount_retry()).
+ * fence after it publishes a new tail (bb__ring_free_one(),
+ * bb__make_room()), which precedes every store into the bytes that tail
+ * released, the busy seq of the overwriting record included.  If our copy
+ * saw any byte of such an overwrite, fence-fence synchronisation makes the
+ * new tail visible to the re-read below, and we discard the copy (Boehm,
+ * MSPC 2012, §3; the kernel's read_seqcount_retry()).  The busy mark has
+ * no fence of its own to pair with: docs/DESIGN.md §5.
  */
 static inline enum bb__rd bb__ring_read(const struct bb__ring_view *v, uint64_t pos,
 					 uint64_t head, uint8_t *buf, uint32_t *lenp)
@@ -107,8 +107,8 @@ static inline enum bb__rd bb__ring_read(const struct bb__ring_view *v, uint64_t 
 		goto bad;
 	bb__ring_copy(v, pos, buf, h.len);
 
-	/* Pairs with the writer's BB_FENCE_RELEASE() after it stores a new
-	 * tail and the busy seq: orders our copy before the re-reads. */
+	/* Pairs with the writer's release fence after it stores a new tail:
+	 * orders our copy before the re-reads. */
 	BB_FENCE_ACQUIRE();
 	if (bb__ring_lapped(v, pos) || bb__ring_seq(v, pos) != seq)
 		return BB__RD_OVERWRITTEN;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * writer.h - the writer side of a box: process-local state and the per-record
- * seqlock write protocol (DESIGN §4).  Internal, do not use.
+ * seqlock write protocol (docs/DESIGN.md §3).  Internal, do not use.
  *
  * One-writer contract: a private ring is written only by the thread that
  * claimed it (and, nested, never: a write that interrupts another write on
@@ -218,7 +218,7 @@ static inline uint8_t *bb__reserve(struct bb__w *w, uint8_t flags, uint32_t vlen
 	w->pos = pos;
 	w->len = hdr + vlen + w->box->f.trailer;
 	w->flags |= flags;
-	/* The busy mark, then a release fence (<blackbox/inline.h>). */
+	/* The busy mark, then a compiler barrier (<blackbox/inline.h>). */
 	w->rec = bb__ring_busy(r, pos);
 	if (w->shared) {
 		int32_t ext[2] = { bb__tls.tid, 0 };

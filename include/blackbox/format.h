@@ -89,7 +89,7 @@ struct bb_header {
 	uint32_t max_record;         /*  56 largest record len the writer makes */
 	uint32_t page_size;          /*  60 writer's page size */
 
-	/* owner identity (DESIGN §6: pid + start time + boot id) */
+	/* owner identity (docs/DESIGN.md §6: pid + start time + boot id) */
 	int32_t  pid;                /*  64 */
 	uint32_t uid;                /*  68 */
 	uint64_t starttime;          /*  72 /proc/<pid>/stat field 22, clock ticks */

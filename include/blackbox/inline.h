@@ -175,12 +175,15 @@ uint8_t *bb__ring_busy(struct bb__ring *r, uint64_t pos)
 	uint8_t *rec = r->data + (pos & r->mask);
 
 	__atomic_store_n((uint32_t *)(void *)rec, BB_SEQ_BUSY(pos), __ATOMIC_RELAXED);
-	/* Orders the busy mark before the record bytes stored next (a new
-	 * tail was already ordered before it by the fence of
-	 * bb__ring_free_one() or bb__make_room()).  Pairs with the acquire
-	 * fence in bb__ring_read(): a reader whose copy saw our bytes sees the
-	 * busy seq on its re-read and drops the copy. */
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	/* Keeps the busy mark before the record bytes stored next, for this
+	 * thread's own signal handlers (bb_dump(), the crash handler) and a
+	 * post-mortem reader: a compiler barrier, no instruction.  No live
+	 * reader needs a fence here: it sees our bytes only through an older
+	 * record they overwrite, whose release is ordered before them by the
+	 * tail fence of bb__ring_free_one() or bb__make_room() (that record's
+	 * or an earlier one's); that fence pairs with the acquire fence in
+	 * bb__ring_read().  The argument: docs/DESIGN.md §5. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	return rec;
 }
 

@@ -60,7 +60,7 @@ struct bb_reader;
 #define BB_OPEN_ANY_OWNER  0x2u /* accept a file whose owner uid differs from
 				   the header's uid (default: refused, -EPERM) */
 
-/* What became of a box's owner (DESIGN §6). */
+/* What became of a box's owner (docs/DESIGN.md §6). */
 enum bb_liveness {
 	BB_OWNER_ALIVE    = 1, /* pid exists, start time matches, maps the box */
 	BB_OWNER_EXITED   = 2, /* exited cleanly (atexit ran, box kept) */
@@ -290,7 +290,7 @@ struct bb_ring_stats {
 typedef int (*bb_record_fn)(const struct bb_record *rec, void *arg);
 
 /*
- * bb_reader_walk - deliver every intact record of every ring, per DESIGN §4:
+ * bb_reader_walk - deliver every intact record of every ring, per docs/DESIGN.md §4:
  * each record is copied, then re-validated against the ring's tail and its
  * seq; records that cannot be proven intact are counted, never delivered.
  * A live reader first reads each ring's live part again (from where the
