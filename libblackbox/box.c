@@ -24,7 +24,7 @@
 
 /* The format's layout is pinned in <blackbox/format.h>. */
 
-/* barrier.h casts these fields to _Atomic: they must be lock-free. */
+/* barrier.h's atomics work on these fields in place: they must be lock-free. */
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
 	       "64- and 32-bit atomics must be lock-free (shared between processes)");
 
@@ -656,7 +656,7 @@ int bb__nobox(void)
 	 * acquire load in bb__begin() pairs with; fork_pending itself guards
 	 * nothing else, so its later plain reset needs no ordering. */
 	if (bb__g.fork_pending == 1 &&
-	    atomic_compare_exchange_strong((_Atomic int *)&bb__g.fork_pending, &expect, 2)) {
+	    BB_CAS_ACQUIRE(&bb__g.fork_pending, &expect, 2)) {
 		int ret = bb__open(&bb__g.opts, bb__g.have_dir ? bb__g.dir : NULL, bb__g.opts.size);
 
 		if (ret < 0) {

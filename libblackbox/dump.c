@@ -23,7 +23,6 @@
  * printed too.
  */
 #include <errno.h>
-#include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -51,7 +50,7 @@ struct bb__seen {
 static struct bb__seen bb__seen[BB__SEEN_SLOTS];
 static uint32_t bb__seen_n;
 
-static atomic_flag bb__dump_busy = ATOMIC_FLAG_INIT;
+static int32_t bb__dump_busy; /* 1 while a dump runs: its buffers are static */
 static struct bb__cursor bb__cur[BB_RING_MAX_COUNT];
 static uint8_t bb__rec[BB_RECORD_MAX];
 static char bb__line[1024];
@@ -243,7 +242,9 @@ BB_EXPORT int bb_dump(int fd)
 
 	if (!box)
 		return -ENODEV;
-	if (atomic_flag_test_and_set(&bb__dump_busy))
+	/* Acquire: the buffers a finished dump left are ours now (pairs
+	 * with the release store below). */
+	if (!BB_CAS_ACQUIRE(&bb__dump_busy, &(int32_t){ 0 }, 1))
 		return -EBUSY;
 	/* Private rings, the shared ring, the important ring. */
 	total = box->nrings + BB__EXTRA_RINGS;
@@ -284,6 +285,8 @@ BB_EXPORT int bb_dump(int fd)
 		if (ret < 0)
 			break;
 	}
-	atomic_flag_clear(&bb__dump_busy);
+	/* Release: our use of the static buffers ends before the next dump
+	 * may start. */
+	BB_STORE_RELEASE(&bb__dump_busy, 0);
 	return ret;
 }

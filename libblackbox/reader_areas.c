@@ -206,7 +206,7 @@ static int64_t copy_seqlocked(struct bb_reader *r, uint64_t off, uint8_t *dst, s
 		/* Acquire: pairs with the writer's release store that makes
 		 * seq even after its last byte: an even seq seen here means
 		 * the bytes of that change are visible to the copy. */
-		s1 = BB_LOAD_ACQUIRE((uint32_t *)(uintptr_t)seqp);
+		s1 = bb__seqcount_read_begin(seqp);
 		if (s1 & 1)
 			continue;
 		/* The intended seqlock race: a writer may change the bytes
@@ -216,9 +216,7 @@ static int64_t copy_seqlocked(struct bb_reader *r, uint64_t off, uint8_t *dst, s
 		 * odd and before its first byte: if the copy saw any byte of
 		 * a later change, the odd (or newer) seq is visible below
 		 * (fence-fence synchronisation, as in bb__ring_read()). */
-		BB_FENCE_ACQUIRE();
-		s2 = BB_LOAD_RELAXED((uint32_t *)(uintptr_t)seqp);
-		if (s1 == s2)
+		if (!bb__seqcount_read_retry(seqp, s1))
 			return s1;
 	}
 	return -EBUSY;

@@ -58,10 +58,9 @@
  * spare static TLS for libblackbox's few dozen bytes either way.
  *
  * Memory ordering: each primitive says what it orders and what it pairs
- * with on the reader side (libblackbox/ring.h), exactly as in the library.
- * GCC's __atomic built-ins here are the same operations as the C11
- * <stdatomic.h> ones the library uses (libblackbox/barrier.h); they are
- * also what C++ compiles.
+ * with on the reader side (libblackbox/ring.h), exactly as in the library,
+ * with the library's primitives (<blackbox/barrier.h>, GCC's __atomic
+ * built-ins, which C++ compiles too).
  */
 #ifndef BLACKBOX_INLINE_H
 #define BLACKBOX_INLINE_H
@@ -72,6 +71,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <blackbox/barrier.h>
 #include <blackbox/format.h>
 
 /*
@@ -154,12 +154,12 @@ int bb__ring_free_one(struct bb__ring *r, uint64_t end)
 	if (__builtin_expect(len >= BB_RECORD_HDR_SIZE && ntail <= r->head &&
 			     end - ntail <= r->mask + 1, 1)) {
 		r->tail = ntail;
-		__atomic_store_n(&r->desc->tail, ntail, __ATOMIC_RELAXED);
+		BB__STORE_RELAXED(&r->desc->tail, ntail);
 		/* Orders the new tail before the busy seq and the record bytes
 		 * that overwrite what it released.  Pairs with the acquire
 		 * fence in bb__ring_read() (ring.h): a reader that copied
 		 * overwritten bytes sees this tail and drops the copy. */
-		__atomic_thread_fence(__ATOMIC_RELEASE);
+		BB__FENCE_RELEASE();
 		return 1;
 	}
 	return 0;
@@ -174,7 +174,7 @@ uint8_t *bb__ring_busy(struct bb__ring *r, uint64_t pos)
 {
 	uint8_t *rec = r->data + (pos & r->mask);
 
-	__atomic_store_n((uint32_t *)(void *)rec, BB_SEQ_BUSY(pos), __ATOMIC_RELAXED);
+	BB__STORE_RELAXED((uint32_t *)(void *)rec, BB_SEQ_BUSY(pos));
 	/* Keeps the busy mark before the record bytes stored next, for this
 	 * thread's own signal handlers (bb_dump(), the crash handler) and a
 	 * post-mortem reader: a compiler barrier, no instruction.  No live
@@ -183,7 +183,7 @@ uint8_t *bb__ring_busy(struct bb__ring *r, uint64_t pos)
 	 * tail fence of bb__ring_free_one() or bb__make_room() (that record's
 	 * or an earlier one's); that fence pairs with the acquire fence in
 	 * bb__ring_read().  The argument: docs/DESIGN.md §5. */
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	BB__SIGNAL_FENCE();
 	return rec;
 }
 
@@ -326,11 +326,11 @@ void bb__ring_publish(struct bb__ring *r, uint8_t *rec, uint64_t pos, uint32_t l
 	/* Commit mark with release: orders the envelope, value and CRC before
 	 * it, for readers that validate by seq alone (post mortem, where head
 	 * may not have been published yet). */
-	__atomic_store_n((uint32_t *)(void *)rec, BB_SEQ_DONE(pos), __ATOMIC_RELEASE);
+	BB__STORE_RELEASE((uint32_t *)(void *)rec, BB_SEQ_DONE(pos));
 	r->head = end;
 	/* Publishes the record.  Pairs with the reader's acquire load of head:
 	 * every byte of every record before @end is visible to it. */
-	__atomic_store_n(&r->desc->head, end, __ATOMIC_RELEASE);
+	BB__STORE_RELEASE(&r->desc->head, end);
 }
 
 /*
@@ -742,7 +742,7 @@ uint8_t *bb__fast_begin(struct bb__fw *w, uint32_t n)
 {
 	/* Acquire pairs with the release store publishing the box in
 	 * bb_init(): the box is complete before we use it. */
-	struct bb__box *box = __atomic_load_n(&bb__box, __ATOMIC_ACQUIRE);
+	struct bb__box *box = BB__LOAD_ACQUIRE(&bb__box);
 	uint64_t end;
 
 	if (__builtin_expect(!box, 0))
@@ -754,7 +754,7 @@ uint8_t *bb__fast_begin(struct bb__fw *w, uint32_t n)
 	/* Compiler-only: the depth store is emitted before the ring is read
 	 * (a signal handler on this thread sees it; there is no other
 	 * reader of depth). */
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	BB__SIGNAL_FENCE();
 	w->r = w->t->ring;
 	if (__builtin_expect(w->depth != 1 || w->t->gen != w->fb->gen || !w->r ||
 			     w->fb->crc == BB__CRC_SW ||
@@ -770,7 +770,7 @@ uint8_t *bb__fast_begin(struct bb__fw *w, uint32_t n)
 	return w->rec + BB_RECORD_HDR_SIZE;
 library:
 	/* Compiler-only, as above: nothing of ours is in the ring yet. */
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	BB__SIGNAL_FENCE();
 	w->t->depth = w->depth - 1;
 	return NULL;
 }
@@ -788,7 +788,7 @@ void bb__fast_commit(struct bb__fw *w, uint8_t tag, uint32_t n)
 	/* Compiler-only: every store of the record is emitted before the
 	 * depth is given back; a signal handler that runs after that may
 	 * take our ring again. */
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	BB__SIGNAL_FENCE();
 	w->t->depth = w->depth - 1;
 }
 
