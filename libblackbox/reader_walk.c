@@ -138,13 +138,9 @@ static const uint8_t *read_fixed(struct bb_reader *r, const struct bb__ring_view
 {
 	size_t off = (size_t)(pos & (v->size - 1));
 	struct bb_record_hdr h;
-	uint64_t stride;
 
 	bb__ring_copy(v, pos, &h, sizeof(h)); /* inside the ring whatever it holds */
-	stride = BB_RECORD_STRIDE(h.len);
-	if (h.seq == BB_SEQ_DONE(pos) && h.len >= BB_RECORD_HDR_SIZE &&
-	    h.len <= v->max_record && stride <= v->size &&
-	    bb__pos_diff(head, pos) >= (int64_t)stride) {
+	if (bb__ring_envelope_ok(v, &h, pos, head)) {
 		*lenp = h.len;
 		*rd = BB__RD_OK;
 		if (off + h.len <= v->size)
@@ -162,18 +158,10 @@ static const uint8_t *read_fixed(struct bb_reader *r, const struct bb__ring_view
  * seq says "committed here" and whose record validates.  Bounded by head. */
 static uint64_t resync(struct bb_reader *r, struct rring *rr, uint64_t pos, uint64_t head)
 {
-	for (uint64_t p = pos + 8; bb__pos_diff(head, p) > 0; p += 8) {
-		uint32_t len;
+	uint64_t p = bb__ring_resync(&rr->v, pos, head, r->rec);
 
-		if (bb__ring_seq(&rr->v, p) != BB_SEQ_DONE(p))
-			continue;
-		if (bb__ring_read(&rr->v, p, head, r->rec, &len) == BB__RD_CORRUPT)
-			continue;
-		rr->st.skipped_bytes += p - pos;
-		return p; /* the caller reads it again and keeps or resyncs */
-	}
-	rr->st.skipped_bytes += head - pos;
-	return head;
+	rr->st.skipped_bytes += p - pos;
+	return p;
 }
 
 /* Collect ring @i's intact records into the arena; *endp = where a FOLLOW
@@ -182,7 +170,6 @@ static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
 		   uint64_t *endp)
 {
 	struct rring *rr = &r->rings[i];
-	struct bb_ring_desc *d = (struct bb_ring_desc *)(uintptr_t)rr->v.desc;
 	uint64_t head, tail, pos;
 	int rc;
 
@@ -193,42 +180,28 @@ static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
 	if (rr->st.kind != BB_RING_PRIVATE && rr->st.kind != BB_RING_SHARED &&
 	    rr->st.kind != BB_RING_IMPORTANT)
 		return 0; /* a kind of a later minor version: skipped (FORMAT §10) */
-	for (int tries = 0;; tries++) {
-		/* Acquire: pairs with the writer's release store of head (§7
-		 * step 4), which follows its release store of each record's
-		 * committed seq: every record in [tail, head) is committed and
-		 * its bytes are visible to the copies below. */
-		head = BB_LOAD_ACQUIRE(&d->head);
-		/* Relaxed: ordered after the head load by its acquire, so this
-		 * is a tail at least as new as the one published before that
-		 * head; a newer one is caught per record by bb__ring_read(). */
-		tail = BB_LOAD_RELAXED(&d->tail);
-		/* tail past head: a live writer lapped the ring between the
-		 * two loads.  Reload a bounded number of times. */
-		if (bb__pos_diff(head, tail) >= 0 || tries == 3)
-			break;
-	}
-	*endp = head;
-
-	if ((head | tail) % 8) {
+	switch (bb__ring_bounds(&rr->v, &head, &tail)) {
+	case BB__RB_MISALIGNED:
 		/* records are 8-aligned: nothing in this ring can be located */
+		*endp = head;
 		rr->st.corrupt++;
 		return 0;
-	}
-	if (bb__pos_diff(head, tail) < 0) {
+	case BB__RB_LAPPED:
 		/* still lapping us (live) or a scribbled descriptor (dead) */
+		*endp = head;
 		if (alive)
 			rr->st.overwritten++;
 		else
 			rr->st.corrupt++;
 		return 0;
+	case BB__RB_TOO_LONG:
+		rr->st.corrupt++; /* tail raised to one ring back */
+		break;
+	default:
+		break;
 	}
-	if (head - tail > rr->v.size) {
-		/* a writer never keeps more than a ring's worth: distrust the
-		 * tail, resync from one ring back */
-		rr->st.corrupt++;
-		tail = head - rr->v.size;
-	}
+	*endp = head;
+
 	pos = tail;
 	if ((flags & BB_WALK_FOLLOW) && rr->has_next) {
 		if (bb__pos_diff(rr->next, tail) >= 0 && bb__pos_diff(head, rr->next) >= 0)
@@ -245,7 +218,6 @@ static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
 		const uint8_t *rec = r->rec;
 		enum bb__rd rd;
 		uint32_t len;
-		uint64_t t;
 
 		rec = read_fixed(r, &rr->v, pos, head, &len, &rd);
 		switch (rd) {
@@ -257,10 +229,7 @@ static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
 			break;
 		case BB__RD_OVERWRITTEN:
 			rr->st.overwritten++;
-			/* Relaxed: bb__ring_read() issued the acquire fence that
-			 * made the newer tail visible; resync at it. */
-			t = BB_LOAD_RELAXED(&d->tail);
-			pos = bb__pos_diff(t, pos) > 0 && !(t % 8) ? t : pos + 8;
+			pos = bb__ring_after_lap(&rr->v, pos);
 			break;
 		default:
 			rr->st.corrupt++;
