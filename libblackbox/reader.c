@@ -90,6 +90,7 @@ BB_EXPORT void bb_reader_close(struct bb_reader *r)
 	if (r->ents)
 		munmap(r->ents, r->cents * sizeof(*r->ents));
 	free(r->vals);
+	free(r->gaps);
 	free(r->names);
 	free(r->shown);
 	free(r->slot);

@@ -164,13 +164,37 @@ static uint64_t resync(struct bb_reader *r, struct rring *rr, uint64_t pos, uint
 	return p;
 }
 
+/*
+ * The record just kept at @pos follows a hole when it does not start where
+ * the ring's previous record (kept by this walk, or delivered by the last
+ * FOLLOW walk) ended, *@expect: records overwritten before they could be
+ * read, or bytes that did not validate.  Mark it, remember the bytes lost
+ * (bb_record.gap_before), and expect the next record after it.
+ */
+static int note_gap(struct bb_reader *r, uint32_t ring, uint64_t pos, uint64_t *expect,
+		    bool *have_expect)
+{
+	struct ent *e = &r->ents[r->nents - 1];
+
+	if (*have_expect && bb__pos_diff(pos, *expect) > 0) {
+		if (grow((void **)&r->gaps, &r->cgaps, r->ngaps + 1, sizeof(*r->gaps)))
+			return -ENOMEM;
+		r->gaps[r->ngaps++] = (struct gap){ .pos = pos, .lost = pos - *expect, .ring = ring };
+		e->gap = true;
+	}
+	*expect = pos + e->stride;
+	*have_expect = true;
+	return 0;
+}
+
 /* Collect ring @i's intact records into the arena; *endp = where a FOLLOW
  * walk resumes. */
 static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
 		   uint64_t *endp)
 {
 	struct rring *rr = &r->rings[i];
-	uint64_t head, tail, pos;
+	uint64_t head, tail, pos, expect = 0;
+	bool have_expect = false;
 	int rc;
 
 	*endp = 0;
@@ -204,6 +228,10 @@ static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
 
 	pos = tail;
 	if ((flags & BB_WALK_FOLLOW) && rr->has_next) {
+		/* the history goes on from the last walk's end: a hole since
+		 * is marked on the first record kept */
+		expect = rr->next;
+		have_expect = true;
 		if (bb__pos_diff(rr->next, tail) >= 0 && bb__pos_diff(head, rr->next) >= 0)
 			pos = rr->next;
 		else if (bb__pos_diff(rr->next, tail) < 0)
@@ -221,12 +249,17 @@ static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
 
 		rec = read_fixed(r, &rr->v, pos, head, &len, &rd);
 		switch (rd) {
-		case BB__RD_OK:
+		case BB__RD_OK: {
+			size_t before = r->nents;
+
 			rc = keep(r, i, pos, len, rec);
+			if (!rc && r->nents > before)
+				rc = note_gap(r, i, pos, &expect, &have_expect);
 			if (rc)
 				return rc;
 			pos += BB_RECORD_STRIDE(len);
 			break;
+		}
 		case BB__RD_OVERWRITTEN:
 			rr->st.overwritten++;
 			pos = bb__ring_after_lap(&rr->v, pos);
@@ -363,6 +396,11 @@ static int deliver_one(struct bb_reader *r, size_t k, bb_record_fn fn, void *arg
 		.value = e->vlen ? ent_value(r, e) : none, .value_len = e->vlen,
 		.important_copy = e->copy,
 	};
+
+	if (e->gap)
+		for (size_t g = 0; g < r->ngaps; g++)
+			if (r->gaps[g].ring == e->ring && r->gaps[g].pos == e->pos)
+				rec.gap_before = r->gaps[g].lost;
 
 	rr->next = e->pos + e->stride;
 	rr->has_next = true;
@@ -539,7 +577,7 @@ BB_EXPORT int bb_reader_walk(struct bb_reader *r, unsigned flags, bb_record_fn f
 	}
 	bb__rdr_refresh_info(r);
 	alive = bb_reader_liveness(r) == BB_OWNER_ALIVE;
-	r->nents = r->nvals = r->nnames = 0;
+	r->nents = r->nvals = r->nnames = r->ngaps = 0;
 	firsts = malloc(r->info.ring_count * sizeof(*firsts) + 1);
 	if (!firsts || name_index(r, "") != 0) {
 		free(firsts);

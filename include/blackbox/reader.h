@@ -255,6 +255,15 @@ struct bb_record {
 	uint64_t       ts_raw;      /* the timestamp as stored (TSC ticks in a TSC box) */
 	bool           important_copy; /* delivered from the important ring because
 					  its original is gone (overwritten) */
+	uint64_t       gap_before;  /* bytes of this ring lost right before this
+				       record: a hole in its history (records
+				       overwritten before they could be read,
+				       or bytes that did not validate), 0 if
+				       none.  The first record of a ring in a
+				       walk has no hole before it (older ones
+				       are simply gone), except in a FOLLOW
+				       walk, which goes on from the last one's
+				       end. */
 };
 
 /* Per-ring verification counts, accumulated over every walk of a reader. */
