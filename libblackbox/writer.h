@@ -165,7 +165,7 @@ static inline bool bb__begin(struct bb__w *w, int *ret)
 	w->box = box;
 	/* depth + 1 kept in a register: testing t->f.depth again would reload
 	 * what we just stored, a store-to-load forwarding round trip before
-	 * the clock read (BENCHMARKS.md "Issue 6 floor, third session"). */
+	 * the clock read (BENCHMARKS.md "Write path against the clock"). */
 	depth = t->f.depth + 1;
 	t->f.depth = depth;
 	/* The nesting mark is set before we look at the ring: a signal

@@ -11,7 +11,7 @@
  * per string the compiler cannot see through.  With the default clock
  * (clock_gettime through the vDSO, which reads the counter with rdtscp and
  * hides no work behind it) every instruction of the write path is on the
- * bill (BENCHMARKS.md "Record cost").  So <blackbox.h> expands those calls
+ * bill (BENCHMARKS.md "Write path against the clock").  So <blackbox.h> expands those calls
  * to bb__kv_str() and bb__kv_typed() below: the record is written in the
  * caller, with the library's own protocol and the same bytes.  Anything
  * else calls the library.
@@ -258,7 +258,7 @@ uint64_t bb__crc32c_hw_update(uint64_t c, const uint8_t *p, size_t n)
  * (len, tag, flags) as a little-endian word, the @n bytes at @p
  * (extensions and value), then @ts.  The stamp comes last in the format's
  * order for this: the checksum of everything else does not wait for the
- * clock read, and one crc32q does (BENCHMARKS.md "Issue 6 floor").
+ * clock read, and one crc32q does (BENCHMARKS.md "Write path against the clock").
  */
 static inline __attribute__((always_inline))
 uint32_t bb__record_crc_hw(uint32_t seq, uint32_t w1, uint64_t ts,
