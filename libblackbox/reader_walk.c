@@ -171,7 +171,7 @@ static uint64_t resync(struct bb_reader *r, struct rring *rr, uint64_t pos, uint
  * read, or bytes that did not validate.  Mark it, remember the bytes lost
  * (bb_record.gap_before), and expect the next record after it.
  */
-static int note_gap(struct bb_reader *r, uint32_t ring, uint64_t pos, uint64_t *expect,
+static inline int note_gap(struct bb_reader *r, uint32_t ring, uint64_t pos, uint64_t *expect,
 		    bool *have_expect)
 {
 	struct ent *e = &r->ents[r->nents - 1];
@@ -388,15 +388,23 @@ static int deliver_one(struct bb_reader *r, size_t k, bb_record_fn fn, void *arg
 	static const uint8_t none[1];
 	const struct ent *e = &r->ents[k];
 	struct rring *rr = &r->rings[e->ring];
-	struct bb_record rec = {
-		.ring = e->ring, .tid = e->tid, .thread_name = r->names[e->name],
-		.pos = e->pos, .ts = bb__rdr_ns(r, e->ts), .ts_raw = e->ts,
-		.wall_ns = bb__rdr_wall(r, e->ts),
-		.tag = e->tag, .flags = e->flags,
-		.value = e->vlen ? ent_value(r, e) : none, .value_len = e->vlen,
-		.important_copy = e->copy,
-	};
+	struct bb_record rec;
 
+	/* member by member: an initializer zeroes the whole struct first
+	 * (16 instructions more per record, callgrind) */
+	rec.ring = e->ring;
+	rec.tid = e->tid;
+	rec.thread_name = r->names[e->name];
+	rec.pos = e->pos;
+	rec.ts = bb__rdr_ns(r, e->ts);
+	rec.wall_ns = bb__rdr_wall(r, e->ts);
+	rec.tag = e->tag;
+	rec.flags = e->flags;
+	rec.value = e->vlen ? ent_value(r, e) : none;
+	rec.value_len = e->vlen;
+	rec.ts_raw = e->ts;
+	rec.important_copy = e->copy;
+	rec.gap_before = 0;
 	if (e->gap)
 		for (size_t g = 0; g < r->ngaps; g++)
 			if (r->gaps[g].ring == e->ring && r->gaps[g].pos == e->pos)

@@ -136,42 +136,53 @@ struct dec {
  * the fewest digits (a decimal of fewer digits is one with a smaller k).
  * A decimal with at most 15 digits in this range is within half an ulp of
  * v while its neighbours with as many digits are not (their spacing is
- * more than 2 ulps): it is the shortest and the nearest.
+ * more than 2 ulps): it is the shortest and the nearest.  Its decimal
+ * exponent is in [-4, 14], below the precision 15: %g's fixed layout,
+ * written here straight from m (integer part m / 10^k, then k fraction
+ * digits, the last one not 0).  Returns the bytes written at @p, 0 when
+ * @a is outside the case.
  */
-static bool fast_fixed(double a, struct dec *o)
+static size_t fast_fixed(char *p, double a)
 {
-	static const double p10[16] = {
-		1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
-		1e12, 1e13, 1e14, 1e15,
+	static const uint64_t p10[16] = {
+		1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000,
+		1000000000, 10000000000, 100000000000, 1000000000000,
+		10000000000000, 100000000000000, 1000000000000000,
 	};
 
 	if (!(a >= 1e-4 && a < 1e15))
-		return false;
+		return 0;
 	for (int k = 0; k <= 15; k++) {
-		double x = a * p10[k], m;
-		uint64_t u;
+		double x = a * (double)p10[k], m;
+		uint64_t u, ip, fp;
 		char t[20];
-		int n = 0;
+		size_t n = 0, j = 0;
 
 		if (x >= 1e15)
-			return false;
+			return 0;
 		m = (double)(uint64_t)(x + 0.5); /* no libm: round half up */
-		if (m / p10[k] != a)
+		if (m / (double)p10[k] != a)
 			continue;
 		u = (uint64_t)m;
+		ip = u / p10[k];
+		fp = u % p10[k];
 		do {
-			t[n++] = (char)('0' + u % 10);
-			u /= 10;
-		} while (u);
-		o->x = n - 1 - k;
-		o->nd = 0;
-		while (n > 0)
-			o->d[o->nd++] = t[--n];
-		while (o->nd > 1 && o->d[o->nd - 1] == '0')
-			o->nd--;
-		return true;
+			t[j++] = (char)('0' + ip % 10);
+			ip /= 10;
+		} while (ip);
+		while (j)
+			p[n++] = t[--j];
+		if (k) {
+			p[n++] = '.';
+			for (int d = k; d-- > 0;) {
+				p[n + (size_t)d] = (char)('0' + fp % 10);
+				fp /= 10;
+			}
+			n += (size_t)k;
+		}
+		return n;
 	}
-	return false;
+	return 0;
 }
 
 static void shortest(uint64_t bits, struct dec *o)
@@ -285,7 +296,7 @@ size_t bb__fmt_double(char *buf, double d)
 {
 	struct dec o;
 	uint64_t bits;
-	size_t n = 0;
+	size_t n = 0, k;
 	double a;
 	int prec;
 
@@ -304,8 +315,9 @@ size_t bb__fmt_double(char *buf, double d)
 		return n;
 	}
 	a = bits >> 63 ? -d : d;
-	if (!fast_fixed(a, &o))
-		shortest(bits & ~(UINT64_C(1) << 63), &o);
+	if ((k = fast_fixed(buf + n, a)))
+		return n + k;
+	shortest(bits & ~(UINT64_C(1) << 63), &o);
 	prec = o.nd > 15 ? o.nd : 15;
 	if (o.x < -4 || o.x >= prec) {
 		buf[n++] = o.d[0];
