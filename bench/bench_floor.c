@@ -3,7 +3,7 @@
  * bench_floor - what a record costs against its clock, robust to a noisy
  * host: every writer beside a bare clock_gettime() and a bare rdtsc of the
  * same run, from the BEST batches rather than the median.  The targets it
- * prints are the ratios of BENCHMARKS.md "Record cost".
+ * prints are the ratios of BENCHMARKS.md "Write path against the clock".
  *
  * Rows (the thread is pinned to one CPU):
  *  - bb_write_kv("req", "GET /index"): literals, the inline path of

@@ -2,7 +2,7 @@
 /*
  * bench_lttng - an LTTng-UST tracepoint with two strings beside the same
  * run's bare clock_gettime() and bb_write_kv(): the LTTng row of
- * BENCHMARKS.md "Record cost".  Built only where liblttng-ust is found
+ * BENCHMARKS.md "Write path against the clock".  Built only where liblttng-ust is found
  * (bench/meson.build); needs lttng-tools (lttng, lttng-sessiond) to run.
  *
  * What it does, in order:

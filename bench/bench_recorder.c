@@ -3,7 +3,7 @@
  * bench_recorder - c3d/recorder's record() (a format and two arguments:
  * the strings are not copied, their pointers are) beside the same run's
  * bare clock_gettime() and bb_write_kv(): the recorder row of BENCHMARKS.md
- * "Record cost".  Not built by meson: bench/peer_recorder.sh compiles it
+ * "Write path against the clock".  Not built by meson: bench/peer_recorder.sh compiles it
  * with the recorder's sources, outside this tree.
  *
  * Usage: bench_recorder [-b BATCHES] [-n CALLS] [-r ROUNDS]

@@ -3,7 +3,7 @@
  * bench_shadow - how much of a writer's own work hides behind the clock
  * read, for the default clock (clock_gettime through the vDSO) and for a
  * bare rdtsc (BB_CLOCK_TSC).  No library call: this measures the machine,
- * to explain the bench_floor ratios (BENCHMARKS.md "Issue 6 floor").
+ * to explain the bench_floor ratios (BENCHMARKS.md "Write path against the clock").
  *
  * Each loop reads the clock once per iteration and does K units of
  * synthetic work next to it:

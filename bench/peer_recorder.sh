@@ -5,7 +5,7 @@
 # (https://github.com/c3d/recorder, LGPL) from its source directory, outside
 # this tree, with bench/bench_recorder.c, against BUILD_DIR's libblackbox
 # (default: build), and run it with ARGS: the recorder row of BENCHMARKS.md
-# "Record cost".  Nothing of the recorder is copied here; its own build
+# "Write path against the clock".  Nothing of the recorder is copied here; its own build
 # (make-it-quick) is not needed: recorder.c and recorder_ring.c are
 # compiled with the few HAVE_* answers it asks for on Linux.
 set -eu

@@ -4,7 +4,7 @@
 # bench/run.sh - build (if needed) and run the issue 6 measurements, and
 # print one report: latency and throughput by thread count, cost by value
 # size, box creation and memory, each beside its baselines of the same run,
-# then the targets.  BENCHMARKS.md "How to run" documents it.
+# then the targets.  BENCHMARKS.md "Reproduce" documents it.
 #
 # Usage: bench/run.sh [-q] [BUILD_DIR]
 #   BUILD_DIR  a meson build directory (default: build-bench in the source

@@ -10,9 +10,10 @@
 static size_t u8sanitized_len(const uint8_t *s, size_t n)
 {
 	size_t i = 0, len = 0, k;
+	uint32_t cp;
 
 	while (i < n) {
-		k = u8len(s + i, n - i);
+		k = s[i] < 0x80 ? 1 : bb__utf8_seq(s + i, n - i, &cp);
 		len += k ? k : 3;
 		i += k ? k : 1;
 	}
@@ -22,9 +23,10 @@ static size_t u8sanitized_len(const uint8_t *s, size_t n)
 static void put_sanitized(struct bbx_out *o, const uint8_t *s, size_t n)
 {
 	size_t i = 0, st = 0, k;
+	uint32_t cp;
 
 	while (i < n) {
-		k = s[i] < 0x80 ? 1 : u8len(s + i, n - i);
+		k = s[i] < 0x80 ? 1 : bb__utf8_seq(s + i, n - i, &cp);
 		if (k) {
 			i += k;
 			continue;
@@ -38,7 +40,7 @@ static void put_sanitized(struct bbx_out *o, const uint8_t *s, size_t n)
 
 void bbx__cbor_text(struct bbx_out *o, const uint8_t *s, size_t n)
 {
-	bool ok = u8valid(s, n);
+	bool ok = bb__utf8_valid(s, n);
 	size_t len = ok ? n : u8sanitized_len(s, n);
 
 	cb_put_head(o, 3, len);
@@ -48,46 +50,29 @@ void bbx__cbor_text(struct bbx_out *o, const uint8_t *s, size_t n)
 		put_sanitized(o, s, n);
 }
 
-/* Copy one well-formed item, re-encoding text that is not valid UTF-8. */
-void bbx__cbor_copy_sanitized(struct bbx_out *o, struct cbr *c)
+/* Copy one well-formed item (bb__cbor_skip() said so), re-encoding text
+ * that is not valid UTF-8. */
+void bbx__cbor_copy_sanitized(struct bbx_out *o, struct bb__cbor *c)
 {
-	struct cbh h, k;
+	struct bb__cbor_item h;
 	uint64_t i, n;
 
-	if (!cbr_head(c, &h))
+	if (bb__cbor_read_head(c, &h))
 		return;
 	if (h.major == 3) {
-		if (h.ai != 31) {
-			bbx__cbor_text(o, c->p, (size_t)h.val);
-			c->p += h.val;
-			return;
-		}
-		bbx_out_char(o, 0x7f);
-		while (!cbr_at_break(c) && cbr_head(c, &k)) {
-			bbx__cbor_text(o, c->p, (size_t)k.val);
-			c->p += k.val;
-		}
-		c->p++;
-		bbx_out_char(o, (char)0xff);
+		bbx__cbor_text(o, c->p, (size_t)h.arg);
+		c->p += h.arg;
 		return;
 	}
-	if (h.major != 4 && h.major != 5 && h.major != 6) {
+	if (h.major != 4 && h.major != 5) {
 		/* scalars, byte strings: as they are */
 		c->p = h.start;
-		bbx__cbr_skip(c);
+		(void)bb__cbor_skip(c, 0, NULL);
 		bbx_out_put(o, h.start, (size_t)(c->p - h.start));
 		return;
 	}
 	bbx_out_put(o, h.start, (size_t)(c->p - h.start));
-	if (h.major == 6) {
+	n = h.major == 5 ? 2 * h.arg : h.arg;
+	for (i = 0; i < n; i++)
 		bbx__cbor_copy_sanitized(o, c);
-		return;
-	}
-	n = h.major == 5 ? 2 * h.val : h.val;
-	for (i = 0; h.ai == 31 ? !cbr_at_break(c) : i < n; i++)
-		bbx__cbor_copy_sanitized(o, c);
-	if (h.ai == 31) {
-		c->p++;
-		bbx_out_char(o, (char)0xff);
-	}
 }

@@ -5,9 +5,11 @@
  * Record values arrive as CBOR bytes that the reader proved intact (the
  * record's seq checked out), but intact is not the same as well formed: a
  * crashing owner may have written garbage before committing.  Every value
- * is therefore checked in one bounded pass (cbr_check: lengths inside the
- * buffer, nesting depth limited, counts bounded by the bytes left) before
- * anything of it is written, so a bad value never leaves half a JSON line.
+ * is therefore checked in one bounded pass (bb__cbor_skip(), the project's
+ * one CBOR decoder and its one rule: lengths inside the buffer, definite
+ * lengths, no tags, nesting depth limited, counts bounded by the bytes
+ * left) before anything of it is written, so a bad value never leaves
+ * half a JSON line.
  */
 #include <blackbox/format.h>
 
@@ -275,7 +277,7 @@ void bbx_em_record_end(struct bbx_em *em, bool truncated, bool important)
 static void em_item(struct bbx_em *em, const uint8_t *p, const uint8_t *end,
 		    bool bad_utf8)
 {
-	struct cbr c = { p, end };
+	struct bb__cbor c = { p, end };
 
 	pre_value(em);
 	if (!em->cbor)
@@ -286,12 +288,37 @@ static void em_item(struct bbx_em *em, const uint8_t *p, const uint8_t *end,
 		bbx__cbor_copy_sanitized(em->o, &c);
 }
 
+/*
+ * The items of the array at @c (well formed), up to @max: start of each in
+ * it[i], end in it[i + 1].  Returns the count, or -1 if not an array or
+ * longer than @max.
+ */
+static int item_array(struct bb__cbor *c, const uint8_t **it, int max)
+{
+	struct bb__cbor_item h;
+	int n = 0;
+
+	if (bb__cbor_read_head(c, &h) || h.major != 4 || h.arg > (uint64_t)max)
+		return -1;
+	for (; (uint64_t)n < h.arg; n++) {
+		it[n] = c->p;
+		(void)bb__cbor_skip(c, 1, NULL);
+	}
+	it[n] = c->p;
+	return n;
+}
+
+static unsigned major_of(const uint8_t *p)
+{
+	return *p >> 5;
+}
+
 /* NULL if @value (well formed) has the shape @tag promises, else why not. */
 static const char *shape_error(unsigned tag, const uint8_t *v, const uint8_t *end,
 			       const uint8_t **it, int *nit)
 {
-	struct cbr c = { v, end };
-	unsigned major = cbr_major(v), ai = v[0] & 31;
+	struct bb__cbor c = { v, end };
+	unsigned major = major_of(v), ai = v[0] & 31;
 
 	switch (tag) {
 	case BB_TAG_STR:
@@ -309,15 +336,15 @@ static const char *shape_error(unsigned tag, const uint8_t *v, const uint8_t *en
 	case BB_TAG_BYTES:
 		return major == 2 ? NULL : "bytes record without a byte string";
 	case BB_TAG_KV:
-		*nit = bbx__cbr_array(&c, it, 4);
-		return *nit == 2 && cbr_major(it[0]) == 3 ? NULL
+		*nit = item_array(&c, it, 4);
+		return *nit == 2 && major_of(it[0]) == 3 ? NULL
 			: "kv record that is not [text, value]";
 	case BB_TAG_EVENT:
-		*nit = bbx__cbr_array(&c, it, 4);
-		return *nit == 2 && cbr_major(it[0]) == 3 && cbr_major(it[1]) == 5
+		*nit = item_array(&c, it, 4);
+		return *nit == 2 && major_of(it[0]) == 3 && major_of(it[1]) == 5
 			? NULL : "event record that is not [text, map]";
 	case BB_TAG_OWNER:
-		*nit = bbx__cbr_array(&c, it, 4);
+		*nit = item_array(&c, it, 4);
 		return *nit == 4 ? NULL : "owner record that is not an array of 4";
 	default:
 		return NULL; /* crash, state, unknown: any value */
@@ -330,7 +357,7 @@ bool bbx_em_record_value(struct bbx_em *em, unsigned tag,
 	static const char *const owner_keys[4] = {
 		"tid", "thread", "prev_tid", "prev_thread",
 	};
-	struct cbr c = { value, value + len };
+	struct bb__cbor c = { value, value + len };
 	const uint8_t *it[5];
 	const char *why;
 	bool bad_utf8 = false;
@@ -341,7 +368,7 @@ bool bbx_em_record_value(struct bbx_em *em, unsigned tag,
 		return true;
 	if (!len)
 		why = "empty value";
-	else if (!bbx__cbr_check(&c, 0, &bad_utf8))
+	else if (bb__cbor_skip(&c, 0, &bad_utf8))
 		why = "malformed CBOR value";
 	else if (c.p != value + len)
 		why = "trailing bytes after the value";

@@ -15,7 +15,7 @@
  * both checks and formats, straight into reserved output that is committed
  * only when the whole value checked out; anything else (and anything
  * wrong) returns false having written nothing, and the general path
- * (cbr_check, shape_error, json_item) decides.  The bytes written are
+ * (bb__cbor_skip(), shape_error(), bbx__json_item()) decides.  The bytes written are
  * exactly the general path's: the same escaper, number and float formats.
  */
 
@@ -25,34 +25,20 @@
  * ("":false,) 9 per 2 bytes; 16 per byte covers them all. */
 #define FAST_OUT(n) (16 * (n) + 64)
 
-/* A definite-length head, argument in *val.  False if indefinite, reserved
- * or cut short. */
+/* The head of a definite item, argument in *val (the project's decoder,
+ * shared/cbor.h).  False if anything is wrong: the general path says what. */
 static inline bool fast_head(const uint8_t **cp, const uint8_t *end, unsigned *major,
 			     unsigned *ai, uint64_t *val)
 {
-	const uint8_t *c = *cp;
-	uint64_t v;
-	uint8_t b;
+	struct bb__cbor c = { *cp, end };
+	struct bb__cbor_item h;
 
-	if (c >= end)
+	if (bb__cbor_read_head(&c, &h))
 		return false;
-	b = *c++;
-	*major = b >> 5;
-	*ai = b & 31;
-	v = *ai;
-	if (*ai >= 24) {
-		size_t k;
-
-		if (*ai > 27)
-			return false;
-		k = (size_t)1 << (*ai - 24);
-		if ((size_t)(end - c) < k)
-			return false;
-		for (v = 0; k--;)
-			v = v << 8 | *c++;
-	}
-	*val = v;
-	*cp = c;
+	*major = h.major;
+	*ai = h.ai;
+	*val = h.arg;
+	*cp = c.p;
 	return true;
 }
 
@@ -67,7 +53,7 @@ static inline size_t fast_text(char *p, const uint8_t **cp, const uint8_t *end)
 	    n > (uint64_t)(end - *cp))
 		return 0;
 	p[0] = '"';
-	k = 1 + esc_into(p + 1, *cp, (size_t)n);
+	k = 1 + bb__json_escape(p + 1, *cp, (size_t)n);
 	p[k++] = '"';
 	*cp += n;
 	return k;
@@ -120,7 +106,7 @@ static inline size_t fast_scalar(char *p, const uint8_t **cp, const uint8_t *end
 		if (v > (uint64_t)(end - c))
 			return 0;
 		p[0] = '"';
-		k = 1 + esc_into(p + 1, c, (size_t)v);
+		k = 1 + bb__json_escape(p + 1, c, (size_t)v);
 		p[k++] = '"';
 		c += v;
 		break;
@@ -130,7 +116,7 @@ static inline size_t fast_scalar(char *p, const uint8_t **cp, const uint8_t *end
 		case 21: memcpy(p, "true", 4);  k = 4; break;
 		case 22:
 		case 23: memcpy(p, "null", 4);  k = 4; break;
-		case 25: k = bbx__fmt_double(p, half_to_double((unsigned)v)); break;
+		case 25: k = bbx__fmt_double(p, bb__cbor_half((uint16_t)v)); break;
 		case 26: {
 			uint32_t u = (uint32_t)v;
 			float f;
@@ -263,7 +249,7 @@ static inline bool fast_skip_scalar(const uint8_t **cp, const uint8_t *end, unsi
 		break;
 	case 2:
 	case 3:
-		if (v > (uint64_t)(end - c) || (major == 3 && !u8valid(c, (size_t)v)))
+		if (v > (uint64_t)(end - c) || (major == 3 && !bb__utf8_valid(c, (size_t)v)))
 			return false;
 		c += v;
 		break;

@@ -60,6 +60,7 @@ struct ctx {
 	struct bb_crash crash;       /* the crash area, read before the records */
 	struct bb_state_stats state; /* the state table, likewise */
 	bool has_state;
+	uint64_t gaps;       /* gap records written (records.c) */
 };
 
 #define TEXT_FAST   4096u            /* try formatting in place in this much */

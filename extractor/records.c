@@ -37,13 +37,75 @@ static size_t put_thread_name(char *p, const char *name)
 	return n;
 }
 
+/*
+ * Holes in a ring's history: the reader marks a record that does not start
+ * where its ring's previous one ended (bb_record.gap_before: records the
+ * writer overwrote before they could be read, while a live box was copied
+ * or between --follow polls, or bytes that did not validate).  The hole is
+ * said in the stream, right before that record, by a gap record naming
+ * the ring, the thread and the bytes lost (bb-extract(1), "Gaps").
+ */
+/* "-- gap: ring 1, thread 101 (t1): 48 bytes lost between positions 96
+ * and 144" */
+static void text_gap(struct ctx *c, const struct bb_record *rec)
+{
+	uint64_t lost = rec->gap_before, from = rec->pos - lost;
+	struct bbx_out *o = c->out;
+	char *p = bbx_out_reserve(o, 160 + 4 * 15 + 1);
+	size_t n = 0;
+
+#define LIT(s) (memcpy(p + n, s, sizeof(s) - 1), n += sizeof(s) - 1)
+	LIT("-- gap: ring ");
+	n += bbx_fmt_u64(p + n, rec->ring);
+	LIT(", thread ");
+	n += bbx_fmt_i64(p + n, rec->tid);
+	LIT(" (");
+	n += put_thread_name(p + n, rec->thread_name);
+	LIT("): ");
+	n += bbx_fmt_u64(p + n, lost);
+	LIT(" bytes lost between positions ");
+	n += bbx_fmt_u64(p + n, from);
+	LIT(" and ");
+	n += bbx_fmt_u64(p + n, rec->pos);
+	p[n++] = '\n';
+#undef LIT
+	bbx_out_commit(o, n);
+}
+
+/* {"type":"gap","ring":1,"tid":101,"thread":"t1","lost_bytes":48,
+ *  "from_pos":96,"to_pos":144} */
+static void struct_gap(struct ctx *c, const struct bb_record *rec)
+{
+	struct bbx_em *em = &c->em;
+	uint64_t lost = rec->gap_before, from = rec->pos - lost;
+
+	bbx_em_map(em);
+	bbx_em_key(em, "type");
+	bbx_em_cstr(em, "gap");
+	bbx_em_kv_u64(em, "ring", rec->ring);
+	bbx_em_kv_i64(em, "tid", rec->tid);
+	bbx_em_key(em, "thread");
+	bbx_em_cstr(em, rec->thread_name ? rec->thread_name : "");
+	bbx_em_kv_u64(em, "lost_bytes", lost);
+	bbx_em_kv_u64(em, "from_pos", from);
+	bbx_em_kv_u64(em, "to_pos", rec->pos);
+	bbx_em_end(em);
+	bbx_em_eol(em);
+}
+
 int bbx_text_record(const struct bb_record *rec, void *arg)
 {
 	struct ctx *c = arg;
 	struct bbx_out *o = c->out;
-	char *p = bbx_out_reserve(o, BBX_TIME_MAX + 24 + 4 * 15 + 1);
+	char *p;
 	size_t n = 0;
 	int v;
+
+	if (rec->gap_before) {
+		text_gap(c, rec);
+		c->gaps++;
+	}
+	p = bbx_out_reserve(o, BBX_TIME_MAX + 24 + 4 * 15 + 1);
 
 	n += bbx_fmt_time(p, rec->wall_ns);
 	p[n++] = ' ';
@@ -79,6 +141,10 @@ int bbx_struct_record(const struct bb_record *rec, void *arg)
 {
 	struct ctx *c = arg;
 	struct bbx_em *em = &c->em;
+	if (rec->gap_before) {
+		struct_gap(c, rec);
+		c->gaps++;
+	}
 
 	bbx_em_record_start(em, rec->wall_ns, rec->ts, c->with_pid, c->info->pid,
 			    rec->tid, rec->thread_name ? rec->thread_name : "",

@@ -1,6 +1,7 @@
 #!/bin/sh
-# fuzz/run.sh [SECONDS] - build the libFuzzer target with clang and fuzz the
-# box parser for SECONDS (default 60), starting from fuzz/corpus.  New inputs
+# fuzz/run.sh [SECONDS] - build the libFuzzer targets with clang and fuzz the
+# box parser for SECONDS (default 60), starting from fuzz/corpus, then the
+# CBOR decoder against libcbor (fuzz_cbor.c) for a third of that.  New inputs
 # go to a scratch corpus, never into the repository; a crash leaves its
 # reproducer in build-fuzz/ and makes this script fail.
 set -eu
@@ -14,7 +15,17 @@ clang -g -O1 -std=gnu11 -D_GNU_SOURCE \
 	-I"$root/include" -I"$root/libblackbox" \
 	"$here/fuzz_reader.c" "$root"/libblackbox/reader*.c "$root/libblackbox/names.c" \
 	"$root/libblackbox/escape.c" "$root/libblackbox/value.c" "$root/libblackbox/crc32c.c" \
+	"$root"/shared/*.c \
 	-o "$out/fuzz_reader"
+clang -g -O1 -std=gnu11 -D_GNU_SOURCE \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	-I"$root/include" -I"$root/libblackbox" \
+	"$here/fuzz_cbor.c" "$root"/libblackbox/value.c "$root/libblackbox/escape.c" \
+	"$root/libblackbox/names.c" "$root"/shared/*.c -lcbor \
+	-o "$out/fuzz_cbor"
+mkdir -p "$out/corpus-cbor"
 cd "$out"
-exec ./fuzz_reader -max_total_time="$secs" -max_len=65536 -timeout=10 \
+./fuzz_reader -max_total_time="$secs" -max_len=65536 -timeout=10 \
 	-rss_limit_mb=2048 -print_final_stats=1 "$out/corpus" "$here/corpus"
+exec ./fuzz_cbor -max_total_time=$((secs / 3 + 1)) -max_len=4096 -timeout=10 \
+	-rss_limit_mb=2048 -print_final_stats=1 "$out/corpus-cbor"

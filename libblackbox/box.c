@@ -23,26 +23,9 @@
 #include "unit.h"
 #include "writer.h"
 
-_Static_assert(sizeof(struct bb_header) == BB_HEADER_SIZE, "header is one 4 KiB block");
-_Static_assert(sizeof(struct bb_ring_desc) == BB_RING_DESC_SIZE, "ring descriptor size");
-_Static_assert(sizeof(struct bb_record_hdr) == BB_RECORD_HDR_SIZE, "record envelope size");
-_Static_assert(offsetof(struct bb_header, pid) == 64, "header layout");
-_Static_assert(offsetof(struct bb_header, anchor_realtime_ns) == 408, "header layout");
-_Static_assert(offsetof(struct bb_header, state) == 440, "header layout");
-_Static_assert(offsetof(struct bb_header, dropped_toobig) == 488, "header layout");
-_Static_assert(offsetof(struct bb_header, tsc_anchor) == 496, "header layout 2.0");
-_Static_assert(offsetof(struct bb_header, clock_requested) == 520, "header layout 2.0");
-_Static_assert(offsetof(struct bb_header, state_table_offset) == 528, "header layout 2.0");
-_Static_assert(offsetof(struct bb_header, modules_offset) == 544, "header layout 2.0");
-_Static_assert(offsetof(struct bb_header, state_errors) == 560, "header layout 2.0");
-_Static_assert(offsetof(struct bb_header, cgroup_hierarchy) == 568, "header layout 2.1");
-_Static_assert(offsetof(struct bb_header, invocation_id) == 576, "header layout 2.1");
-_Static_assert(offsetof(struct bb_header, cgroup) == 616, "header layout 2.1");
-_Static_assert(offsetof(struct bb_header, crash) == BB_CRASH_OFFSET, "crash area");
-_Static_assert(sizeof(struct bb_modules_hdr) == 24, "module area header");
-_Static_assert(offsetof(struct bb_ring_desc, state) == 64, "head/tail alone on line 0");
-_Static_assert(offsetof(struct bb_ring_desc, lock) == 112, "descriptor layout");
-/* barrier.h casts these fields to _Atomic: they must be lock-free. */
+/* The format's layout is pinned in <blackbox/format.h>. */
+
+/* barrier.h's atomics work on these fields in place: they must be lock-free. */
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
 	       "64- and 32-bit atomics must be lock-free (shared between processes)");
 
@@ -429,7 +412,7 @@ static int bb__map_rings(struct bb__box *box, int fd, const struct bb__layout *l
 		off_t off = (off_t)(l->data_off + c * i);
 
 		/* The same file range twice, back to back: a record that
-		 * wraps is contiguous in memory (DESIGN §2). */
+		 * wraps is contiguous in memory (docs/DESIGN.md §2). */
 		if (mmap(at, c, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, off) == MAP_FAILED ||
 		    mmap(at + c, c, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, off) == MAP_FAILED)
 			return -errno;
@@ -676,7 +659,7 @@ int bb__nobox(void)
 	 * acquire load in bb__begin() pairs with; fork_pending itself guards
 	 * nothing else, so its later plain reset needs no ordering. */
 	if (bb__g.fork_pending == 1 &&
-	    atomic_compare_exchange_strong((_Atomic int *)&bb__g.fork_pending, &expect, 2)) {
+	    BB_CAS_ACQUIRE(&bb__g.fork_pending, &expect, 2)) {
 		int ret = bb__open(&bb__g.opts, bb__g.have_dir ? bb__g.dir : NULL, bb__g.opts.size);
 
 		if (ret < 0) {

@@ -136,12 +136,6 @@ static uint8_t *bb__crash_text(uint8_t *p, const char *s, size_t n)
 	return p + n;
 }
 
-static uint8_t *bb__crash_int(uint8_t *p, int64_t v)
-{
-	return v < 0 ? bb__cbor_put_head(1, (uint64_t)(-1 - v), p)
-		     : bb__cbor_put_head(0, (uint64_t)v, p);
-}
-
 static uint64_t bb__realtime_ns(void)
 {
 	struct timespec ts;
@@ -212,11 +206,11 @@ static void bb__crash_record(struct bb__box *box, int sig, const siginfo_t *si, 
 	p = bb__crash_text(p, "signal", 6);
 	p = bb__cbor_put_head(0, (uint64_t)sig, p);
 	p = bb__crash_text(p, "code", 4);
-	p = bb__crash_int(p, si ? si->si_code : 0);
+	p = bb__cbor_put_int(si ? si->si_code : 0, p);
 	p = bb__crash_text(p, "addr", 4);
 	p = bb__cbor_put_head(0, addr, p);
 	p = bb__crash_text(p, "tid", 3);
-	p = bb__crash_int(p, tid);
+	p = bb__cbor_put_int(tid, p);
 	p = bb__crash_text(p, "thread", 6);
 	p = bb__crash_text(p, name, strlen(name));
 	p = bb__crash_text(p, "frames", 6);

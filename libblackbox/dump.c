@@ -4,9 +4,12 @@
  * including a signal handler.  No malloc, no stdio: static buffers guarded
  * by a flag, write(2) for output, bb_format_value() for values.
  *
- * It walks the live rings with the same per-record seqlock read as every
- * other reader (ring.h): other threads may be writing while it runs, and
- * records they overwrite under it are skipped, never printed torn.  Records
+ * It walks the live rings with the same ring checks, per-record seqlock
+ * read and resync as every other reader (ring.h): other threads may be
+ * writing while it runs, and records they overwrite under it are skipped,
+ * never printed torn; a corrupt stretch is skipped up to the next record
+ * that validates and said on a line of its own ("r1 corrupt: 24 bytes
+ * skipped before position 96").  Records
  * of all rings are merged oldest first by peeking at each ring's next
  * timestamp.
  *
@@ -23,7 +26,6 @@
  * printed too.
  */
 #include <errno.h>
-#include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -37,6 +39,7 @@ struct bb__cursor {
 	struct bb__ring_view v;
 	uint64_t pos;
 	uint64_t head;
+	uint64_t skipped;   /* corrupt bytes skipped by a resync, not yet said */
 	int32_t tid;
 	bool done;
 };
@@ -51,7 +54,7 @@ struct bb__seen {
 static struct bb__seen bb__seen[BB__SEEN_SLOTS];
 static uint32_t bb__seen_n;
 
-static atomic_flag bb__dump_busy = ATOMIC_FLAG_INIT;
+static int32_t bb__dump_busy; /* 1 while a dump runs: its buffers are static */
 static struct bb__cursor bb__cur[BB_RING_MAX_COUNT];
 static uint8_t bb__rec[BB_RECORD_MAX];
 static char bb__line[1024];
@@ -135,30 +138,65 @@ static bool bb__seen_has(int32_t tid, uint64_t ts)
 	return false;
 }
 
+/*
+ * Move the cursor past what cannot be read at its position (FORMAT.md §8,
+ * the walk of every reader: ring.h): a record the writer lapped resumes at
+ * its new tail, a corrupt one at the next record that validates (the bytes
+ * skipped are said by bb__dump_one()).  @rd: what bb__ring_read() said.
+ */
+static void bb__cursor_skip(struct bb__cursor *c, enum bb__rd rd)
+{
+	uint64_t p;
+
+	if (rd == BB__RD_OVERWRITTEN) {
+		c->pos = bb__ring_after_lap(&c->v, c->pos);
+		return;
+	}
+	p = bb__ring_resync(&c->v, c->pos, c->head, bb__rec);
+	c->skipped += p - c->pos;
+	c->pos = p;
+}
+
 /* Peek at the timestamp of the cursor's next record; false at the end. */
 static bool bb__peek(struct bb__cursor *c, uint64_t *ts)
 {
 	struct bb_record_hdr h;
 
 	while (!c->done) {
-		if (c->pos == c->head) {
+		if (bb__pos_diff(c->head, c->pos) <= 0) {
 			c->done = true;
 			break;
 		}
-		if (bb__ring_seq(&c->v, c->pos) == BB_SEQ_DONE(c->pos)) {
-			bb__ring_copy(&c->v, c->pos, &h, sizeof(h));
+		bb__ring_copy(&c->v, c->pos, &h, sizeof(h));
+		if (bb__ring_seq(&c->v, c->pos) == BB_SEQ_DONE(c->pos) &&
+		    bb__ring_envelope_ok(&c->v, &h, c->pos, c->head)) {
 			*ts = h.ts;
 			return true;
 		}
-		/* Lapped: resync at the current tail, or give up on a ring
-		 * whose bytes make no sense. */
+		/* Lapped or corrupt: as the reader decides, after its fence. */
 		BB_FENCE_ACQUIRE();
-		if (bb__ring_lapped(&c->v, c->pos))
-			c->pos = BB_LOAD_RELAXED((uint64_t *)(uintptr_t)&c->v.desc->tail);
-		else
-			c->done = true;
+		bb__cursor_skip(c, bb__ring_lapped(&c->v, c->pos) ? BB__RD_OVERWRITTEN
+								    : BB__RD_CORRUPT);
 	}
 	return false;
+}
+
+/* "r<ring> corrupt: <n> bytes skipped before position <pos>", once per
+ * resync, before the record the walk resumed at. */
+static int bb__say_skipped(int fd, struct bb__cursor *c, uint32_t ring)
+{
+	const char *end = bb__line + sizeof(bb__line) - 2;
+	char *p = bb__line;
+
+	p = bb__put_str(p, end, "r");
+	p = bb__put_u64(p, ring, 1);
+	p = bb__put_str(p, end, " corrupt: ");
+	p = bb__put_u64(p, c->skipped, 1);
+	p = bb__put_str(p, end, " bytes skipped before position ");
+	p = bb__put_u64(p, c->pos, 1);
+	*p++ = '\n';
+	c->skipped = 0;
+	return bb__write_all(fd, bb__line, (size_t)(p - bb__line));
 }
 
 static int bb__dump_one(int fd, const struct bb_header *hdr, struct bb__cursor *c,
@@ -169,24 +207,22 @@ static int bb__dump_one(int fd, const struct bb_header *hdr, struct bb__cursor *
 	const uint8_t *val;
 	uint32_t len;
 	int32_t tid = c->tid;
+	enum bb__rd rd;
 	uint64_t ns;
 	size_t vlen;
 	char *p = bb__line;
 	int n;
 
-	switch (bb__ring_read(&c->v, c->pos, c->head, bb__rec, &len)) {
-	case BB__RD_OK:
-		/* Seconds.nanoseconds of the box clock: TSC stamps converted
-		 * (clock.h); the merge compares raw stamps, same order. */
-		ns = (uint64_t)bb__ts_to_ns(hdr, ((const struct bb_record_hdr *)(const void *)bb__rec)->ts);
-		break;
-	case BB__RD_OVERWRITTEN:
-		c->pos = BB_LOAD_RELAXED((uint64_t *)(uintptr_t)&c->v.desc->tail);
-		return 0;
-	default:
-		c->done = true;
+	if (c->skipped && (n = bb__say_skipped(fd, c, ring)) < 0)
+		return n;
+	rd = bb__ring_read(&c->v, c->pos, c->head, bb__rec, &len);
+	if (rd != BB__RD_OK) {
+		bb__cursor_skip(c, rd);
 		return 0;
 	}
+	/* Seconds.nanoseconds of the box clock: TSC stamps converted
+	 * (clock.h); the merge compares raw stamps, same order. */
+	ns = (uint64_t)bb__ts_to_ns(hdr, ((const struct bb_record_hdr *)(const void *)bb__rec)->ts);
 	if (crc && !bb__record_crc_ok(bb__rec, len, BB_SEQ_DONE(c->pos), 1)) {
 		p = bb__put_u64(p, ns / 1000000000u, 1);
 		*p++ = '.';
@@ -238,12 +274,15 @@ static int bb__dump_one(int fd, const struct bb_header *hdr, struct bb__cursor *
 BB_EXPORT int bb_dump(int fd)
 {
 	struct bb__box *box = BB_LOAD_ACQUIRE(&bb__box);
+	enum bb__rb rb;
 	uint32_t total;
 	int ret = 0;
 
 	if (!box)
 		return -ENODEV;
-	if (atomic_flag_test_and_set(&bb__dump_busy))
+	/* Acquire: the buffers a finished dump left are ours now (pairs
+	 * with the release store below). */
+	if (!BB_CAS_ACQUIRE(&bb__dump_busy, &(int32_t){ 0 }, 1))
 		return -EBUSY;
 	/* Private rings, the shared ring, the important ring. */
 	total = box->nrings + BB__EXTRA_RINGS;
@@ -257,14 +296,12 @@ BB_EXPORT int bb_dump(int fd)
 		c->v.data = box->rings[i].data;
 		c->v.size = box->ring_size;
 		c->v.max_record = box->max_record;
-		/* Acquire pairs with the writer's release store of head:
-		 * every record before it is complete. */
-		c->head = BB_LOAD_ACQUIRE(&d->head);
-		c->pos = BB_LOAD_RELAXED(&d->tail);
-		if (c->head - c->pos > box->ring_size)
-			c->pos = c->head - box->ring_size;
+		/* The live part, as every reader checks it (ring.h): a ring
+		 * whose head or tail is misaligned or reversed is not walked. */
+		rb = bb__ring_bounds(&c->v, &c->head, &c->pos);
+		c->skipped = 0;
 		c->tid = BB_LOAD_RELAXED(&d->tid);
-		c->done = false;
+		c->done = rb == BB__RB_MISALIGNED || rb == BB__RB_LAPPED;
 	}
 	for (;;) {
 		uint64_t best_ts = UINT64_MAX, ts;
@@ -284,6 +321,12 @@ BB_EXPORT int bb_dump(int fd)
 		if (ret < 0)
 			break;
 	}
-	atomic_flag_clear(&bb__dump_busy);
+	/* a corrupt stretch that ran to a ring's head */
+	for (uint32_t i = 0; i < total && ret >= 0; i++)
+		if (bb__cur[i].skipped)
+			ret = bb__say_skipped(fd, &bb__cur[i], i);
+	/* Release: our use of the static buffers ends before the next dump
+	 * may start. */
+	BB_STORE_RELEASE(&bb__dump_busy, 0);
 	return ret;
 }

@@ -11,6 +11,7 @@
 
 #include <blackbox/reader.h>
 
+#include "../shared/utf8.h"
 #include "internal.h"
 #include "text.h"
 
@@ -53,39 +54,6 @@ size_t bb__out_finish(struct bb__out *o)
  */
 
 /*
- * Length of the valid UTF-8 sequence at @s (2 to 4 bytes, strictly: no
- * overlong forms, no UTF-16 surrogates, nothing above U+10FFFF), or 0;
- * *cp gets the code point.
- */
-static size_t utf8_seq(const uint8_t *s, size_t n, uint32_t *cp)
-{
-	uint8_t c = s[0];
-	size_t len;
-	uint32_t v;
-
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2, v = c & 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		len = 3, v = c & 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		len = 4, v = c & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		v = v << 6 | (s[i] & 0x3f);
-	}
-	if ((len == 3 && v < 0x800) || (len == 4 && (v < 0x10000 || v > 0x10ffff)) ||
-	    (v >= 0xd800 && v <= 0xdfff))
-		return 0;
-	*cp = v;
-	return len;
-}
-
-/*
  * Code points that are valid UTF-8 yet unsafe on a terminal: the C1
  * controls U+0080..U+009F (a terminal may act on them: U+009B is CSI),
  * the line and paragraph separators, and the bidirectional formatting
@@ -112,7 +80,7 @@ static size_t text_char(const uint8_t *s, size_t n)
 		return 1;
 	if (s[0] < 0x80)
 		return 0;
-	k = utf8_seq(s, n, &cp);
+	k = bb__utf8_seq(s, n, &cp);
 	return k && !unsafe_cp(cp) ? k : 0;
 }
 

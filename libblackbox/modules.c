@@ -157,12 +157,11 @@ void bb__modules_gather(struct bb__box *box)
 
 	/* Seqlock writer (FORMAT.md §11): odd, fence, data, even with
 	 * release.  We are the only writer (the lock). */
-	seq = BB_LOAD_RELAXED(&mh->seq);
-	BB_STORE_RELAXED(&mh->seq, seq | 1u);
-	/* Orders the odd seq before the data stores below.  Pairs with the
-	 * reader's acquire fence between its copy and its re-read of seq: a
-	 * copy that saw new bytes sees the odd (or a newer) seq. */
-	BB_FENCE_RELEASE();
+	/* The odd seq, then a release fence before the data stores below.
+	 * Pairs with the reader's acquire fence between its copy and its
+	 * re-read of seq: a copy that saw new bytes sees the odd (or a
+	 * newer) seq. */
+	seq = bb__seqcount_write_begin(&mh->seq);
 	bb__cbor_put_head(4, w->count, out);
 	memcpy(out + head, bb__mod_buf, (size_t)(w->p - bb__mod_buf));
 	mh->len = len;
@@ -171,7 +170,7 @@ void bb__modules_gather(struct bb__box *box)
 	mh->flags = w->truncated ? BB_MF_TRUNCATED : 0;
 	/* Release: every byte above is visible to a reader whose acquire
 	 * load sees this even seq. */
-	BB_STORE_RELEASE(&mh->seq, (seq | 1u) + 1u);
+	bb__seqcount_write_end(&mh->seq, seq + 1u);
 	pthread_mutex_unlock(&bb__mod_lock);
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * reader.c - open a box from outside its owner, close it, and hand out
- * its bytes (include/blackbox/reader.h, DESIGN §4 and §6).  The rest of
+ * its bytes (include/blackbox/reader.h, docs/DESIGN.md §4 and §6).  The rest of
  * the reader is in the files reader_int.h lists.
  *
  * Trust model: every byte of the box is untrusted.  The header is copied
@@ -90,6 +90,7 @@ BB_EXPORT void bb_reader_close(struct bb_reader *r)
 	if (r->ents)
 		munmap(r->ents, r->cents * sizeof(*r->ents));
 	free(r->vals);
+	free(r->gaps);
 	free(r->names);
 	free(r->shown);
 	free(r->slot);

@@ -2,7 +2,8 @@
 /*
  * reader_areas.c - the 2.0 areas of a box (FORMAT.md §11): the crash
  * area in the header, the state table and the module area, each copied
- * under its own protocol and decoded with a bounded CBOR cursor.
+ * under its own protocol and decoded with the project's CBOR decoder
+ * (shared/cbor.h).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -11,119 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../shared/cbor.h"
 #include "barrier.h"
 #include "crc32c.h"
 #include "internal.h"
 #include "reader_int.h"
-
-/*
- * A bounded CBOR cursor for the 2.0 areas: definite lengths only, no tags
- * (FORMAT §6); every length is checked against the bytes left before use.
- */
-struct cur {
-	const uint8_t *p, *end;
-};
-
-static size_t cur_left(const struct cur *c)
-{
-	return (size_t)(c->end - c->p);
-}
-
-/* Initial byte and argument.  Major 7: the argument of a float is its bits. */
-static int cur_head(struct cur *c, int *major, uint64_t *arg)
-{
-	uint8_t ib, ai;
-	size_t n;
-
-	if (!cur_left(c))
-		return -1;
-	ib = *c->p++;
-	*major = ib >> 5;
-	ai = ib & 31;
-	if (ai < 24) {
-		*arg = ai;
-		return 0;
-	}
-	if (ai > 27) /* reserved, or indefinite length: refused */
-		return -1;
-	n = (size_t)1 << (ai - 24);
-	if (cur_left(c) < n)
-		return -1;
-	*arg = 0;
-	while (n--)
-		*arg = *arg << 8 | *c->p++;
-	return 0;
-}
-
-static int cur_skip(struct cur *c, int depth)
-{
-	uint64_t a, n;
-	int m;
-
-	if (depth > 4 || cur_head(c, &m, &a))
-		return -1;
-	switch (m) {
-	case 0: case 1: case 7:
-		return 0;
-	case 2: case 3:
-		if (a > cur_left(c))
-			return -1;
-		c->p += a;
-		return 0;
-	case 4: case 5:
-		/* each item takes a byte at least: bound the count first */
-		if (a > cur_left(c))
-			return -1;
-		n = m == 5 ? 2 * a : a;
-		for (uint64_t k = 0; k < n; k++)
-			if (cur_skip(c, depth + 1))
-				return -1;
-		return 0;
-	default:
-		return -1;
-	}
-}
-
-static int cur_uint(struct cur *c, uint64_t *v)
-{
-	int m;
-
-	return cur_head(c, &m, v) || m != 0 ? -1 : 0;
-}
-
-static int cur_int(struct cur *c, int64_t *v)
-{
-	uint64_t a;
-	int m;
-
-	if (cur_head(c, &m, &a) || (m != 0 && m != 1) || a > INT64_MAX)
-		return -1;
-	*v = m == 0 ? (int64_t)a : -1 - (int64_t)a;
-	return 0;
-}
-
-/* A text (major 3) or byte (major 2) string in place. */
-static int cur_string(struct cur *c, int major, const uint8_t **s, size_t *n)
-{
-	uint64_t a;
-	int m;
-
-	if (cur_head(c, &m, &a) || m != major || a > cur_left(c))
-		return -1;
-	*s = c->p;
-	*n = (size_t)a;
-	c->p += a;
-	return 0;
-}
-
-static int cur_container(struct cur *c, int major, uint64_t *n)
-{
-	int m;
-
-	if (cur_head(c, &m, n) || m != major || *n > cur_left(c))
-		return -1;
-	return 0;
-}
 
 static bool key_is(const uint8_t *k, size_t n, const char *want)
 {
@@ -143,52 +36,52 @@ BB_EXPORT const char *bb_crash_status_name(int status)
 
 /* Decode the crash map of FORMAT §11 into @c; keys it does not know are
  * skipped.  Returns NULL or what is wrong. */
-static const char *crash_decode(struct cur *in, struct bb_crash *c)
+static const char *crash_decode(struct bb__cbor *in, struct bb_crash *c)
 {
 	uint64_t n, nf, u;
 	int64_t i;
 	const uint8_t *k, *t;
 	size_t kn, tn;
 
-	if (cur_container(in, 5, &n))
+	if (bb__cbor_container(in, 5, &n))
 		return "value is not a CBOR map";
 	for (uint64_t e = 0; e < n; e++) {
-		if (cur_string(in, 3, &k, &kn))
+		if (bb__cbor_string(in, 3, &k, &kn))
 			return "a key is not a text string";
 		if (key_is(k, kn, "signal")) {
-			if (cur_uint(in, &u) || u > INT32_MAX)
+			if (bb__cbor_uint(in, &u) || u > INT32_MAX)
 				return "\"signal\" is not a small unsigned integer";
 			c->signal = (int32_t)u;
 		} else if (key_is(k, kn, "code")) {
-			if (cur_int(in, &i) || i < INT32_MIN || i > INT32_MAX)
+			if (bb__cbor_int(in, &i) || i < INT32_MIN || i > INT32_MAX)
 				return "\"code\" is not a 32-bit integer";
 			c->code = (int32_t)i;
 		} else if (key_is(k, kn, "addr")) {
-			if (cur_uint(in, &c->addr))
+			if (bb__cbor_uint(in, &c->addr))
 				return "\"addr\" is not an unsigned integer";
 		} else if (key_is(k, kn, "tid")) {
-			if (cur_int(in, &i) || i < INT32_MIN || i > INT32_MAX)
+			if (bb__cbor_int(in, &i) || i < INT32_MIN || i > INT32_MAX)
 				return "\"tid\" is not a 32-bit integer";
 			c->tid = (int32_t)i;
 		} else if (key_is(k, kn, "thread")) {
-			if (cur_string(in, 3, &t, &tn))
+			if (bb__cbor_string(in, 3, &t, &tn))
 				return "\"thread\" is not a text string";
 			if (tn >= sizeof(c->thread))
 				tn = sizeof(c->thread) - 1;
 			memcpy(c->thread, t, tn);
 			c->thread[tn] = '\0';
 		} else if (key_is(k, kn, "frames")) {
-			if (cur_container(in, 4, &nf))
+			if (bb__cbor_container(in, 4, &nf))
 				return "\"frames\" is not an array";
 			for (uint64_t f = 0; f < nf; f++) {
-				if (cur_uint(in, &u))
+				if (bb__cbor_uint(in, &u))
 					return "a frame is not an unsigned integer";
 				if (c->nframes < BB_CRASH_MAX_FRAMES)
 					c->frames[c->nframes++] = u;
 				else
 					c->frames_truncated = true;
 			}
-		} else if (cur_skip(in, 1)) {
+		} else if (bb__cbor_skip(in, 1, NULL)) {
 			return "an unknown key's value is not well-formed CBOR";
 		}
 	}
@@ -204,7 +97,7 @@ BB_EXPORT int bb_reader_crash(struct bb_reader *r, struct bb_crash *out)
 	struct bb_record_hdr h;
 	const char *why = NULL;
 	const uint8_t *v;
-	struct cur c;
+	struct bb__cbor c;
 	int32_t tid = 0;
 	uint32_t seq;
 	size_t vlen;
@@ -250,7 +143,7 @@ BB_EXPORT int bb_reader_crash(struct bb_reader *r, struct bb_crash *out)
 	else if (!(v = bb__record_value(area, h.len, &tid, &vlen)) || !vlen)
 		why = "no room for the value";
 	if (!why) {
-		c = (struct cur){ .p = v, .end = v + vlen };
+		c = (struct bb__cbor){ .p = v, .end = v + vlen };
 		why = crash_decode(&c, out);
 	}
 	if (why) { /* keep nothing half-decoded */
@@ -313,7 +206,7 @@ static int64_t copy_seqlocked(struct bb_reader *r, uint64_t off, uint8_t *dst, s
 		/* Acquire: pairs with the writer's release store that makes
 		 * seq even after its last byte: an even seq seen here means
 		 * the bytes of that change are visible to the copy. */
-		s1 = BB_LOAD_ACQUIRE((uint32_t *)(uintptr_t)seqp);
+		s1 = bb__seqcount_read_begin(seqp);
 		if (s1 & 1)
 			continue;
 		/* The intended seqlock race: a writer may change the bytes
@@ -323,9 +216,7 @@ static int64_t copy_seqlocked(struct bb_reader *r, uint64_t off, uint8_t *dst, s
 		 * odd and before its first byte: if the copy saw any byte of
 		 * a later change, the odd (or newer) seq is visible below
 		 * (fence-fence synchronisation, as in bb__ring_read()). */
-		BB_FENCE_ACQUIRE();
-		s2 = BB_LOAD_RELAXED((uint32_t *)(uintptr_t)seqp);
-		if (s1 == s2)
+		if (!bb__seqcount_read_retry(seqp, s1))
 			return s1;
 	}
 	return -EBUSY;
@@ -340,7 +231,7 @@ static const char *slot_decode(struct bb_reader *r, const uint8_t *slot, uint32_
 	uint64_t n;
 	int32_t tid = 0;
 	size_t vlen, kn;
-	struct cur c;
+	struct bb__cbor c;
 
 	if (h->len < BB_RECORD_HDR_SIZE + 1 || h->len > r->slot_size)
 		return "length outside the slot";
@@ -351,12 +242,12 @@ static const char *slot_decode(struct bb_reader *r, const uint8_t *slot, uint32_
 	v = bb__record_value(slot, h->len, &tid, &vlen);
 	if (!v || !vlen)
 		return "no room for the value";
-	c = (struct cur){ .p = v, .end = v + vlen };
-	if (cur_container(&c, 4, &n) || n != 2)
+	c = (struct bb__cbor){ .p = v, .end = v + vlen };
+	if (bb__cbor_container(&c, 4, &n) || n != 2)
 		return "value is not an array of 2";
-	if (cur_string(&c, 3, &k, &kn))
+	if (bb__cbor_string(&c, 3, &k, &kn))
 		return "key is not a text string";
-	if (cur_skip(&c, 1) || c.p != c.end)
+	if (bb__cbor_skip(&c, 1, NULL) || c.p != c.end)
 		return "value is not one well-formed CBOR item";
 	e->key = (const char *)k;
 	e->key_len = kn;
@@ -430,11 +321,11 @@ BB_EXPORT const struct bb_module *bb_module_find(const struct bb_module *mods, s
 static const char *modules_decode(struct bb_reader *r, const uint8_t *p, size_t len,
 				  size_t *count)
 {
-	struct cur c = { .p = p, .end = p + len };
+	struct bb__cbor c = { .p = p, .end = p + len };
 	char *str;
 	uint64_t n, m;
 
-	if (cur_container(&c, 4, &n))
+	if (bb__cbor_container(&c, 4, &n))
 		return "not a CBOR array";
 	free(r->mods);
 	free(r->modstr);
@@ -448,23 +339,23 @@ static const char *modules_decode(struct bb_reader *r, const uint8_t *p, size_t 
 		const uint8_t *s;
 		size_t sn;
 
-		if (cur_container(&c, 4, &m) || m < 5)
+		if (bb__cbor_container(&c, 4, &m) || m < 5)
 			return "an entry is not an array of 5";
-		if (cur_string(&c, 3, &s, &sn))
+		if (bb__cbor_string(&c, 3, &s, &sn))
 			return "a path is not a text string";
 		memcpy(str, s, sn);
 		str[sn] = '\0';
 		md->path = str;
 		str += sn + 1;
-		if (cur_uint(&c, &md->bias) || cur_uint(&c, &md->start) ||
-		    cur_uint(&c, &md->end))
+		if (bb__cbor_uint(&c, &md->bias) || bb__cbor_uint(&c, &md->start) ||
+		    bb__cbor_uint(&c, &md->end))
 			return "bias, start or end is not an unsigned integer";
 		if (md->end < md->start)
 			return "an entry ends before it starts";
-		if (cur_string(&c, 2, &md->build_id, &md->build_id_len))
+		if (bb__cbor_string(&c, 2, &md->build_id, &md->build_id_len))
 			return "a build id is not a byte string";
 		for (uint64_t k = 5; k < m; k++) /* later minor versions: ignored */
-			if (cur_skip(&c, 1))
+			if (bb__cbor_skip(&c, 1, NULL))
 				return "an extra field is not well-formed CBOR";
 	}
 	if (c.p != c.end)

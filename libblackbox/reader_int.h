@@ -48,6 +48,13 @@ struct ent {
 	bool inbox;          /* voff is in the box, not the arena */
 	bool skip;           /* important copy whose original is delivered */
 	bool copy;           /* from the important ring, shown */
+	bool gap;            /* a hole before it in its ring: r->gaps says how big */
+};
+
+/* A hole in a ring's history, before the record at (ring, pos). */
+struct gap {
+	uint64_t pos, lost;
+	uint32_t ring;
 };
 
 /* An important record's identity (FORMAT §11): thread and raw timestamp. */
@@ -76,6 +83,8 @@ struct bb_reader {
 	size_t nvals, cvals;
 	char (*names)[16];     /* thread names of the walk's records; [0] is "" */
 	size_t nnames, cnames;
+	struct gap *gaps;      /* holes found by the current walk (rare) */
+	size_t ngaps, cgaps;
 	struct ikey *shown;    /* BB_WALK_FOLLOW: important records delivered */
 	size_t nshown, cshown;
 	uint64_t state_off, modules_off; /* validated areas (count/size 0: none) */

@@ -138,13 +138,9 @@ static const uint8_t *read_fixed(struct bb_reader *r, const struct bb__ring_view
 {
 	size_t off = (size_t)(pos & (v->size - 1));
 	struct bb_record_hdr h;
-	uint64_t stride;
 
 	bb__ring_copy(v, pos, &h, sizeof(h)); /* inside the ring whatever it holds */
-	stride = BB_RECORD_STRIDE(h.len);
-	if (h.seq == BB_SEQ_DONE(pos) && h.len >= BB_RECORD_HDR_SIZE &&
-	    h.len <= v->max_record && stride <= v->size &&
-	    bb__pos_diff(head, pos) >= (int64_t)stride) {
+	if (bb__ring_envelope_ok(v, &h, pos, head)) {
 		*lenp = h.len;
 		*rd = BB__RD_OK;
 		if (off + h.len <= v->size)
@@ -162,18 +158,33 @@ static const uint8_t *read_fixed(struct bb_reader *r, const struct bb__ring_view
  * seq says "committed here" and whose record validates.  Bounded by head. */
 static uint64_t resync(struct bb_reader *r, struct rring *rr, uint64_t pos, uint64_t head)
 {
-	for (uint64_t p = pos + 8; bb__pos_diff(head, p) > 0; p += 8) {
-		uint32_t len;
+	uint64_t p = bb__ring_resync(&rr->v, pos, head, r->rec);
 
-		if (bb__ring_seq(&rr->v, p) != BB_SEQ_DONE(p))
-			continue;
-		if (bb__ring_read(&rr->v, p, head, r->rec, &len) == BB__RD_CORRUPT)
-			continue;
-		rr->st.skipped_bytes += p - pos;
-		return p; /* the caller reads it again and keeps or resyncs */
+	rr->st.skipped_bytes += p - pos;
+	return p;
+}
+
+/*
+ * The record just kept at @pos follows a hole when it does not start where
+ * the ring's previous record (kept by this walk, or delivered by the last
+ * FOLLOW walk) ended, *@expect: records overwritten before they could be
+ * read, or bytes that did not validate.  Mark it, remember the bytes lost
+ * (bb_record.gap_before), and expect the next record after it.
+ */
+static inline int note_gap(struct bb_reader *r, uint32_t ring, uint64_t pos, uint64_t *expect,
+		    bool *have_expect)
+{
+	struct ent *e = &r->ents[r->nents - 1];
+
+	if (*have_expect && bb__pos_diff(pos, *expect) > 0) {
+		if (grow((void **)&r->gaps, &r->cgaps, r->ngaps + 1, sizeof(*r->gaps)))
+			return -ENOMEM;
+		r->gaps[r->ngaps++] = (struct gap){ .pos = pos, .lost = pos - *expect, .ring = ring };
+		e->gap = true;
 	}
-	rr->st.skipped_bytes += head - pos;
-	return head;
+	*expect = pos + e->stride;
+	*have_expect = true;
+	return 0;
 }
 
 /* Collect ring @i's intact records into the arena; *endp = where a FOLLOW
@@ -182,8 +193,8 @@ static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
 		   uint64_t *endp)
 {
 	struct rring *rr = &r->rings[i];
-	struct bb_ring_desc *d = (struct bb_ring_desc *)(uintptr_t)rr->v.desc;
-	uint64_t head, tail, pos;
+	uint64_t head, tail, pos, expect = 0;
+	bool have_expect = false;
 	int rc;
 
 	*endp = 0;
@@ -193,44 +204,34 @@ static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
 	if (rr->st.kind != BB_RING_PRIVATE && rr->st.kind != BB_RING_SHARED &&
 	    rr->st.kind != BB_RING_IMPORTANT)
 		return 0; /* a kind of a later minor version: skipped (FORMAT §10) */
-	for (int tries = 0;; tries++) {
-		/* Acquire: pairs with the writer's release store of head (§7
-		 * step 4), which follows its release store of each record's
-		 * committed seq: every record in [tail, head) is committed and
-		 * its bytes are visible to the copies below. */
-		head = BB_LOAD_ACQUIRE(&d->head);
-		/* Relaxed: ordered after the head load by its acquire, so this
-		 * is a tail at least as new as the one published before that
-		 * head; a newer one is caught per record by bb__ring_read(). */
-		tail = BB_LOAD_RELAXED(&d->tail);
-		/* tail past head: a live writer lapped the ring between the
-		 * two loads.  Reload a bounded number of times. */
-		if (bb__pos_diff(head, tail) >= 0 || tries == 3)
-			break;
-	}
-	*endp = head;
-
-	if ((head | tail) % 8) {
+	switch (bb__ring_bounds(&rr->v, &head, &tail)) {
+	case BB__RB_MISALIGNED:
 		/* records are 8-aligned: nothing in this ring can be located */
+		*endp = head;
 		rr->st.corrupt++;
 		return 0;
-	}
-	if (bb__pos_diff(head, tail) < 0) {
+	case BB__RB_LAPPED:
 		/* still lapping us (live) or a scribbled descriptor (dead) */
+		*endp = head;
 		if (alive)
 			rr->st.overwritten++;
 		else
 			rr->st.corrupt++;
 		return 0;
+	case BB__RB_TOO_LONG:
+		rr->st.corrupt++; /* tail raised to one ring back */
+		break;
+	default:
+		break;
 	}
-	if (head - tail > rr->v.size) {
-		/* a writer never keeps more than a ring's worth: distrust the
-		 * tail, resync from one ring back */
-		rr->st.corrupt++;
-		tail = head - rr->v.size;
-	}
+	*endp = head;
+
 	pos = tail;
 	if ((flags & BB_WALK_FOLLOW) && rr->has_next) {
+		/* the history goes on from the last walk's end: a hole since
+		 * is marked on the first record kept */
+		expect = rr->next;
+		have_expect = true;
 		if (bb__pos_diff(rr->next, tail) >= 0 && bb__pos_diff(head, rr->next) >= 0)
 			pos = rr->next;
 		else if (bb__pos_diff(rr->next, tail) < 0)
@@ -245,22 +246,23 @@ static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
 		const uint8_t *rec = r->rec;
 		enum bb__rd rd;
 		uint32_t len;
-		uint64_t t;
 
 		rec = read_fixed(r, &rr->v, pos, head, &len, &rd);
 		switch (rd) {
-		case BB__RD_OK:
+		case BB__RD_OK: {
+			size_t before = r->nents;
+
 			rc = keep(r, i, pos, len, rec);
+			if (!rc && r->nents > before)
+				rc = note_gap(r, i, pos, &expect, &have_expect);
 			if (rc)
 				return rc;
 			pos += BB_RECORD_STRIDE(len);
 			break;
+		}
 		case BB__RD_OVERWRITTEN:
 			rr->st.overwritten++;
-			/* Relaxed: bb__ring_read() issued the acquire fence that
-			 * made the newer tail visible; resync at it. */
-			t = BB_LOAD_RELAXED(&d->tail);
-			pos = bb__pos_diff(t, pos) > 0 && !(t % 8) ? t : pos + 8;
+			pos = bb__ring_after_lap(&rr->v, pos);
 			break;
 		default:
 			rr->st.corrupt++;
@@ -386,14 +388,27 @@ static int deliver_one(struct bb_reader *r, size_t k, bb_record_fn fn, void *arg
 	static const uint8_t none[1];
 	const struct ent *e = &r->ents[k];
 	struct rring *rr = &r->rings[e->ring];
-	struct bb_record rec = {
-		.ring = e->ring, .tid = e->tid, .thread_name = r->names[e->name],
-		.pos = e->pos, .ts = bb__rdr_ns(r, e->ts), .ts_raw = e->ts,
-		.wall_ns = bb__rdr_wall(r, e->ts),
-		.tag = e->tag, .flags = e->flags,
-		.value = e->vlen ? ent_value(r, e) : none, .value_len = e->vlen,
-		.important_copy = e->copy,
-	};
+	struct bb_record rec;
+
+	/* member by member: an initializer zeroes the whole struct first
+	 * (16 instructions more per record, callgrind) */
+	rec.ring = e->ring;
+	rec.tid = e->tid;
+	rec.thread_name = r->names[e->name];
+	rec.pos = e->pos;
+	rec.ts = bb__rdr_ns(r, e->ts);
+	rec.wall_ns = bb__rdr_wall(r, e->ts);
+	rec.tag = e->tag;
+	rec.flags = e->flags;
+	rec.value = e->vlen ? ent_value(r, e) : none;
+	rec.value_len = e->vlen;
+	rec.ts_raw = e->ts;
+	rec.important_copy = e->copy;
+	rec.gap_before = 0;
+	if (e->gap)
+		for (size_t g = 0; g < r->ngaps; g++)
+			if (r->gaps[g].ring == e->ring && r->gaps[g].pos == e->pos)
+				rec.gap_before = r->gaps[g].lost;
 
 	rr->next = e->pos + e->stride;
 	rr->has_next = true;
@@ -570,7 +585,7 @@ BB_EXPORT int bb_reader_walk(struct bb_reader *r, unsigned flags, bb_record_fn f
 	}
 	bb__rdr_refresh_info(r);
 	alive = bb_reader_liveness(r) == BB_OWNER_ALIVE;
-	r->nents = r->nvals = r->nnames = 0;
+	r->nents = r->nvals = r->nnames = r->ngaps = 0;
 	firsts = malloc(r->info.ring_count * sizeof(*firsts) + 1);
 	if (!firsts || name_index(r, "") != 0) {
 		free(firsts);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ring.h - the reader side of the per-record seqlock (DESIGN §4), for one
+ * ring.h - the reader side of the per-record seqlock (docs/DESIGN.md §4), for one
  * record.  Internal, do not use outside the library.  Shared by the reader
  * API (reader_walk.c) and bb_dump() (dump.c), so the protocol exists once.
  *
@@ -76,39 +76,101 @@ static inline int bb__ring_lapped(const struct bb__ring_view *v, uint64_t pos)
 }
 
 /*
+ * bb__ring_bounds - the live part of a ring as its descriptor gives it
+ * (FORMAT.md §8 step 2): loads head with acquire, then tail, reloading a
+ * bounded number of times while tail is past head (a live writer lapped
+ * the ring between the loads).  Returns BB__RB_OK with [*tailp, *headp)
+ * to walk (a tail more than a ring behind head is raised to one ring
+ * back, and BB__RB_TOO_LONG says so), BB__RB_MISALIGNED when head or tail
+ * is not a multiple of 8 (nothing in the ring can be located), or
+ * BB__RB_LAPPED when tail stays past head (a live writer still lapping, or
+ * a scribbled descriptor).  AS-safe.
+ */
+enum bb__rb {
+	BB__RB_OK = 0,
+	BB__RB_TOO_LONG = 1,
+	BB__RB_MISALIGNED = 2,
+	BB__RB_LAPPED = 3,
+};
+
+static inline enum bb__rb bb__ring_bounds(const struct bb__ring_view *v, uint64_t *headp,
+					  uint64_t *tailp)
+{
+	uint64_t head, tail;
+
+	for (int tries = 0;; tries++) {
+		/* Acquire: pairs with the writer's release store of head
+		 * (FORMAT.md §7 step 4), which follows its release store of
+		 * each record's committed seq: every record in [tail, head) is
+		 * committed and its bytes are visible to later copies. */
+		head = BB_LOAD_ACQUIRE((uint64_t *)(uintptr_t)&v->desc->head);
+		/* Relaxed: ordered after the head load by its acquire, so this
+		 * is a tail at least as new as the one published before that
+		 * head; a newer one is caught per record by bb__ring_read(). */
+		tail = BB_LOAD_RELAXED((uint64_t *)(uintptr_t)&v->desc->tail);
+		if (bb__pos_diff(head, tail) >= 0 || tries == 3)
+			break;
+	}
+	*headp = head;
+	*tailp = tail;
+	if ((head | tail) % 8)
+		return BB__RB_MISALIGNED;
+	if (bb__pos_diff(head, tail) < 0)
+		return BB__RB_LAPPED;
+	if (head - tail > v->size) {
+		/* a writer never keeps more than a ring's worth: distrust the
+		 * tail, resync from one ring back */
+		*tailp = head - v->size;
+		return BB__RB_TOO_LONG;
+	}
+	return BB__RB_OK;
+}
+
+/*
+ * bb__ring_envelope_ok - the checks of an envelope copied from @pos (FORMAT.md
+ * §8 steps 3.1-3.2): committed at pos, a sane len, a stride inside the ring
+ * and inside [pos, @head).  The one envelope check of every walk.
+ */
+static inline int bb__ring_envelope_ok(const struct bb__ring_view *v, const struct bb_record_hdr *h,
+				       uint64_t pos, uint64_t head)
+{
+	uint64_t stride = BB_RECORD_STRIDE(h->len);
+
+	return h->seq == BB_SEQ_DONE(pos) && h->len >= BB_RECORD_HDR_SIZE &&
+	       h->len <= v->max_record && stride <= v->size &&
+	       bb__pos_diff(head, pos) >= (int64_t)stride;
+}
+
+/*
  * bb__ring_read - copy the record at @pos (a position in [tail, head) of a
  * head loaded with acquire) into @buf (at least max_record bytes) and prove
  * it intact.  On BB__RD_OK *lenp is the record's exact length.
  *
- * Protocol (DESIGN §4): check seq == DONE(pos) and a sane len, copy, acquire
+ * Protocol (docs/DESIGN.md §4, docs/FORMAT.md §8): check seq == DONE(pos) and a sane len, copy, acquire
  * fence, re-read tail and seq.  The fence pairs with the writer's release
- * fences: the one after it publishes a new tail (bb__make_room), which
- * precedes every store into the bytes that tail released, the busy seq
- * included; and the one after the busy seq, which precedes the record's
- * bytes.  If our copy saw any byte of such an overwrite, fence-fence
- * synchronisation makes the new tail (or busy seq) visible to the re-read
- * below, and we discard the copy (Boehm, MSPC 2012, §3; the kernel's
- * read_seqcount_retry()).
+ * fence after it publishes a new tail (bb__ring_free_one(),
+ * bb__make_room()), which precedes every store into the bytes that tail
+ * released, the busy seq of the overwriting record included.  If our copy
+ * saw any byte of such an overwrite, fence-fence synchronisation makes the
+ * new tail visible to the re-read below, and we discard the copy (Boehm,
+ * MSPC 2012, §3; the kernel's read_seqcount_retry()).  The busy mark has
+ * no fence of its own to pair with: docs/DESIGN.md §5.
  */
 static inline enum bb__rd bb__ring_read(const struct bb__ring_view *v, uint64_t pos,
 					 uint64_t head, uint8_t *buf, uint32_t *lenp)
 {
 	struct bb_record_hdr h;
 	uint32_t seq = bb__ring_seq(v, pos);
-	uint64_t stride;
 
 	if (seq != BB_SEQ_DONE(pos))
 		goto bad;
 	bb__ring_copy(v, pos, &h, sizeof(h));
-	if (h.seq != seq || h.len < BB_RECORD_HDR_SIZE || h.len > v->max_record)
-		goto bad;
-	stride = BB_RECORD_STRIDE(h.len);
-	if (stride > v->size || bb__pos_diff(head, pos) < (int64_t)stride)
+	if (!bb__ring_envelope_ok(v, &h, pos, head))
 		goto bad;
 	bb__ring_copy(v, pos, buf, h.len);
 
-	/* Pairs with the writer's BB_FENCE_RELEASE() after it stores a new
-	 * tail and the busy seq: orders our copy before the re-reads. */
+	/* Pairs with the writer's release fence after it stores a new tail:
+	 * orders our copy before the re-reads. */
 	BB_FENCE_ACQUIRE();
 	if (bb__ring_lapped(v, pos) || bb__ring_seq(v, pos) != seq)
 		return BB__RD_OVERWRITTEN;
@@ -119,6 +181,43 @@ bad:
 	 * a moved tail; otherwise the bytes really are wrong. */
 	BB_FENCE_ACQUIRE();
 	return bb__ring_lapped(v, pos) ? BB__RD_OVERWRITTEN : BB__RD_CORRUPT;
+}
+
+/*
+ * bb__ring_resync - after the record at @pos failed validation with the
+ * tail still behind it (corrupt): the next position before @head whose seq
+ * says "committed here" and whose record validates (FORMAT.md §8,
+ * "corrupt"), or @head when there is none.  @buf: scratch of max_record
+ * bytes.  The bytes skipped are the difference.  AS-safe.
+ */
+static inline uint64_t bb__ring_resync(const struct bb__ring_view *v, uint64_t pos,
+				       uint64_t head, uint8_t *buf)
+{
+	for (uint64_t p = pos + 8; bb__pos_diff(head, p) > 0; p += 8) {
+		uint32_t len;
+
+		if (bb__ring_seq(v, p) != BB_SEQ_DONE(p))
+			continue;
+		if (bb__ring_read(v, p, head, buf, &len) == BB__RD_CORRUPT)
+			continue;
+		return p; /* the caller reads it again and keeps or resyncs */
+	}
+	return head;
+}
+
+/*
+ * bb__ring_after_lap - where a walk resumes after the record at @pos was
+ * overwritten: the tail the writer published (made visible by the acquire
+ * fence of bb__ring_read()), when it is 8-aligned and past @pos, else the
+ * next 8-aligned position.
+ */
+static inline uint64_t bb__ring_after_lap(const struct bb__ring_view *v, uint64_t pos)
+{
+	/* Relaxed: bb__ring_read() issued the acquire fence that made the
+	 * newer tail visible. */
+	uint64_t t = BB_LOAD_RELAXED((uint64_t *)(uintptr_t)&v->desc->tail);
+
+	return bb__pos_diff(t, pos) > 0 && !(t % 8) ? t : pos + 8;
 }
 
 /*

@@ -86,11 +86,13 @@ static void bb__slot_write(struct bb__box *box, uint8_t *s, uint32_t odd, bool b
 	struct bb_record_hdr *h = (struct bb_record_hdr *)(void *)s;
 	uint32_t next = odd + 1 ? odd + 1 : 2;   /* 0 means "never used": skip it */
 
-	/* Orders the odd seq (our CAS) before the stores below, like the
-	 * fence after the busy seq in bb__reserve().  Pairs with the
-	 * reader's acquire fence between its copy and its re-read of seq: a
-	 * copy that saw any byte written here sees an odd or newer seq. */
-	BB_FENCE_RELEASE();
+	/* Orders the odd seq (our CAS) before the stores below: a slot is
+	 * overwritten in place, no tail releases it first, so unlike a ring
+	 * record's busy mark this one needs the fence (docs/DESIGN.md §5).
+	 * Pairs with the reader's acquire fence between its copy and its
+	 * re-read of seq: a copy that saw any byte written here sees an odd
+	 * or newer seq. */
+	bb__seqcount_write_opened();
 	if (bind)
 		memcpy(s + BB_RECORD_HDR_SIZE, kenc, klen_enc);
 	h->tag = BB_TAG_STATE;
@@ -114,7 +116,7 @@ static void bb__slot_write(struct bb__box *box, uint8_t *s, uint32_t odd, bool b
 	}
 	/* Release: the slot's bytes are visible to a reader (or the next
 	 * writer, through its CAS) that loads this seq with acquire. */
-	BB_STORE_RELEASE(&h->seq, next);
+	bb__seqcount_write_end(&h->seq, next);
 }
 
 static int bb__state_put(const char *key, const uint8_t *val, uint32_t vlen)
@@ -206,8 +208,7 @@ BB_EXPORT int bb_set(const char *key, const char *value)
 BB_EXPORT int bb_set_i64(const char *key, int64_t value)
 {
 	uint8_t v[9];
-	uint8_t *p = value < 0 ? bb__cbor_put_head(1, (uint64_t)(-1 - value), v)
-			       : bb__cbor_put_head(0, (uint64_t)value, v);
+	uint8_t *p = bb__cbor_put_int(value, v);
 
 	return bb__state_put(key, v, (uint32_t)(p - v));
 }

@@ -5,16 +5,16 @@
  *
  * Everything here is async-signal-safe: no malloc, no stdio, no locale, no
  * libm.  bb_dump() calls bb_format_value() from a signal handler, and the
- * reader and the fuzzer feed it untrusted bytes, so the CBOR decoder below
- * bounds-checks every length against the bytes that remain, accepts only
- * definite lengths and a bounded nesting depth, and never recurses deeper
- * than BB_CBOR_MAX_DEPTH.
+ * reader and the fuzzer feed it untrusted bytes: it decodes with the
+ * project's one CBOR decoder (shared/cbor.h: every length checked against
+ * the bytes that remain, definite lengths only, no tags, nesting at most
+ * BB__CBOR_MAX_DEPTH deep) and prints doubles with its one printer
+ * (shared/double.h).
  *
- * The decoder covers exactly the shapes of docs/FORMAT.md §5: unsigned and
+ * It renders exactly the shapes of docs/FORMAT.md §6: unsigned and
  * negative integers, byte and text strings, arrays and maps (rendered
  * generically for tags this version does not know), float16/32/64,
- * true/false/null/undefined and simple values.  CBOR tags (major type 6)
- * and indefinite lengths are refused as FORMAT.md §6 says.
+ * true/false/null/undefined and simple values.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -23,163 +23,18 @@
 
 #include <blackbox/reader.h>
 
+#include "../shared/cbor.h"
+#include "../shared/double.h"
 #include "internal.h"
 #include "text.h"
 
-#define BB_CBOR_MAX_DEPTH 8
-
-/* ---- doubles ------------------------------------------------------------ */
-
-/*
- * put_double - the output of printf("%.17g"), computed exactly: the double
- * m * 2^k is turned into the big integer m * 2^k (k >= 0) or m * 5^-k with
- * a decimal exponent of k (k < 0), in base-10^9 limbs, then its decimal
- * digits are rounded half-even to 17 significant digits (enough for every
- * double to read back to itself) and laid out as %g does: trailing zeros
- * removed, exponent notation when the exponent is < -4 or >= 17.  At most
- * 767 digits (the smallest subnormal), so the stack bounds are fixed.
- */
-#define BIG_LIMBS 90 /* 90 * 9 decimal digits > 767 */
-#define P_DIGITS  17
-static void big_mul(uint32_t *l, size_t *n, uint32_t f)
-{
-	uint64_t carry = 0;
-
-	for (size_t i = 0; i < *n; i++) {
-		uint64_t x = (uint64_t)l[i] * f + carry;
-
-		l[i] = (uint32_t)(x % 1000000000u);
-		carry = x / 1000000000u;
-	}
-	while (carry && *n < BIG_LIMBS) {
-		l[(*n)++] = (uint32_t)(carry % 1000000000u);
-		carry /= 1000000000u;
-	}
-}
-
-static void put_double(struct bb__out *o, double d)
-{
-	uint32_t limb[BIG_LIMBS];
-	char dg[BIG_LIMBS * 9 + 1];
-	size_t n = 0, nd = 0;
-	uint64_t bits, m;
-	int k, ex, x;
-
-	memcpy(&bits, &d, sizeof(bits));
-	ex = (int)((bits >> 52) & 0x7ff);
-	m = bits & ((UINT64_C(1) << 52) - 1);
-	if (ex == 0x7ff) {
-		bb__out_puts(o, m ? "nan" : (bits >> 63) ? "-inf" : "inf");
-		return;
-	}
-	if (bits >> 63)
-		bb__out_putc(o, '-');
-	if (!ex && !m) {
-		bb__out_putc(o, '0');
-		return;
-	}
-	k = ex ? ex - 1075 : -1074;
-	if (ex)
-		m |= UINT64_C(1) << 52;
-	while (!(m & 1)) {
-		m >>= 1;
-		k++;
-	}
-	while (m) {
-		limb[n++] = (uint32_t)(m % 1000000000u);
-		m /= 1000000000u;
-	}
-	for (int e = k; e > 0; e -= 28)
-		big_mul(limb, &n, UINT32_C(1) << (e > 28 ? 28 : e));
-	for (int e = -k; e > 0; e -= 13) {
-		uint32_t f = 1;
-
-		for (int i = 0; i < (e > 13 ? 13 : e); i++)
-			f *= 5;
-		big_mul(limb, &n, f);
-	}
-	/* digits, most significant first */
-	for (size_t i = n; i-- > 0;) {
-		char nine[9];
-		uint32_t v = limb[i];
-
-		for (int j = 8; j >= 0; j--) {
-			nine[j] = (char)('0' + v % 10);
-			v /= 10;
-		}
-		for (int j = 0; j < 9; j++)
-			if (nd || nine[j] != '0')
-				dg[nd++] = nine[j];
-	}
-	x = (int)nd - 1 + (k < 0 ? k : 0); /* decimal exponent of dg[0] */
-
-	if (nd > P_DIGITS) {
-		bool up = dg[P_DIGITS] > '5';
-
-		if (dg[P_DIGITS] == '5') {
-			bool rest = false;
-
-			for (size_t i = P_DIGITS + 1; i < nd; i++)
-				rest |= dg[i] != '0';
-			up = rest || ((dg[P_DIGITS - 1] - '0') & 1);
-		}
-		nd = P_DIGITS;
-		for (size_t i = nd; up && i-- > 0;) {
-			if (dg[i] == '9') {
-				dg[i] = '0';
-			} else {
-				dg[i]++;
-				up = false;
-			}
-		}
-		if (up) { /* 99..9 rounded to 100..0 */
-			dg[0] = '1';
-			x++;
-		}
-	}
-	while (nd > 1 && dg[nd - 1] == '0')
-		nd--;
-
-	if (x < -4 || x >= P_DIGITS) {
-		bb__out_putc(o, dg[0]);
-		if (nd > 1) {
-			bb__out_putc(o, '.');
-			bb__out_put(o, dg + 1, nd - 1);
-		}
-		bb__out_putc(o, 'e');
-		bb__out_putc(o, x < 0 ? '-' : '+');
-		if (x > -10 && x < 10)
-			bb__out_putc(o, '0');
-		bb__out_u64(o, (uint64_t)(x < 0 ? -x : x));
-	} else if (x >= 0) {
-		size_t ip = (size_t)x + 1; /* integer digits */
-
-		bb__out_put(o, dg, nd < ip ? nd : ip);
-		for (size_t i = nd; i < ip; i++)
-			bb__out_putc(o, '0');
-		if (nd > ip) {
-			bb__out_putc(o, '.');
-			bb__out_put(o, dg + ip, nd - ip);
-		}
-	} else {
-		bb__out_puts(o, "0.");
-		for (int i = -1; i > x; i--)
-			bb__out_putc(o, '0');
-		bb__out_put(o, dg, nd);
-	}
-}
-
 struct fmt {
-	const uint8_t *p, *start, *end;
+	struct bb__cbor c;      /* the value, bounded */
+	const uint8_t *start;
 	struct bb__out o;
 	const char *why;  /* what is wrong, when a step fails */
 	bool lenient;     /* BB_RF_TRUNCATED: running out of bytes is expected */
 	bool short_;      /* ran out of bytes */
-};
-
-struct hd {
-	uint8_t major, ai;
-	uint64_t val;
 };
 
 static int fail(struct fmt *f, const char *why)
@@ -195,76 +50,51 @@ static int ran_out(struct fmt *f)
 	return fail(f, "value ends early");
 }
 
-static size_t left(const struct fmt *f)
+/*
+ * Read an item head (shared/cbor.h).  The head of a tag, or of a simple
+ * value below 32 in two bytes, is returned like any other: the renderer
+ * refuses it where it stands (put_body(), put_simple(), or a want*() that
+ * expected another type), with the message of that place.
+ */
+static int rd_head(struct fmt *f, struct bb__cbor_item *h)
 {
-	return (size_t)(f->end - f->p);
-}
+	int rc = bb__cbor_read_head(&f->c, h);
 
-/* Read an item head; for major 7 the float bits stay in val. */
-static int rd_head(struct fmt *f, struct hd *h)
-{
-	static const uint8_t extra[4] = { 1, 2, 4, 8 };
-	size_t n;
-
-	if (!left(f))
+	if (rc == BB__CBOR_SHORT)
 		return ran_out(f);
-	h->major = *f->p >> 5;
-	h->ai = *f->p & 31;
-	f->p++;
-	if (h->ai < 24) {
-		h->val = h->ai;
-		return 0;
-	}
-	if (h->ai > 27)
-		return fail(f, h->ai == 31 ? "indefinite length" : "reserved additional info");
-	n = extra[h->ai - 24];
-	if (left(f) < n)
-		return ran_out(f);
-	h->val = 0;
-	for (size_t i = 0; i < n; i++)
-		h->val = h->val << 8 | *f->p++;
+	if (rc && rc != BB__CBOR_TAG && rc != BB__CBOR_SIMPLE)
+		return fail(f, bb__cbor_strerror(rc));
 	return 0;
 }
 
-/* The payload of a string of h->val bytes; in lenient mode a string cut
+/* The payload of a string of h->arg bytes; in lenient mode a string cut
  * short yields what is there and flags the shortage. */
-static int rd_bytes(struct fmt *f, const struct hd *h, const uint8_t **s, size_t *n)
+static int rd_bytes(struct fmt *f, const struct bb__cbor_item *h, const uint8_t **s, size_t *n)
 {
-	*s = f->p;
-	if (h->val > left(f)) {
+	*s = f->c.p;
+	if (h->arg > bb__cbor_left(&f->c)) {
 		if (!f->lenient)
 			return ran_out(f);
-		*n = left(f);
-		f->p = f->end;
+		*n = bb__cbor_left(&f->c);
+		f->c.p = f->c.end;
 		f->short_ = true;
 		return 0;
 	}
-	*n = (size_t)h->val;
-	f->p += *n;
+	*n = (size_t)h->arg;
+	f->c.p += *n;
 	return 0;
 }
 
-static double half_to_double(uint16_t hbits)
+/* A double, as every output of the project prints one (shared/double.h). */
+static void put_double(struct bb__out *o, double d)
 {
-	uint64_t sign = (uint64_t)(hbits >> 15) << 63;
-	int e = (hbits >> 10) & 31;
-	uint64_t mant = hbits & 0x3ff, bits;
-	double d;
+	char buf[BB__DOUBLE_MAX];
 
-	if (e == 0) { /* zero or subnormal: mant * 2^-24, exact in a double */
-		d = (double)mant / 16777216.0;
-		return sign ? -d : d;
-	}
-	if (e == 31)
-		bits = sign | UINT64_C(0x7ff) << 52 | mant << 42;
-	else
-		bits = sign | (uint64_t)(e - 15 + 1023) << 52 | mant << 42;
-	memcpy(&d, &bits, sizeof(d));
-	return d;
+	bb__out_put(o, buf, bb__fmt_double(buf, d));
 }
 
 /* Render a float or simple value (major 7). */
-static int put_simple(struct fmt *f, const struct hd *h)
+static int put_simple(struct fmt *f, const struct bb__cbor_item *h)
 {
 	switch (h->ai) {
 	case 20: bb__out_puts(&f->o, "false"); return 0;
@@ -272,26 +102,17 @@ static int put_simple(struct fmt *f, const struct hd *h)
 	case 22: bb__out_puts(&f->o, "null"); return 0;
 	case 23: bb__out_puts(&f->o, "undefined"); return 0;
 	case 25:
-		put_double(&f->o, half_to_double((uint16_t)h->val));
+	case 26:
+	case 27:
+		put_double(&f->o, bb__cbor_float(h));
 		return 0;
-	case 26: {
-		uint32_t b = (uint32_t)h->val;
-		float fl;
-
-		memcpy(&fl, &b, sizeof(fl));
-		put_double(&f->o, fl);
-		return 0;
-	}
-	case 27: {
-		double d;
-
-		memcpy(&d, &h->val, sizeof(d));
-		put_double(&f->o, d);
-		return 0;
-	}
+	case 24:
+		if (h->arg < 32) /* not well formed (RFC 8949 §3.3) */
+			return fail(f, bb__cbor_strerror(BB__CBOR_SIMPLE));
+		/* fall through */
 	default:
 		bb__out_puts(&f->o, "simple(");
-		bb__out_u64(&f->o, h->val);
+		bb__out_u64(&f->o, h->arg);
 		bb__out_putc(&f->o, ')');
 		return 0;
 	}
@@ -300,21 +121,21 @@ static int put_simple(struct fmt *f, const struct hd *h)
 static int put_item(struct fmt *f, int depth);
 
 /* Render the rest of an item whose head is already read. */
-static int put_body(struct fmt *f, const struct hd *h, int depth)
+static int put_body(struct fmt *f, const struct bb__cbor_item *h, int depth)
 {
 	const uint8_t *s;
 	size_t n;
 
 	switch (h->major) {
 	case 0:
-		bb__out_u64(&f->o, h->val);
+		bb__out_u64(&f->o, h->arg);
 		return 0;
 	case 1: /* -1 - val, which may be below INT64_MIN */
 		bb__out_putc(&f->o, '-');
-		if (h->val == UINT64_MAX)
+		if (h->arg == UINT64_MAX)
 			bb__out_puts(&f->o, "18446744073709551616");
 		else
-			bb__out_u64(&f->o, h->val + 1);
+			bb__out_u64(&f->o, h->arg + 1);
 		return 0;
 	case 2:
 		if (rd_bytes(f, h, &s, &n))
@@ -328,13 +149,13 @@ static int put_body(struct fmt *f, const struct hd *h, int depth)
 		return f->short_ ? ran_out(f) : 0;
 	case 4:
 	case 5:
-		if (depth >= BB_CBOR_MAX_DEPTH)
-			return fail(f, "nesting deeper than 8");
+		if (depth >= BB__CBOR_MAX_DEPTH)
+			return fail(f, bb__cbor_strerror(BB__CBOR_DEPTH));
 		/* every item takes at least one byte: bound the count first */
-		if (h->val > left(f) || (h->major == 5 && h->val > left(f) / 2))
+		if (h->arg > bb__cbor_left(&f->c) / (h->major == 5 ? 2 : 1))
 			return ran_out(f);
 		bb__out_putc(&f->o, h->major == 4 ? '[' : '{');
-		for (uint64_t i = 0; i < h->val; i++) {
+		for (uint64_t i = 0; i < h->arg; i++) {
 			if (i)
 				bb__out_puts(&f->o, ", ");
 			if (put_item(f, depth + 1))
@@ -348,7 +169,7 @@ static int put_body(struct fmt *f, const struct hd *h, int depth)
 		bb__out_putc(&f->o, h->major == 4 ? ']' : '}');
 		return 0;
 	case 6: /* FORMAT.md §6: values never carry CBOR tags */
-		return fail(f, "CBOR tag (major type 6) not allowed");
+		return fail(f, bb__cbor_strerror(BB__CBOR_TAG));
 	default:
 		return put_simple(f, h);
 	}
@@ -356,7 +177,7 @@ static int put_body(struct fmt *f, const struct hd *h, int depth)
 
 static int put_item(struct fmt *f, int depth)
 {
-	struct hd h;
+	struct bb__cbor_item h;
 
 	if (rd_head(f, &h))
 		return -1;
@@ -366,7 +187,7 @@ static int put_item(struct fmt *f, int depth)
 /* A KV or EVENT field value: a scalar (FORMAT.md §6), never a container. */
 static int want_scalar(struct fmt *f, const char *why)
 {
-	struct hd h;
+	struct bb__cbor_item h;
 
 	if (rd_head(f, &h))
 		return -1;
@@ -376,7 +197,7 @@ static int want_scalar(struct fmt *f, const char *why)
 }
 
 /* Read a head and insist on a major type (and for 7, on a set of ai). */
-static int want(struct fmt *f, struct hd *h, int major, const char *why)
+static int want(struct fmt *f, struct bb__cbor_item *h, int major, const char *why)
 {
 	if (rd_head(f, h))
 		return -1;
@@ -387,7 +208,7 @@ static int want(struct fmt *f, struct hd *h, int major, const char *why)
 
 static int want_text(struct fmt *f, const char *why)
 {
-	struct hd h;
+	struct bb__cbor_item h;
 
 	if (want(f, &h, 3, why))
 		return -1;
@@ -396,7 +217,7 @@ static int want_text(struct fmt *f, const char *why)
 
 static int want_int(struct fmt *f, const char *why)
 {
-	struct hd h;
+	struct bb__cbor_item h;
 
 	if (rd_head(f, &h))
 		return -1;
@@ -407,11 +228,11 @@ static int want_int(struct fmt *f, const char *why)
 
 static int want_array(struct fmt *f, uint64_t n, const char *why)
 {
-	struct hd h;
+	struct bb__cbor_item h;
 
 	if (want(f, &h, 4, why))
 		return -1;
-	if (h.val != n)
+	if (h.arg != n)
 		return fail(f, why);
 	return 0;
 }
@@ -432,7 +253,7 @@ static int put_thread(struct fmt *f, const char *lead, const char *tid, const ch
 /* The shape each tag promises (docs/FORMAT.md §5), rendered. */
 static int put_tagged(struct fmt *f, unsigned tag)
 {
-	struct hd h;
+	struct bb__cbor_item h;
 
 	switch (tag) {
 	case BB_TAG_STR:
@@ -470,9 +291,9 @@ static int put_tagged(struct fmt *f, unsigned tag)
 		    want_text(f, "event name is not a text string") ||
 		    want(f, &h, 5, "event fields are not a map"))
 			return -1;
-		if (h.val > left(f) / 2)
+		if (h.arg > bb__cbor_left(&f->c) / 2)
 			return ran_out(f);
-		for (uint64_t i = 0; i < h.val; i++) {
+		for (uint64_t i = 0; i < h.arg; i++) {
 			bb__out_putc(&f->o, ' ');
 			if (want_text(f, "event field key is not a text string"))
 				return -1;
@@ -498,13 +319,13 @@ BB_EXPORT int bb_format_value(unsigned tag, unsigned flags, const uint8_t *value
 		    size_t len, char *buf, size_t buflen)
 {
 	struct fmt f = {
-		.p = value, .start = value, .end = value + (value ? len : 0),
+		.c = { .p = value, .end = value + (value ? len : 0) }, .start = value,
 		.o = { .buf = buf, .cap = buf ? buflen : 0 },
 		.lenient = flags & BB_RF_TRUNCATED,
 	};
 	int rc = put_tagged(&f, tag);
 
-	if (!rc && f.p != f.end)
+	if (!rc && f.c.p != f.c.end)
 		rc = fail(&f, "trailing bytes after the value");
 	if (rc && !(f.lenient && f.short_)) {
 		/* Malformed: replace what was rendered by the reason. */
@@ -515,7 +336,7 @@ BB_EXPORT int bb_format_value(unsigned tag, unsigned flags, const uint8_t *value
 		bb__out_puts(&f.o, " value: ");
 		bb__out_puts(&f.o, f.why);
 		bb__out_puts(&f.o, " at byte ");
-		bb__out_u64(&f.o, (uint64_t)(f.p - f.start));
+		bb__out_u64(&f.o, (uint64_t)(f.c.p - f.start));
 		bb__out_putc(&f.o, '>');
 		bb__out_finish(&f.o);
 		return -EBADMSG;
@@ -529,20 +350,20 @@ BB_EXPORT int bb_format_value(unsigned tag, unsigned flags, const uint8_t *value
 
 static int rd_int32(struct fmt *f, int32_t *v)
 {
-	struct hd h;
+	struct bb__cbor_item h;
 
 	if (rd_head(f, &h))
 		return -1;
-	if (h.major > 1 || h.val > INT32_MAX)
+	if (h.major > 1 || h.arg > INT32_MAX)
 		return fail(f, "tid");
-	*v = h.major ? -1 - (int32_t)h.val : (int32_t)h.val;
+	*v = h.major ? -1 - (int32_t)h.arg : (int32_t)h.arg;
 	return 0;
 }
 
 static int rd_name(struct fmt *f, char *dst, size_t dstlen)
 {
 	const uint8_t *s;
-	struct hd h;
+	struct bb__cbor_item h;
 	size_t n;
 
 	if (want(f, &h, 3, "name") || rd_bytes(f, &h, &s, &n))
@@ -563,13 +384,13 @@ int bb__owner_decode(const uint8_t *value, size_t len,
 {
 	char dummy[1];
 	struct fmt f = {
-		.p = value, .start = value, .end = value + (value ? len : 0),
+		.c = { .p = value, .end = value + (value ? len : 0) }, .start = value,
 		.o = { .buf = dummy, .cap = 0 },
 	};
 
 	if (want_array(&f, 4, "owner") || rd_int32(&f, tid) ||
 	    rd_name(&f, name, namelen) || rd_int32(&f, prev_tid) ||
-	    rd_name(&f, prev, prevlen) || f.p != f.end)
+	    rd_name(&f, prev, prevlen) || f.c.p != f.c.end)
 		return -EBADMSG;
 	return 0;
 }

@@ -108,20 +108,6 @@ static inline uint64_t bb__f64_bits(double v)
 	return bits;
 }
 
-/* Exact size of an encoded CBOR integer. */
-static inline uint32_t bb__int_size(int64_t v)
-{
-	return bb__cbor_head(v < 0 ? (uint64_t)(-1 - v) : (uint64_t)v);
-}
-
-static inline uint8_t *bb__put_int(uint8_t *p, int64_t v)
-{
-	/* Major 0 (unsigned) or 1 (negative, argument -1 - v). */
-	uint64_t sign = (uint64_t)(v >> 63);
-
-	return bb__cbor_put_head((unsigned)(sign & 1), (uint64_t)v ^ sign, p);
-}
-
 /* Copy @n bytes: inline moves up to 16 (bb__copy16(), <blackbox/inline.h>;
  * keys and values are mostly short), libc's memcpy above (the inline
  * paths' copies up to 64 made the library's writers bigger than GCC
@@ -229,8 +215,8 @@ BB_EXPORT int bb_write_i64(int64_t v)
 	if (!bb__begin(&w, &ret))
 		return ret;
 	BB__ON_RING(w,
-		p = bb__reserve(&w, 0, bb__int_size(v));
-		bb__put_int(p, v);
+		p = bb__reserve(&w, 0, bb__cbor_int_size(v));
+		bb__cbor_put_int(v, p);
 		bb__commit(&w, BB_TAG_I64));
 	return 0;
 }
@@ -342,7 +328,7 @@ uint32_t bb__val_size(const struct bb__val *v)
 	switch (v->type) {
 	case BB_TYPE_STR:
 	case BB_TYPE_BYTES: return bb__cbor_head(v->n) + (uint32_t)v->n;
-	case BB_TYPE_I64:   return bb__int_size(v->v.i64);
+	case BB_TYPE_I64:   return bb__cbor_int_size(v->v.i64);
 	case BB_TYPE_U64:   return bb__cbor_head(v->v.u64);
 	case BB_TYPE_F64:   return 9;
 	case BB_TYPE_BOOL:  return 1;
@@ -356,7 +342,7 @@ uint8_t *bb__put_val(uint8_t *p, const struct bb__val *v)
 	switch (v->type) {
 	case BB_TYPE_STR:   return bb__put_text(p, v->v.s, v->n);
 	case BB_TYPE_BYTES: return bb__put_bytes(p, v->v.p, v->n);
-	case BB_TYPE_I64:   return bb__put_int(p, v->v.i64);
+	case BB_TYPE_I64:   return bb__cbor_put_int(v->v.i64, p);
 	case BB_TYPE_U64:   return bb__cbor_put_head(0, v->v.u64, p);
 	case BB_TYPE_F64:   return bb__cbor_put_f64(p, bb__f64_bits(v->v.f64));
 	case BB_TYPE_BOOL:  *p = v->v.b ? 0xf5 : 0xf4; return p + 1;

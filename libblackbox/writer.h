@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * writer.h - the writer side of a box: process-local state and the per-record
- * seqlock write protocol (DESIGN §4).  Internal, do not use.
+ * seqlock write protocol (docs/DESIGN.md §3).  Internal, do not use.
  *
  * One-writer contract: a private ring is written only by the thread that
  * claimed it (and, nested, never: a write that interrupts another write on
@@ -165,7 +165,7 @@ static inline bool bb__begin(struct bb__w *w, int *ret)
 	w->box = box;
 	/* depth + 1 kept in a register: testing t->f.depth again would reload
 	 * what we just stored, a store-to-load forwarding round trip before
-	 * the clock read (BENCHMARKS.md "Issue 6 floor, third session"). */
+	 * the clock read (BENCHMARKS.md "Write path against the clock"). */
 	depth = t->f.depth + 1;
 	t->f.depth = depth;
 	/* The nesting mark is set before we look at the ring: a signal
@@ -218,7 +218,7 @@ static inline uint8_t *bb__reserve(struct bb__w *w, uint8_t flags, uint32_t vlen
 	w->pos = pos;
 	w->len = hdr + vlen + w->box->f.trailer;
 	w->flags |= flags;
-	/* The busy mark, then a release fence (<blackbox/inline.h>). */
+	/* The busy mark, then a compiler barrier (<blackbox/inline.h>). */
 	w->rec = bb__ring_busy(r, pos);
 	if (w->shared) {
 		int32_t ext[2] = { bb__tls.tid, 0 };

@@ -15,6 +15,7 @@
 
 #include <blackbox/reader.h>
 
+#include "../shared/json.h"
 #include "reap.h"
 
 /* @s escaped (bb_escape_text) onto @f; strings here are names and paths. */
@@ -42,20 +43,22 @@ void reap_log(const char *fmt, ...)
 }
 
 /*
- * A JSON string.  Bytes >= 0x80 are written as \u00XX (read as Latin-1):
- * lossy for UTF-8 names, but the output is always valid JSON whatever
- * bytes a planted name holds.
+ * A JSON string, escaped as bb-extract escapes one (the project's one
+ * escaper, shared/json.h): UTF-8 names stay readable, C0 and C1 controls
+ * become \u00XX, and each byte that is not valid UTF-8 U+FFFD, so the
+ * output is always valid JSON whatever bytes a planted name holds.
  */
 static void json_str(FILE *f, const char *s)
 {
+	char buf[BB__JSON_ESC_MAX(1024)];
+	size_t n = strlen(s), k;
+
 	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p >= 0x20 && *p < 0x7f)
-			fputc(*p, f);
-		else
-			fprintf(f, "\\u%04x", *p);
+	while (n) {
+		k = bb__json_cut((const uint8_t *)s, n, 1024);
+		fwrite(buf, 1, bb__json_escape(buf, (const uint8_t *)s, k), f);
+		s += k;
+		n -= k;
 	}
 	fputc('"', f);
 }

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,6 +131,80 @@ static inline int bbt_record_crc_ok(uint32_t seq, const uint8_t *rec, uint32_t l
 
 	return bbt_record_crc(seq, rec, len) ==
 	       ((uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24);
+}
+
+/*
+ * bbt_check_double - is @got (NUL-terminated) what the project's one printer
+ * of doubles must print for @d (shared/double.h), checked with libc and
+ * independently of it: strtod() reads it back as @d; no decimal with fewer
+ * significant digits does (libc's %.*e rounds to nearest at each length, so
+ * its first length that reads back is the shortest but for a power of two,
+ * whose spacing below is finer: there a shorter or equal one may be
+ * chosen, not a longer one); at the same length the digits are libc's (the
+ * nearest); and the layout is %g's with precision max(15, digits): no
+ * trailing zeros, exponent form ("1e+300", "-2.5e-07") when the exponent is
+ * below -4 or at least that precision.  Finite doubles; "-0" for -0.0.
+ * Returns NULL or what is wrong (a static string).
+ */
+static inline const char *bbt_check_double(double d, const char *got)
+{
+	char ref[40], dig[24], want[48], *e;
+	int p, nd = 0, x, prec, n = 0, gnd = 0;
+	const char *q;
+
+	if (d == 0)
+		return strcmp(got, signbit(d) ? "-0" : "0") ? "zero" : NULL;
+	if (strtod(got, NULL) != d)
+		return "does not read back as the double";
+	for (p = 1; p <= 17; p++) {
+		snprintf(ref, sizeof(ref), "%.*e", p - 1, d);
+		if (strtod(ref, NULL) == d)
+			break;
+	}
+	/* the significant digits of got (an integer's trailing zeros are not) */
+	for (q = got; *q && *q != 'e'; q++)
+		if (*q >= '0' && *q <= '9' && (gnd || *q != '0'))
+			dig[gnd++] = *q;
+	while (gnd > 1 && dig[gnd - 1] == '0')
+		gnd--;
+	/* libc's digits and exponent at length p, trailing zeros dropped */
+	for (q = ref; *q && *q != 'e'; q++)
+		if (*q >= '0' && *q <= '9')
+			dig[nd++] = *q;
+	x = (int)strtol(strchr(ref, 'e') + 1, &e, 10);
+	while (nd > 1 && dig[nd - 1] == '0')
+		nd--;
+	dig[nd] = '\0';
+	if (gnd > nd)
+		return "longer than the shortest";
+	if (gnd < nd) { /* a power of two: shorter is right, layout unchecked */
+		uint64_t b;
+
+		memcpy(&b, &d, 8);
+		return (b & ((UINT64_C(1) << 52) - 1)) == 0 ? NULL : "shorter than libc's shortest";
+	}
+	/* %g's layout of dig * 10^x with precision max(15, nd) */
+	prec = nd > 15 ? nd : 15;
+	if (d < 0)
+		want[n++] = '-';
+	if (x < -4 || x >= prec) {
+		n += snprintf(want + n, sizeof(want) - (size_t)n, "%c%s%s", dig[0],
+			      nd > 1 ? "." : "", dig + 1);
+		snprintf(want + n, sizeof(want) - (size_t)n, "e%c%02d", x < 0 ? '-' : '+',
+			 x < 0 ? -x : x);
+	} else if (x < 0) {
+		n += snprintf(want + n, sizeof(want) - (size_t)n, "0.");
+		for (int i = -1; i > x; i--)
+			want[n++] = '0';
+		snprintf(want + n, sizeof(want) - (size_t)n, "%s", dig);
+	} else {
+		for (int i = 0; i <= x; i++)
+			want[n++] = i < nd ? dig[i] : '0';
+		want[n] = '\0';
+		if (nd > x + 1)
+			snprintf(want + n, sizeof(want) - (size_t)n, ".%s", dig + x + 1);
+	}
+	return strcmp(got, want) ? "not libc's digits in %g's layout" : NULL;
 }
 
 #endif /* BB_TESTS_COMMON_H */

@@ -15,6 +15,7 @@
 #ifndef BLACKBOX_FORMAT_H
 #define BLACKBOX_FORMAT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -76,8 +77,8 @@ enum bb_owner_state {
 
 /*
  * The header: first 4096 bytes of the box.  Offsets are part of the format
- * (static assertions in libblackbox/box.c pin them); new fields go into
- * reserved space with a minor version bump.
+ * (docs/FORMAT.md §3; the static assertions at the end of this header pin
+ * them); new fields go into reserved space with a minor version bump.
  */
 struct bb_header {
 	uint64_t magic;              /*   0 BB_MAGIC; stored last, with release */
@@ -87,7 +88,7 @@ struct bb_header {
 	uint32_t byte_order;         /*  16 BB_BYTE_ORDER_MARK in writer order */
 	uint8_t  word_size;          /*  20 sizeof(void *) of the writer */
 	uint8_t  clock;              /*  21 enum bb_clock of record timestamps */
-	uint16_t flags;              /*  22 reserved, 0 */
+	uint16_t flags;              /*  22 BB_HF_* (BB_HF_CRC32C); other bits 0 */
 	uint64_t box_size;           /*  24 bytes of the whole segment */
 	uint32_t ring_count;         /*  32 descriptors in the ring table */
 	uint32_t ring_desc_size;     /*  36 BB_RING_DESC_SIZE */
@@ -96,7 +97,7 @@ struct bb_header {
 	uint32_t max_record;         /*  56 largest record len the writer makes */
 	uint32_t page_size;          /*  60 writer's page size */
 
-	/* owner identity (DESIGN §6: pid + start time + boot id) */
+	/* owner identity (docs/DESIGN.md §6: pid + start time + boot id) */
 	int32_t  pid;                /*  64 */
 	uint32_t uid;                /*  68 */
 	uint64_t starttime;          /*  72 /proc/<pid>/stat field 22, clock ticks */
@@ -223,16 +224,19 @@ struct bb_record_hdr {
 #define BB_RF_TID        0x02u /* an 8-byte extension follows: i32 tid, u32 0 */
 #define BB_RF_IMPORTANT  0x04u /* marked important by the writer */
 #define BB_RF_CRC        0x08u /* 2.0: the record's last 4 bytes (inside len) are
-                                * a CRC32C, docs/FORMAT.md §5 "Checksum" */
+                                * a CRC32C, docs/FORMAT.md §11 "Record checksum" */
 
 /*
  * CRC32C (Castagnoli, reflected polynomial 0x82f63b78, initial value
  * 0xffffffff, final xor 0xffffffff: the iSCSI / SSE4.2 crc32 instruction
- * convention) over: the record's committed seq word BB_SEQ_DONE(pos) as 4
- * little-endian bytes, then bytes 4 .. len-4 of the record (len, tag,
- * flags, ts, extensions, value).  Stored little-endian at offset len - 4.
- * A state slot uses its own committed seq word the same way; the crash
- * area uses BB_CRASH_SEQ_DONE.
+ * convention) over, in this order (docs/FORMAT.md §11, half-open ranges of
+ * the record's bytes):
+ *   1. the record's committed seq word BB_SEQ_DONE(pos), 4 bytes little-endian;
+ *   2. [4, 8): len, tag, flags;
+ *   3. [16, len - 4): the extensions and the value;
+ *   4. [8, 16): ts, last.
+ * Stored little-endian at offset len - 4.  A state slot uses its own
+ * committed seq word the same way; the crash area uses BB_CRASH_SEQ_DONE.
  */
 #define BB_CRC_SIZE      4u
 
@@ -279,6 +283,41 @@ struct bb_modules_hdr {
 	uint32_t flags;   /* BB_MF_TRUNCATED: modules left out for lack of room */
 };
 #define BB_MF_TRUNCATED  0x1u
+
+/*
+ * The layout above is the format (docs/FORMAT.md §3, §4, §5, §11): pinned
+ * here, so that every program including this header, a third-party reader
+ * too, fails to compile where its ABI would lay the structures out
+ * otherwise.  tests/lib/test_format_doc.c checks every offset of
+ * FORMAT.md's tables against offsetof().
+ */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define BB__FORMAT_ASSERT(c, name) static_assert(c, #name)
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define BB__FORMAT_ASSERT(c, name) _Static_assert(c, #name)
+#else
+#define BB__FORMAT_ASSERT(c, name) typedef char bb__format_assert_##name[(c) ? 1 : -1]
+#endif
+BB__FORMAT_ASSERT(sizeof(struct bb_header) == BB_HEADER_SIZE, header_is_one_4k_block);
+BB__FORMAT_ASSERT(sizeof(struct bb_ring_desc) == BB_RING_DESC_SIZE, ring_descriptor_size);
+BB__FORMAT_ASSERT(sizeof(struct bb_record_hdr) == BB_RECORD_HDR_SIZE, record_envelope_size);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, pid) == 64, header_pid);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, anchor_realtime_ns) == 408, header_anchor);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, state) == 440, header_state);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, dropped_toobig) == 488, header_dropped_toobig);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, tsc_anchor) == 496, header_tsc_anchor);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, clock_requested) == 520, header_clock_requested);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, state_table_offset) == 528, header_state_table);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, modules_offset) == 544, header_modules);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, state_errors) == 560, header_state_errors);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, cgroup_hierarchy) == 568, header_cgroup_hierarchy);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, invocation_id) == 576, header_invocation_id);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, cgroup) == 616, header_cgroup);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, crash) == BB_CRASH_OFFSET, header_crash_area);
+BB__FORMAT_ASSERT(sizeof(struct bb_modules_hdr) == 24, module_area_header);
+BB__FORMAT_ASSERT(offsetof(struct bb_ring_desc, state) == 64, head_tail_alone_on_line_0);
+BB__FORMAT_ASSERT(offsetof(struct bb_ring_desc, lock) == 112, descriptor_lock);
+BB__FORMAT_ASSERT(offsetof(struct bb_record_hdr, ts) == 8, envelope_ts);
 
 #ifdef __cplusplus
 }

@@ -11,7 +11,7 @@
  * per string the compiler cannot see through.  With the default clock
  * (clock_gettime through the vDSO, which reads the counter with rdtscp and
  * hides no work behind it) every instruction of the write path is on the
- * bill (BENCHMARKS.md "Record cost").  So <blackbox.h> expands those calls
+ * bill (BENCHMARKS.md "Write path against the clock").  So <blackbox.h> expands those calls
  * to bb__kv_str() and bb__kv_typed() below: the record is written in the
  * caller, with the library's own protocol and the same bytes.  Anything
  * else calls the library.
@@ -58,10 +58,9 @@
  * spare static TLS for libblackbox's few dozen bytes either way.
  *
  * Memory ordering: each primitive says what it orders and what it pairs
- * with on the reader side (libblackbox/ring.h), exactly as in the library.
- * GCC's __atomic built-ins here are the same operations as the C11
- * <stdatomic.h> ones the library uses (libblackbox/barrier.h); they are
- * also what C++ compiles.
+ * with on the reader side (libblackbox/ring.h), exactly as in the library,
+ * with the library's primitives (<blackbox/barrier.h>, GCC's __atomic
+ * built-ins, which C++ compiles too).
  */
 #ifndef BLACKBOX_INLINE_H
 #define BLACKBOX_INLINE_H
@@ -72,6 +71,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <blackbox/barrier.h>
 #include <blackbox/format.h>
 
 /*
@@ -154,12 +154,12 @@ int bb__ring_free_one(struct bb__ring *r, uint64_t end)
 	if (__builtin_expect(len >= BB_RECORD_HDR_SIZE && ntail <= r->head &&
 			     end - ntail <= r->mask + 1, 1)) {
 		r->tail = ntail;
-		__atomic_store_n(&r->desc->tail, ntail, __ATOMIC_RELAXED);
+		BB__STORE_RELAXED(&r->desc->tail, ntail);
 		/* Orders the new tail before the busy seq and the record bytes
 		 * that overwrite what it released.  Pairs with the acquire
 		 * fence in bb__ring_read() (ring.h): a reader that copied
 		 * overwritten bytes sees this tail and drops the copy. */
-		__atomic_thread_fence(__ATOMIC_RELEASE);
+		BB__FENCE_RELEASE();
 		return 1;
 	}
 	return 0;
@@ -174,13 +174,16 @@ uint8_t *bb__ring_busy(struct bb__ring *r, uint64_t pos)
 {
 	uint8_t *rec = r->data + (pos & r->mask);
 
-	__atomic_store_n((uint32_t *)(void *)rec, BB_SEQ_BUSY(pos), __ATOMIC_RELAXED);
-	/* Orders the busy mark before the record bytes stored next (a new
-	 * tail was already ordered before it by the fence of
-	 * bb__ring_free_one() or bb__make_room()).  Pairs with the acquire
-	 * fence in bb__ring_read(): a reader whose copy saw our bytes sees the
-	 * busy seq on its re-read and drops the copy. */
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	BB__STORE_RELAXED((uint32_t *)(void *)rec, BB_SEQ_BUSY(pos));
+	/* Keeps the busy mark before the record bytes stored next, for this
+	 * thread's own signal handlers (bb_dump(), the crash handler) and a
+	 * post-mortem reader: a compiler barrier, no instruction.  No live
+	 * reader needs a fence here: it sees our bytes only through an older
+	 * record they overwrite, whose release is ordered before them by the
+	 * tail fence of bb__ring_free_one() or bb__make_room() (that record's
+	 * or an earlier one's); that fence pairs with the acquire fence in
+	 * bb__ring_read().  The argument: docs/DESIGN.md §5. */
+	BB__SIGNAL_FENCE();
 	return rec;
 }
 
@@ -255,7 +258,7 @@ uint64_t bb__crc32c_hw_update(uint64_t c, const uint8_t *p, size_t n)
  * (len, tag, flags) as a little-endian word, the @n bytes at @p
  * (extensions and value), then @ts.  The stamp comes last in the format's
  * order for this: the checksum of everything else does not wait for the
- * clock read, and one crc32q does (BENCHMARKS.md "Issue 6 floor").
+ * clock read, and one crc32q does (BENCHMARKS.md "Write path against the clock").
  */
 static inline __attribute__((always_inline))
 uint32_t bb__record_crc_hw(uint32_t seq, uint32_t w1, uint64_t ts,
@@ -323,11 +326,11 @@ void bb__ring_publish(struct bb__ring *r, uint8_t *rec, uint64_t pos, uint32_t l
 	/* Commit mark with release: orders the envelope, value and CRC before
 	 * it, for readers that validate by seq alone (post mortem, where head
 	 * may not have been published yet). */
-	__atomic_store_n((uint32_t *)(void *)rec, BB_SEQ_DONE(pos), __ATOMIC_RELEASE);
+	BB__STORE_RELEASE((uint32_t *)(void *)rec, BB_SEQ_DONE(pos));
 	r->head = end;
 	/* Publishes the record.  Pairs with the reader's acquire load of head:
 	 * every byte of every record before @end is visible to it. */
-	__atomic_store_n(&r->desc->head, end, __ATOMIC_RELEASE);
+	BB__STORE_RELEASE(&r->desc->head, end);
 }
 
 /*
@@ -466,6 +469,30 @@ uint8_t *bb__cbor_put_short(unsigned major, size_t n, uint8_t *p)
 	p[0] = (uint8_t)(mt | 24);
 	p[1] = (uint8_t)n;
 	return p + 2;
+}
+
+/* bb__int_arg - the CBOR argument of the integer @v: v for major 0, -1 - v
+ * (that is v ^ sign) for major 1, the negative ones. */
+static inline uint64_t bb__int_arg(int64_t v)
+{
+	return (uint64_t)v ^ (uint64_t)(v >> 63);
+}
+
+/* bb__cbor_int_size - the bytes of the integer @v in CBOR. */
+static inline uint32_t bb__cbor_int_size(int64_t v)
+{
+	return bb__cbor_head(bb__int_arg(v));
+}
+
+/*
+ * bb__cbor_put_int - the integer @v at @p in its shortest form: major 0
+ * when v >= 0, else major 1 with argument -1 - v.  Returns the byte after
+ * it.  The one integer encoder of the writer, the state table, the crash
+ * handler and bb-extract's CBOR output.
+ */
+static inline uint8_t *bb__cbor_put_int(int64_t v, uint8_t *p)
+{
+	return bb__cbor_put_head((unsigned)((uint64_t)v >> 63), bb__int_arg(v), p);
 }
 
 /*
@@ -715,7 +742,7 @@ uint8_t *bb__fast_begin(struct bb__fw *w, uint32_t n)
 {
 	/* Acquire pairs with the release store publishing the box in
 	 * bb_init(): the box is complete before we use it. */
-	struct bb__box *box = __atomic_load_n(&bb__box, __ATOMIC_ACQUIRE);
+	struct bb__box *box = BB__LOAD_ACQUIRE(&bb__box);
 	uint64_t end;
 
 	if (__builtin_expect(!box, 0))
@@ -727,7 +754,7 @@ uint8_t *bb__fast_begin(struct bb__fw *w, uint32_t n)
 	/* Compiler-only: the depth store is emitted before the ring is read
 	 * (a signal handler on this thread sees it; there is no other
 	 * reader of depth). */
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	BB__SIGNAL_FENCE();
 	w->r = w->t->ring;
 	if (__builtin_expect(w->depth != 1 || w->t->gen != w->fb->gen || !w->r ||
 			     w->fb->crc == BB__CRC_SW ||
@@ -743,7 +770,7 @@ uint8_t *bb__fast_begin(struct bb__fw *w, uint32_t n)
 	return w->rec + BB_RECORD_HDR_SIZE;
 library:
 	/* Compiler-only, as above: nothing of ours is in the ring yet. */
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	BB__SIGNAL_FENCE();
 	w->t->depth = w->depth - 1;
 	return NULL;
 }
@@ -761,7 +788,7 @@ void bb__fast_commit(struct bb__fw *w, uint8_t tag, uint32_t n)
 	/* Compiler-only: every store of the record is emitted before the
 	 * depth is given back; a signal handler that runs after that may
 	 * take our ring again. */
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	BB__SIGNAL_FENCE();
 	w->t->depth = w->depth - 1;
 }
 
@@ -789,10 +816,8 @@ int bb__kv_fast(const char *key, size_t kl, int kind, const char *s, size_t vl, 
 	/* The value's size: a text head of 1 or 2 bytes, an integer head of
 	 * 1 to 9 (major 1 takes -1 - v), a float64 of 9. */
 	if (kind == BB__KV_I64) {
-		uint64_t sign = (uint64_t)((int64_t)x >> 63);
-
-		major = (unsigned)(sign & 1);
-		arg = x ^ sign;
+		major = (unsigned)(x >> 63);
+		arg = bb__int_arg((int64_t)x);
 	}
 	n = 1 + bb__text_size(kl);
 	if (kind == BB__KV_TEXT)
@@ -935,13 +960,6 @@ int bb__kv_f64(const char *key, double v, int klit)
 
 int (bb_write_event)(const char *name, const struct bb_field *f, size_t n);
 
-/* bb__int_arg - the CBOR argument of the integer @v: v for major 0, -1 - v
- * (that is v ^ sign) for major 1, the negative ones. */
-static inline uint64_t bb__int_arg(int64_t v)
-{
-	return (uint64_t)v ^ (uint64_t)(v >> 63);
-}
-
 /*
  * bb__event_fast - bb_write_event(@name, @f, @nf) (<blackbox.h>) in the
  * caller: [text name, {key: value, ...}], the library's record, when @nf is
@@ -1023,7 +1041,7 @@ int bb__event_fast(const char *name, const struct bb_field *f, size_t nf, int nl
 			break;
 		case BB_TYPE_I64:
 			val[i] = (uint64_t)f[i].v.i64;
-			n += bb__cbor_head(bb__int_arg(f[i].v.i64));
+			n += bb__cbor_int_size(f[i].v.i64);
 			break;
 		case BB_TYPE_U64:
 			val[i] = f[i].v.u64;
@@ -1065,8 +1083,7 @@ int bb__event_fast(const char *name, const struct bb_field *f, size_t nf, int nl
 			p += vl[i];
 			break;
 		case BB_TYPE_I64:
-			p = bb__cbor_put_head((unsigned)((int64_t)val[i] < 0),
-					      bb__int_arg((int64_t)val[i]), p);
+			p = bb__cbor_put_int((int64_t)val[i], p);
 			break;
 		case BB_TYPE_U64:
 			p = bb__cbor_put_head(0, val[i], p);

@@ -60,7 +60,7 @@ struct bb_reader;
 #define BB_OPEN_ANY_OWNER  0x2u /* accept a file whose owner uid differs from
 				   the header's uid (default: refused, -EPERM) */
 
-/* What became of a box's owner (DESIGN §6). */
+/* What became of a box's owner (docs/DESIGN.md §6). */
 enum bb_liveness {
 	BB_OWNER_ALIVE    = 1, /* pid exists, start time matches, maps the box */
 	BB_OWNER_EXITED   = 2, /* exited cleanly (atexit ran, box kept) */
@@ -267,6 +267,15 @@ struct bb_record {
 	uint64_t       ts_raw;      /* the timestamp as stored (TSC ticks in a TSC box) */
 	bool           important_copy; /* delivered from the important ring because
 					  its original is gone (overwritten) */
+	uint64_t       gap_before;  /* bytes of this ring lost right before this
+				       record: a hole in its history (records
+				       overwritten before they could be read,
+				       or bytes that did not validate), 0 if
+				       none.  The first record of a ring in a
+				       walk has no hole before it (older ones
+				       are simply gone), except in a FOLLOW
+				       walk, which goes on from the last one's
+				       end. */
 };
 
 /* Per-ring verification counts, accumulated over every walk of a reader. */
@@ -302,7 +311,7 @@ struct bb_ring_stats {
 typedef int (*bb_record_fn)(const struct bb_record *rec, void *arg);
 
 /*
- * bb_reader_walk - deliver every intact record of every ring, per DESIGN §4:
+ * bb_reader_walk - deliver every intact record of every ring, per docs/DESIGN.md §4:
  * each record is copied, then re-validated against the ring's tail and its
  * seq; records that cannot be proven intact are counted, never delivered.
  * A live reader first reads each ring's live part again (from where the

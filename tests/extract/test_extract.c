@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -63,6 +64,18 @@ struct writer {
 	int   in;       /* its stdin */
 };
 
+/*
+ * In a child of the test, before exec: die with the test.  A test that
+ * fails an assertion, or that Criterion kills on its timeout, must not
+ * leave a writer or bb-extract running.  @parent: the test's pid before
+ * fork (the parent may be gone already when prctl() runs).
+ */
+static void die_with_parent(pid_t parent)
+{
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+		_exit(125);
+}
+
 /* Read one line from @f within @sec seconds; NULL on timeout or EOF. */
 static char *read_line(FILE *f, char *buf, size_t len, int sec)
 {
@@ -81,6 +94,7 @@ static struct writer start_writer(const char *const *args)
 	struct writer w;
 	char line[128];
 	const char *argv[16];
+	pid_t parent;
 	int n = 0;
 
 	argv[n++] = prog("BBX_WRITER");
@@ -88,9 +102,11 @@ static struct writer start_writer(const char *const *args)
 		argv[n++] = *args++;
 	argv[n] = NULL;
 	cr_assert(pipe(o) == 0 && pipe(i) == 0);
+	parent = getpid();
 	w.pid = fork();
 	cr_assert(w.pid >= 0);
 	if (w.pid == 0) {
+		die_with_parent(parent);
 		dup2(o[1], 1);
 		dup2(i[0], 0);
 		close(o[0]);
@@ -104,8 +120,12 @@ static struct writer start_writer(const char *const *args)
 	close(i[0]);
 	w.out = fdopen(o[0], "r");
 	w.in = i[1];
-	cr_assert(read_line(w.out, line, sizeof(line), 60), "writer not ready");
-	cr_assert(!strncmp(line, "ready ", 6), "writer said: %s", line);
+	if (!read_line(w.out, line, sizeof(line), 60) || strncmp(line, "ready ", 6)) {
+		/* not left running behind the failed assertion */
+		kill(w.pid, SIGKILL);
+		waitpid(w.pid, NULL, 0);
+		cr_assert_fail("writer not ready");
+	}
 	cr_assert_eq(atoi(line + 6), w.pid);
 	return w;
 }
@@ -170,19 +190,21 @@ static void free_run(struct run *r)
 static pid_t spawn_extract(const char *const *args, const char *outp, const char *errp)
 {
 	const char *argv[32];
-	pid_t pid;
+	pid_t pid, parent;
 	int n = 0;
 
 	argv[n++] = prog("BB_EXTRACT");
 	while (*args && n < 31)
 		argv[n++] = *args++;
 	argv[n] = NULL;
+	parent = getpid();
 	pid = fork();
 	cr_assert(pid >= 0);
 	if (pid == 0) {
 		int fo = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		int fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 
+		die_with_parent(parent);
 		if (fo < 0 || fe < 0)
 			_exit(126);
 		dup2(fo, 1);

@@ -951,6 +951,27 @@ Test(reap, planted_garbage_is_skipped_not_an_error)
 	fx_fini(&f);
 }
 
+/*
+ * JSON strings are escaped as bb-extract escapes them (shared/json.h): a
+ * planted name's UTF-8 stays readable, an escape byte becomes \u001b and
+ * a byte that is not UTF-8 \ufffd.
+ */
+Test(reap, json_names_escaped_as_bb_extract_does)
+{
+	struct fx f;
+	struct run r;
+	uint8_t junk[8192];
+
+	fx_init(&f);
+	memset(junk, 'x', sizeof(junk));
+	put(&f, BB_NAME_PREFIX "caf\xc3\xa9\x1b\xff.1.0", junk, sizeof(junk));
+	r = run_reap(&f, "--dir", f.shm, "--min-age", "0", "--json");
+	cr_expect_eq(r.status, 0, "exit %d:\n%s", r.status, r.err);
+	cr_expect(strstr(r.out, "caf\xc3\xa9\\u001b\\ufffd"), "stdout:\n%s", r.out);
+	run_free(&r);
+	fx_fini(&f);
+}
+
 Test(reap, usage_and_exit_codes)
 {
 	struct fx f;
