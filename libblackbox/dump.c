@@ -146,15 +146,7 @@ static bool bb__seen_has(int32_t tid, uint64_t ts)
  */
 static void bb__cursor_skip(struct bb__cursor *c, enum bb__rd rd)
 {
-	uint64_t p;
-
-	if (rd == BB__RD_OVERWRITTEN) {
-		c->pos = bb__ring_after_lap(&c->v, c->pos);
-		return;
-	}
-	p = bb__ring_resync(&c->v, c->pos, c->head, bb__rec);
-	c->skipped += p - c->pos;
-	c->pos = p;
+	c->pos = bb__ring_skip(&c->v, c->pos, c->head, rd, bb__rec, &c->skipped);
 }
 
 /* Peek at the timestamp of the cursor's next record; false at the end. */

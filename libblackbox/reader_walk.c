@@ -154,16 +154,6 @@ static const uint8_t *read_fixed(struct bb_reader *r, const struct bb__ring_view
 	return NULL;
 }
 
-/* After a record failed validation at @pos: find the next position whose
- * seq says "committed here" and whose record validates.  Bounded by head. */
-static uint64_t resync(struct bb_reader *r, struct rring *rr, uint64_t pos, uint64_t head)
-{
-	uint64_t p = bb__ring_resync(&rr->v, pos, head, r->rec);
-
-	rr->st.skipped_bytes += p - pos;
-	return p;
-}
-
 /*
  * The record just kept at @pos follows a hole when it does not start where
  * the ring's previous record (kept by this walk, or delivered by the last
@@ -260,13 +250,13 @@ static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
 			pos += BB_RECORD_STRIDE(len);
 			break;
 		}
-		case BB__RD_OVERWRITTEN:
-			rr->st.overwritten++;
-			pos = bb__ring_after_lap(&rr->v, pos);
-			break;
 		default:
-			rr->st.corrupt++;
-			pos = resync(r, rr, pos, head);
+			/* overwritten: past the lap; corrupt: resync (ring.h) */
+			if (rd == BB__RD_OVERWRITTEN)
+				rr->st.overwritten++;
+			else
+				rr->st.corrupt++;
+			pos = bb__ring_skip(&rr->v, pos, head, rd, r->rec, &rr->st.skipped_bytes);
 			break;
 		}
 	}

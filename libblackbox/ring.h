@@ -221,6 +221,28 @@ static inline uint64_t bb__ring_after_lap(const struct bb__ring_view *v, uint64_
 }
 
 /*
+ * bb__ring_skip - where a walk resumes after the record at @pos could not
+ * be read (@rd, as bb__ring_read() or a fixed-snapshot read decided): past
+ * the writer's lap when it was overwritten, at the next record that
+ * validates when it is corrupt (FORMAT.md §8), adding the corrupt bytes
+ * passed over to *@skipped.  The one decision every walk of the library
+ * makes (the reader's, reader_walk.c; bb_dump()'s, dump.c).  @buf: scratch
+ * of max_record bytes.  AS-safe.
+ */
+static inline uint64_t bb__ring_skip(const struct bb__ring_view *v, uint64_t pos,
+				     uint64_t head, enum bb__rd rd, uint8_t *buf,
+				     uint64_t *skipped)
+{
+	uint64_t p;
+
+	if (rd == BB__RD_OVERWRITTEN)
+		return bb__ring_after_lap(v, pos);
+	p = bb__ring_resync(v, pos, head, buf);
+	*skipped += p - pos;
+	return p;
+}
+
+/*
  * bb__record_crc_ok - check the CRC32C trailer of a copied record (FORMAT
  * §11) whose committed seq word is @seq.  A record without BB_RF_CRC passes
  * unless @required (the header promises BB_HF_CRC32C: a cleared flag bit
