@@ -169,7 +169,7 @@ static int emit_crash(struct ctx *c)
 	struct bbx_sym_opts so;
 	char note[1024] = "", err[256] = "", t[BBX_TIME_MAX];
 	const char *sig, *code;
-	size_t nmods = 0;
+	size_t nmods = 0, nl;
 	int rc = 0;
 
 	if (cr->status == BB_CRASH_NONE)
@@ -200,6 +200,10 @@ static int emit_crash(struct ctx *c)
 				   sizeof(note));
 	if (rc)
 		goto out;
+	/* each note ends "; " (symbols.c note_add()): none after the last */
+	nl = strlen(note);
+	if (nl >= 2 && !strcmp(note + nl - 2, "; "))
+		note[nl - 2] = '\0';
 	sig = bbx_signal_name(cr->signal);
 	code = bbx_sigcode_name(cr->signal, cr->code);
 	t[bbx_fmt_time(t, cr->wall_ns)] = '\0';

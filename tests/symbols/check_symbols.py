@@ -191,6 +191,9 @@ def crash_record(box, pid, *args, what, env_extra=None):
     c = recs[0] if recs and recs[0].get("type") == "crash" else {}
     check(c.get("status") == "complete", "%s: no complete crash record" % what)
     check_contained(c.get("frames", []), what)
+    note = c.get("symbols_note", "")
+    check(not note.endswith(";") and not note.endswith(" "),
+          "%s: symbols_note ends in a separator: %r" % (what, note))
     return c
 
 
