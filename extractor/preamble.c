@@ -169,7 +169,7 @@ static int emit_crash(struct ctx *c)
 	struct bbx_sym_opts so;
 	char note[1024] = "", err[256] = "", t[BBX_TIME_MAX];
 	const char *sig, *code;
-	size_t nmods = 0, nl;
+	size_t nmods = 0;
 	int rc = 0;
 
 	if (cr->status == BB_CRASH_NONE)
@@ -191,7 +191,7 @@ static int emit_crash(struct ctx *c)
 		return 0;
 	}
 	if (bb_reader_modules(c->r, &mods, &nmods, NULL, err, sizeof(err)) < 0)
-		snprintf(note, sizeof(note), "no modules: %s; ", err);
+		snprintf(note, sizeof(note), "no modules: %s", err);
 	sym_opts(c->opt, c->info, &so);
 	if (cr->nframes && !(fr = calloc(cr->nframes, sizeof(*fr))))
 		return -ENOMEM;
@@ -200,10 +200,6 @@ static int emit_crash(struct ctx *c)
 				   sizeof(note));
 	if (rc)
 		goto out;
-	/* each note ends "; " (symbols.c note_add()): none after the last */
-	nl = strlen(note);
-	if (nl >= 2 && !strcmp(note + nl - 2, "; "))
-		note[nl - 2] = '\0';
 	sig = bbx_signal_name(cr->signal);
 	code = bbx_sigcode_name(cr->signal, cr->code);
 	t[bbx_fmt_time(t, cr->wall_ns)] = '\0';

@@ -13,7 +13,7 @@
 #include "symbols.h"
 #include "symwire.h"
 
-/* Append "@what: @why; " to @note. */
+/* Append "@what: @why" to @note, after "; " when it holds a note already. */
 static void note_add(char *note, size_t len, const char *what, const char *why)
 {
 	size_t used;
@@ -23,7 +23,7 @@ static void note_add(char *note, size_t len, const char *what, const char *why)
 	used = strnlen(note, len);
 	if (used + 1 >= len)
 		return;
-	snprintf(note + used, len - used, "%s: %s; ", what, why);
+	snprintf(note + used, len - used, "%s%s: %s", used ? "; " : "", what, why);
 }
 
 #ifdef BB_HAVE_LIBDW
