@@ -88,15 +88,10 @@ static inline size_t fast_scalar(char *p, const uint8_t **cp, const uint8_t *end
 		}
 		break;
 	case 2: {
-		static const char hex[] = "0123456789abcdef";
-
 		if (v > (uint64_t)(end - c))
 			return 0;
 		p[0] = '"';
-		for (k = 0; k < v; k++) {
-			p[1 + 2 * k] = hex[c[k] >> 4];
-			p[2 + 2 * k] = hex[c[k] & 15];
-		}
+		bb__hex(p + 1, c, (size_t)v);
 		k = 1 + 2 * (size_t)v;
 		p[k++] = '"';
 		c += v;

@@ -18,6 +18,7 @@
 
 #include "../shared/cbor.h"
 #include "../shared/double.h"
+#include "../shared/hex.h"
 #include "../shared/json.h"
 #include "../shared/utf8.h"
 #include "emit.h"

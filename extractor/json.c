@@ -27,16 +27,11 @@ void bbx__json_esc(struct bbx_out *o, const uint8_t *s, size_t n)
 /* Bytes as lowercase hex, without quotes. */
 void bbx__json_hex_body(struct bbx_out *o, const uint8_t *p, size_t n)
 {
-	static const char hex[] = "0123456789abcdef";
-
 	while (n) {
-		size_t k = n < 4096 ? n : 4096, i;
+		size_t k = n < 4096 ? n : 4096;
 		char *d = bbx_out_reserve(o, 2 * k);
 
-		for (i = 0; i < k; i++) {
-			d[2 * i] = hex[p[i] >> 4];
-			d[2 * i + 1] = hex[p[i] & 15];
-		}
+		bb__hex(d, p, k);
 		bbx_out_commit(o, 2 * k);
 		p += k;
 		n -= k;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../shared/hex.h"
 #include "symwire.h"
 
 #define MAGIC "bbsym1"
@@ -48,15 +49,11 @@ void bbx_wbuf_num(struct bbx_wbuf *w, uint64_t v, bool hex)
 
 int bbx_symreq_encode(const struct bbx_symreq *q, struct bbx_wbuf *w)
 {
-	static const char hex[] = "0123456789abcdef";
 	char id[2 * BBX_SYM_BUILD_ID_MAX + 1];
 	size_t i, k = q->build_id_len < BBX_SYM_BUILD_ID_MAX ? q->build_id_len
 							       : BBX_SYM_BUILD_ID_MAX;
 
-	for (i = 0; i < k; i++) {
-		id[2 * i] = hex[q->build_id[i] >> 4];
-		id[2 * i + 1] = hex[q->build_id[i] & 15];
-	}
+	bb__hex(id, q->build_id, k);
 	id[2 * k] = '\0';
 	bbx_wbuf_str(w, MAGIC);
 	bbx_wbuf_num(w, q->uid, false);

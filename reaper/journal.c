@@ -46,6 +46,7 @@
 
 #include <blackbox/reader.h>
 
+#include "../shared/hex.h"
 #include "emit.h"
 #include "journal-fields.h"
 #include "out.h"
@@ -275,13 +276,6 @@ static void add_state(struct entry *e, struct bb_reader *r)
 
 /* ---- the crash: signal, stack, grouping key ---------------------------- */
 
-static void hex(char *out, const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		snprintf(out + 2 * i, 3, "%02x", p[i]);
-	out[2 * n] = '\0';
-}
-
 static const char *base_name(const char *path)
 {
 	const char *s = strrchr(path, '/');
@@ -331,8 +325,10 @@ static void add_stack(struct entry *e, struct bb_reader *r, const struct bb_cras
 			uint64_t off = cr->frames[i] - m->bias;
 
 			bb_escape_text(m->path, strnlen(m->path, 4096), path, sizeof(path));
-			if (m->build_id_len && m->build_id_len <= 64)
-				hex(id, m->build_id, m->build_id_len);
+			if (m->build_id_len && m->build_id_len <= 64) {
+				bb__hex(id, m->build_id, m->build_id_len);
+				id[2 * m->build_id_len] = '\0';
+			}
 			w = snprintf(line, sizeof(line), "#%u 0x%016llx %s+0x%llx%s%s\n", i,
 				     (unsigned long long)cr->frames[i], path[0] ? path : "?",
 				     (unsigned long long)off, id[0] ? " " : "", id);
@@ -376,7 +372,8 @@ static void add_build_id(struct entry *e, struct bb_reader *r)
 	if (bb_reader_modules(r, &mods, &nmods, NULL, err, sizeof(err)) < 0 || !nmods ||
 	    !mods[0].build_id_len || mods[0].build_id_len > 64)
 		return;
-	hex(id, mods[0].build_id, mods[0].build_id_len);
+	bb__hex(id, mods[0].build_id, mods[0].build_id_len);
+	id[2 * mods[0].build_id_len] = '\0';
 	add(e, "BB_BUILD_ID", "%s", id);
 }
 
