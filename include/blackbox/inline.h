@@ -253,12 +253,24 @@ uint64_t bb__crc32c_hw_update(uint64_t c, const uint8_t *p, size_t n)
 }
 
 /*
+ * BB__CRC_XOROUT_PRE - the register value K with crc32q(K, 0) ==
+ * 0xffffffff.  The crc32 instruction is linear over GF(2) in its register
+ * and data operands together, so crc32q(c ^ K, ts) == crc32q(c, ts) ^
+ * crc32q(K, 0) == crc32q(c, ts) ^ 0xffffffff: CRC32C's final xor, folded
+ * into the register before the last step.  tests/lib/test_crc32c.c checks
+ * the constant against the instruction.
+ */
+#define BB__CRC_XOROUT_PRE 0x20481012u
+
+/*
  * bb__record_crc_hw - the record checksum of FORMAT.md §11 with the
  * envelope passed by value: @seq the committed seq word, @w1 bytes 4..7
  * (len, tag, flags) as a little-endian word, the @n bytes at @p
  * (extensions and value), then @ts.  The stamp comes last in the format's
  * order for this: the checksum of everything else does not wait for the
- * clock read, and one crc32q does (BENCHMARKS.md "Write path against the clock").
+ * clock read, and one crc32q does; the final xor is applied before it
+ * (BB__CRC_XOROUT_PRE), so nothing else follows the stamp (BENCHMARKS.md
+ * "Write path against the clock").
  */
 static inline __attribute__((always_inline))
 uint32_t bb__record_crc_hw(uint32_t seq, uint32_t w1, uint64_t ts,
@@ -267,7 +279,7 @@ uint32_t bb__record_crc_hw(uint32_t seq, uint32_t w1, uint64_t ts,
 	uint64_t c = bb__crc_q64(0xffffffffu, (uint64_t)seq | (uint64_t)w1 << 32);
 
 	c = bb__crc32c_hw_update(c, p, n);
-	return (uint32_t)bb__crc_q64(c, ts) ^ 0xffffffffu;
+	return (uint32_t)bb__crc_q64(c ^ BB__CRC_XOROUT_PRE, ts);
 }
 
 /*

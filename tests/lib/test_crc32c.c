@@ -99,3 +99,33 @@ Test(crc32c, long_record_checksum_equals_the_readers)
 		free(rec);
 	}
 }
+
+Test(crc32c, short_record_checksum_with_the_folded_xor_equals_the_readers)
+{
+	/* bb__record_crc_hw() (<blackbox/inline.h>: the inline paths and
+	 * the library's short records) applies CRC32C's final xor before
+	 * the stamp's crc32q, through BB__CRC_XOROUT_PRE: that constant must
+	 * be the register value the instruction maps to 0xffffffff on a zero
+	 * word, and the checksum must equal the readers' for every length
+	 * under 64 bytes and stamps with any bits set. */
+#if defined(__x86_64__)
+	if (!bb__crc32c_have_hw())
+		cr_skip_test("no SSE4.2 crc32 instruction");
+	cr_assert_eq((uint32_t)bb__crc_q64(BB__CRC_XOROUT_PRE, 0), 0xffffffffu);
+	for (uint32_t n = 0; n < 64; n++) {
+		uint32_t len = BB_RECORD_HDR_SIZE + n + BB_CRC_SIZE, seq = 2 * n, w1;
+		uint8_t rec[BB_RECORD_HDR_SIZE + 64 + BB_CRC_SIZE];
+		uint64_t ts = 0x8000000000000001ull * (n + 1) ^ ((uint64_t)n << 29);
+
+		w1 = len | (uint32_t)BB_TAG_KV << 16 | (uint32_t)BB_RF_CRC << 24;
+		memcpy(rec, &seq, 4);
+		memcpy(rec + 4, &w1, 4);
+		memcpy(rec + 8, &ts, 8);
+		memcpy(rec + BB_RECORD_HDR_SIZE, buf + n, n);
+		cr_assert_eq(bb__record_crc_hw(seq, w1, ts, rec + BB_RECORD_HDR_SIZE, n),
+			     bb__record_crc(seq, rec, len), "value of %u bytes", n);
+	}
+#else
+	cr_skip_test("x86-64 only");
+#endif
+}
