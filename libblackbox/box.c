@@ -51,7 +51,8 @@ _Static_assert(sizeof(struct bb__fast_box) == 20 && offsetof(struct bb__fast_box
 	       "fast path v1: struct bb__fast_box layout changed");
 _Static_assert(sizeof(struct bb__fast_tls) == 16 && offsetof(struct bb__fast_tls, depth) == 12,
 	       "fast path v1: struct bb__fast_tls layout changed");
-_Static_assert(sizeof(struct bb__ring) == 64 && offsetof(struct bb__ring, tail) == 32,
+_Static_assert(sizeof(struct bb__ring) == 64 && offsetof(struct bb__ring, tail) == 32 &&
+	       offsetof(struct bb__ring, segmask) == 40,
 	       "fast path v1: struct bb__ring layout changed");
 /* The inline kv paths write values of up to BB__INLINE_VALUE_MAX bytes
  * without a room test (bb__fast_begin() tests only above BB__ROOM_MIN). */
@@ -418,6 +419,7 @@ static int bb__map_rings(struct bb__box *box, int fd, const struct bb__layout *l
 			return -errno;
 		box->rings[i].data = at;
 		box->rings[i].mask = c - 1;
+		box->rings[i].segmask = c >= BB__MARK_RING_MIN ? c / BB__MARKS - 1 : UINT64_MAX;
 		box->rings[i].desc = (struct bb_ring_desc *)(void *)
 			((uint8_t *)box->hdr + l->table_off + (uint64_t)i * BB_RING_DESC_SIZE);
 	}
@@ -441,12 +443,14 @@ static int bb__open(const struct bb_options *o, const char *dir, size_t size)
 		/* Aligned as struct bb__ring is, to a cache line
 		 * (<blackbox/inline.h>: false sharing between the rings of
 		 * different threads). */
-		size_t sz = sizeof(*box) + (l.nrings + BB__EXTRA_RINGS) * sizeof(struct bb__ring);
+		size_t rings = sizeof(*box) + (l.nrings + BB__EXTRA_RINGS) * sizeof(struct bb__ring);
+		size_t sz = rings + (l.nrings + BB__EXTRA_RINGS) * BB__MARKS * sizeof(uint64_t);
 		void *mem;
 
 		if (posix_memalign(&mem, _Alignof(struct bb__ring), sz))
 			return -ENOMEM;
 		box = memset(mem, 0, sz);
+		box->marks = (uint64_t *)(void *)((uint8_t *)mem + rings);
 	}
 	box->shm = dir == NULL;
 	fd = bb__create_file(box, dir, starttime, mode, &seq);
@@ -815,17 +819,71 @@ void bb__end_shared(struct bb__box *box, struct bb__tls *t)
 }
 
 /*
- * Advance tail over the oldest records until [tail, end) fits in the ring,
- * and publish it before any old byte is overwritten.  The records walked
- * over are committed (we are their only writer), but the box is memory a
- * crashing process may have scribbled on: a length that makes no sense
- * drops the whole ring instead of looping.
+ * bb__ring_marks - the mark table of @r, a ring of the open box, or NULL
+ * (a ring without segments, or not of the open box: the caller walks).
  */
-void bb__make_room(struct bb__ring *r, uint64_t end)
+static uint64_t *bb__ring_marks(const struct bb__ring *r)
 {
-	uint64_t size = r->mask + 1;
-	uint64_t tail = r->tail;
+	struct bb__box *box = BB_LOAD_ACQUIRE(&bb__box);
+	uintptr_t i;
 
+	if (!box || r->segmask == UINT64_MAX)
+		return NULL;
+	i = (uintptr_t)(r - box->rings);
+	if (r < box->rings || i >= box->nrings + BB__EXTRA_RINGS)
+		return NULL;
+	return box->marks + i * BB__MARKS;
+}
+
+/*
+ * bb__ring_mark - the record ending at @end crossed into segment
+ * end / seg (seg = segmask + 1): the first record of that segment starts
+ * at @end, the next write's position.  Called by the ring's one writer,
+ * before the record is written (bb__ring_room()).  AS-safe.
+ */
+BB_EXPORT void bb__ring_mark(struct bb__ring *r, uint64_t end)
+{
+	uint64_t *m = bb__ring_marks(r);
+
+	if (m)
+		m[(end / (r->segmask + 1)) % BB__MARKS] = end;
+}
+
+/*
+ * bb__ring_make_room - advance tail until a record ending at @end fits
+ * (end - tail <= ring size) and publish it before any old byte is
+ * overwritten (FORMAT.md §7 step 1).  AS-safe, no lock, no system call.
+ *
+ * With mark segments, tail jumps to the first record of the segment at or
+ * after the first byte the record needs, end - size: at most a segment
+ * plus one record beyond it, so a 32nd of the ring or less freed early,
+ * and the next calls come a segment later.  The mark is the writer's own
+ * process-local note, but it is checked before it is used: a record start
+ * of this lap (not below end - size), not freed (>= tail), written (<=
+ * head), 8-aligned, and at most 2 segments past what is needed.  A mark
+ * that fails (the first lap, a segment a long record jumped over, a ring
+ * written by code built before marks) leaves the walk below.
+ *
+ * The walk: over the oldest records, one by one.  They are committed (we
+ * are their only writer), but the box is memory a crashing process may
+ * have scribbled on: a length that makes no sense drops the whole ring
+ * instead of looping.
+ */
+BB_EXPORT void bb__ring_make_room(struct bb__ring *r, uint64_t end)
+{
+	uint64_t size = r->mask + 1, need = end - size;
+	uint64_t tail = r->tail;
+	const uint64_t *m = bb__ring_marks(r);
+
+	if (m) {
+		uint64_t seg = r->segmask + 1;
+		uint64_t b = m[((need + seg - 1) / seg) % BB__MARKS];
+
+		if (b - need <= 2 * seg && b - tail <= r->head - tail && !(b & 7)) {
+			tail = b;
+			goto publish;
+		}
+	}
 	while (end - tail > size) {
 		const struct bb_record_hdr *h = (const void *)(r->data + (tail & r->mask));
 		uint64_t stride = BB_RECORD_STRIDE(h->len);
@@ -836,6 +894,7 @@ void bb__make_room(struct bb__ring *r, uint64_t end)
 		}
 		tail += stride;
 	}
+publish:
 	r->tail = tail;
 	BB_STORE_RELAXED(&r->desc->tail, tail);
 	/* Orders the new tail before the busy seq and the record bytes that

@@ -163,7 +163,7 @@ static int copy_live(struct bb_reader *r, uint64_t off, uint64_t from, uint64_t 
  * call is a full barrier on every Linux architecture, and the acquire
  * fence below orders the two in our program as well.  It pairs with the
  * writer's release fence after it publishes a new tail and before it
- * overwrites the bytes that tail released (bb__make_room()): if our copy
+ * overwrites the bytes that tail released (bb__ring_make_room()): if our copy
  * holds any byte of an overwrite, the new tail is seen here (the role of
  * the acquire fence in bb__ring_read()).
  */
@@ -231,7 +231,7 @@ static int load_ring(struct bb_reader *r, uint32_t i, bool follow)
 		if (rc)
 			return rc;
 		/* Pairs with the writer's release fence between publishing a new
-		 * tail and overwriting the bytes it released (bb__make_room()):
+		 * tail and overwriting the bytes it released (bb__ring_make_room()):
 		 * if the copy holds any byte of an overwrite, the new tail is
 		 * seen below and the copy's tail raised past it (fix_tails()). */
 		BB_FENCE_ACQUIRE();

@@ -148,8 +148,7 @@ static inline int bb__ring_envelope_ok(const struct bb__ring_view *v, const stru
  *
  * Protocol (docs/DESIGN.md §4, docs/FORMAT.md §8): check seq == DONE(pos) and a sane len, copy, acquire
  * fence, re-read tail and seq.  The fence pairs with the writer's release
- * fence after it publishes a new tail (bb__ring_free_one(),
- * bb__make_room()), which precedes every store into the bytes that tail
+ * fence after it publishes a new tail (bb__ring_make_room()), which precedes every store into the bytes that tail
  * released, the busy seq of the overwriting record included.  If our copy
  * saw any byte of such an overwrite, fence-fence synchronisation makes the
  * new tail visible to the re-read below, and we discard the copy (Boehm,

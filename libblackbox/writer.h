@@ -49,6 +49,10 @@
 #define BB__STATE_SLOT_SIZE  256u
 #define BB__MODULES_SIZE     (16u << 10)
 
+/* Mark segments per ring of at least BB__MARK_RING_MIN bytes
+ * (<blackbox/inline.h>): a segment is ring_size / BB__MARKS bytes. */
+#define BB__MARKS            64u
+
 struct bb__box {
 	/* First, ABI: gen, clock, tsc, crc, rflags, trailer, room; chosen at
 	 * bb_init() (bb__writer_setup()), read on every write. */
@@ -67,6 +71,11 @@ struct bb__box {
 	char path[PATH_MAX];
 	uint8_t *state;            /* state table: BB__STATE_SLOTS slots */
 	uint8_t *modules;          /* module area: BB__MODULES_SIZE bytes */
+	/* Mark segments of each ring (bb__ring_mark(), box.c): where the
+	 * first record of a segment starts, BB__MARKS per ring, indexed by
+	 * segment number modulo BB__MARKS.  Process-local, written by the
+	 * ring's one writer, in the same allocation as the box. */
+	uint64_t *marks;
 	struct bb__ring rings[];   /* nrings + BB__EXTRA_RINGS */
 };
 
@@ -88,7 +97,6 @@ struct bb__tls {
 int bb__nobox(void);
 struct bb__ring *bb__begin_slow(struct bb__box *box, struct bb__tls *t);
 void bb__end_shared(struct bb__box *box, struct bb__tls *t);
-void bb__make_room(struct bb__ring *r, uint64_t end);
 
 /* Configuration at bb_init() (write.c; not AS-safe). */
 int bb__writer_env(struct bb_options *o);
@@ -193,16 +201,6 @@ static inline bool bb__begin(struct bb__w *w, int *ret)
 	return true;
 }
 
-/* bb__make_room_fast - make room for a record ending at @end: inline when
- * it frees exactly one old record (bb__ring_free_one(), <blackbox/inline.h>:
- * the steady state once a ring has wrapped), else bb__make_room() (box.c).
- * Either publishes the new tail, then a release fence. */
-static inline void bb__make_room_fast(struct bb__ring *r, uint64_t end)
-{
-	if (!bb__ring_free_one(r, end))
-		bb__make_room(r, end);
-}
-
 /*
  * bb__reserve - make room for a record of @vlen value bytes and mark it
  * busy.  Returns the value area; the envelope is filled by bb__commit().
@@ -213,8 +211,9 @@ static inline uint8_t *bb__reserve(struct bb__w *w, uint8_t flags, uint32_t vlen
 	uint32_t hdr = BB_RECORD_HDR_SIZE + (w->shared ? 8u : 0u);
 	uint64_t pos = r->head;
 	uint64_t end = pos + BB_RECORD_STRIDE(hdr + vlen + w->box->f.trailer);
-	if (bb_unlikely(end - r->tail > r->mask + 1))
-		bb__make_room_fast(r, end);   /* publishes the new tail, then a release fence */
+	/* Publishes a new tail, then a release fence, when it moves it;
+	 * marks a segment's first record (<blackbox/inline.h>). */
+	bb__ring_room(r, pos, end);
 	w->pos = pos;
 	w->len = hdr + vlen + w->box->f.trailer;
 	w->flags |= flags;

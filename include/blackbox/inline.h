@@ -17,8 +17,8 @@
  * else calls the library.
  *
  * What it writes, and how, is the library's, not a copy of it: the ring
- * layout, the seqlock write primitives (busy mark, freeing one old
- * record, seal and publish), the CBOR heads and the short copies are
+ * layout, the seqlock write primitives (making room, busy mark, seal and
+ * publish), the CBOR heads and the short copies are
  * defined here once and libblackbox's own writers use them too
  * (libblackbox/writer.h, write.c).
  *
@@ -33,17 +33,19 @@
  *    first write, which claims the ring, goes through the library);
  *  - not nested (a signal handler interrupting a write: the library sends
  *    it to the shared ring);
- *  - the ring can make room by dropping at most one old record (the
- *    steady state once wrapped), and the box's checksum is off or done by
- *    the SSE4.2 crc32 instruction (bb_init() found it).
+ *  - the box's checksum is off or done by the SSE4.2 crc32 instruction
+ *    (bb_init() found it).  Making room in a wrapped ring is a call into
+ *    the library about once per 64th of the ring (bb__ring_room()), not
+ *    a fallback.
  *
  * The ABI it fixes ("fast path v1").  Code compiled with this header reads
  * process state the library owns: the two symbols bb__box_v1 (a pointer to
  * the open box, NULL when none) and bb__tls_v1 (per thread, initial-exec
  * TLS), and, through them, struct bb__fast_box, struct bb__fast_tls and
  * struct bb__ring as laid out below, which the library's structs begin
- * with (static assertions in libblackbox/box.c).  These layouts are part of
- * libblackbox.so.0's ABI.  A release that must change them exports new
+ * with (static assertions in libblackbox/box.c); and it calls the two
+ * functions bb__ring_make_room() and bb__ring_mark().  These layouts and
+ * functions are part of libblackbox.so.0's ABI (all in LIBBLACKBOX_0.1).  A release that must change them exports new
  * symbol names (bb__box_v2 ...) for the new layout and keeps bb__box_v1
  * exported and NULL forever: programs built against the old header then
  * take the library call on every write and stay correct, only slower.
@@ -89,6 +91,12 @@ struct __attribute__((aligned(64))) bb__ring {
 	 * desc->head / desc->tail.  Touched only by the ring's one writer. */
 	uint64_t head;
 	uint64_t tail;
+	/* Mark segments (bb__ring_room() below): a record [pos, end) with
+	 * (pos ^ end) > segmask crosses into a new segment of segmask + 1
+	 * bytes, and the writer tells the library where that segment's first
+	 * record starts.  UINT64_MAX: no segments (a ring under
+	 * BB__MARK_RING_MIN bytes).  Set once, when the box is created. */
+	uint64_t segmask;
 };
 
 /* The start of the library's struct bb__box: what every write reads,
@@ -133,36 +141,37 @@ extern __thread struct bb__tls bb__tls __asm__("bb__tls_v1")
 #define BB__FAST_TLS()  ((struct bb__fast_tls *)(void *)&bb__tls)
 
 /*
- * bb__ring_free_one - the common case of making room for a record ending
- * at @end once a ring has wrapped: free exactly the oldest record.  The box
- * is memory a crashing process may have scribbled on: the old record's
- * length must be sane and it must lie inside [tail, head); and it must
- * free enough.  Returns 1 when it did (new tail published), 0 to leave the
- * case to the library (bb__make_room(): several records, or a scribble),
- * having changed nothing.  (stride <= size follows from tail + stride <=
- * head, as head - tail <= size always holds for the writer's own copies.)
+ * Making room, in the library: bb__ring_make_room() advances tail over
+ * old records until a record ending at @end fits, publishes it and issues
+ * the release fence (FORMAT.md §7 step 1; it never fails: a ring the
+ * process scribbled over is dropped whole).  bb__ring_mark() records that
+ * the record ending at @end crossed into a new mark segment, so that @end
+ * is where that segment's first record starts.  With those marks, making
+ * room jumps tail to the start of a whole segment (at most 2 segments, a
+ * 32nd of the ring, beyond what the record needs) instead of walking the
+ * old records one by one: about once per segment, not once per record
+ * (libblackbox/box.c, docs/DESIGN.md §3).  Both are AS-safe, take no lock
+ * and make no system call; exported for the inline paths, not an API.
+ */
+void bb__ring_make_room(struct bb__ring *r, uint64_t end);
+void bb__ring_mark(struct bb__ring *r, uint64_t end);
+
+/* Rings of at least this size get 64 mark segments; smaller ones walk. */
+#define BB__MARK_RING_MIN (64u << 10)
+
+/*
+ * bb__ring_room - make room for the record [@pos, @end) about to be
+ * written at head: the steady state of a wrapped ring is one test that
+ * fails, and once per segment a call.  Afterwards every byte the record
+ * overwrites lies behind a tail published with its release fence.
  */
 static inline __attribute__((always_inline))
-int bb__ring_free_one(struct bb__ring *r, uint64_t end)
+void bb__ring_room(struct bb__ring *r, uint64_t pos, uint64_t end)
 {
-	uint64_t tail = r->tail;
-	const struct bb_record_hdr *h =
-		(const struct bb_record_hdr *)(const void *)(r->data + (tail & r->mask));
-	uint32_t len = h->len;
-	uint64_t ntail = tail + BB_RECORD_STRIDE(len);
-
-	if (__builtin_expect(len >= BB_RECORD_HDR_SIZE && ntail <= r->head &&
-			     end - ntail <= r->mask + 1, 1)) {
-		r->tail = ntail;
-		BB__STORE_RELAXED(&r->desc->tail, ntail);
-		/* Orders the new tail before the busy seq and the record bytes
-		 * that overwrite what it released.  Pairs with the acquire
-		 * fence in bb__ring_read() (ring.h): a reader that copied
-		 * overwritten bytes sees this tail and drops the copy. */
-		BB__FENCE_RELEASE();
-		return 1;
-	}
-	return 0;
+	if (__builtin_expect(end - r->tail > r->mask + 1, 0))
+		bb__ring_make_room(r, end);
+	if (__builtin_expect((pos ^ end) > r->segmask, 0))
+		bb__ring_mark(r, end);
 }
 
 /*
@@ -180,8 +189,8 @@ uint8_t *bb__ring_busy(struct bb__ring *r, uint64_t pos)
 	 * post-mortem reader: a compiler barrier, no instruction.  No live
 	 * reader needs a fence here: it sees our bytes only through an older
 	 * record they overwrite, whose release is ordered before them by the
-	 * tail fence of bb__ring_free_one() or bb__make_room() (that record's
-	 * or an earlier one's); that fence pairs with the acquire fence in
+	 * tail fence of bb__ring_make_room() (this record's or an earlier
+	 * one's); that fence pairs with the acquire fence in
 	 * bb__ring_read().  The argument: docs/DESIGN.md §5. */
 	BB__SIGNAL_FENCE();
 	return rec;
@@ -719,7 +728,7 @@ int bb__kv_library(const char *key, size_t kl, int kind, const char *s, size_t v
 /*
  * The inline write protocol, shared by every inline path: the library's
  * bb__begin()/bb__reserve() and bb__commit() (writer.h) for the case they
- * take here, a private ring that makes room by freeing at most one record.
+ * take here, this thread's private ring.
  *
  * The nesting protocol is the library's: depth is raised before the ring
  * is looked at, so a signal handler that runs after that sees depth > 1
@@ -746,8 +755,8 @@ struct bb__fw {
  * bb__fast_begin - enter the nesting section and reserve a record of @n
  * value bytes on this thread's private ring, marked busy.  Returns the
  * value area, or NULL when the library must write it (no box, the ring
- * claim, a nested write, the table CRC, several records to free, a value
- * over the box's room), having changed nothing.
+ * claim, a nested write, the table CRC, a value over the box's room),
+ * having changed nothing.
  */
 static inline __attribute__((always_inline))
 uint8_t *bb__fast_begin(struct bb__fw *w, uint32_t n)
@@ -775,9 +784,7 @@ uint8_t *bb__fast_begin(struct bb__fw *w, uint32_t n)
 	w->len = BB_RECORD_HDR_SIZE + n + w->fb->trailer;
 	w->pos = w->r->head;
 	end = w->pos + BB_RECORD_STRIDE(w->len);
-	if (__builtin_expect(end - w->r->tail > w->r->mask + 1, 0) &&
-	    !bb__ring_free_one(w->r, end))
-		goto library;
+	bb__ring_room(w->r, w->pos, end);
 	w->rec = bb__ring_busy(w->r, w->pos);
 	return w->rec + BB_RECORD_HDR_SIZE;
 library:

@@ -526,7 +526,7 @@ static int check_killed(pid_t pid, bool early)
 	size_t nseen = 0, len, k = 0;
 	const uint8_t *data;
 	const struct bb_box_info *info;
-	uint64_t max_stride, rec_total = 0;
+	uint64_t max_stride, mark_slack, rec_total = 0;
 	int rc, found = find_box(pid, path, sizeof(path));
 
 	if (found < 0) {
@@ -559,6 +559,7 @@ static int check_killed(pid_t pid, bool early)
 		fail("%ld delivered record(s) do not verify by content", w.bad);
 	data = bb_reader_data(r, &len);
 	max_stride = BB_RECORD_STRIDE(info->max_record);
+	mark_slack = info->ring_size >= (64u << 10) ? info->ring_size / 32 : 0;
 
 	for (uint32_t i = 0; i < info->ring_count; i++) {
 		const struct bb_ring_stats *st = bb_reader_ring_stats(r, i);
@@ -587,11 +588,13 @@ static int check_killed(pid_t pid, bool early)
 			fig->rings_recycled++;
 		fig->torn += st->torn;
 		/* A wrapped ring holds all but the slack of its last make_room
-		 * (< one stride) and, when the kill hit a write between its
-		 * make_room (tail published) and its commit (head published),
-		 * the room freed for that write (<= one stride), torn or not:
-		 * the kill may land before the busy seq is stored. */
-		if (tail && head - tail <= (uint64_t)info->ring_size - max_stride * 2)
+		 * (< one stride, plus up to 2 mark segments, a 32nd of the
+		 * ring, on rings of 64 KiB or more: FORMAT.md §7) and, when
+		 * the kill hit a write between its make_room (tail published)
+		 * and its commit (head published), the room freed for that
+		 * write (<= one stride), torn or not: the kill may land before
+		 * the busy seq is stored. */
+		if (tail && head - tail <= (uint64_t)info->ring_size - max_stride * 2 - mark_slack)
 			fail("ring %u: wrapped ring holds only %" PRIu64 " of %" PRIu64
 			     " bytes (tail %" PRIu64 " head %" PRIu64 ", torn %" PRIu64 ")", i,
 			     head - tail, info->ring_size, tail, head, st->torn);
