@@ -825,14 +825,16 @@ void bb__end_shared(struct bb__box *box, struct bb__tls *t)
 static uint64_t *bb__ring_marks(const struct bb__ring *r)
 {
 	struct bb__box *box = BB_LOAD_ACQUIRE(&bb__box);
-	uintptr_t i;
+	uintptr_t off;
 
 	if (!box || r->segmask == UINT64_MAX)
 		return NULL;
-	i = (uintptr_t)(r - box->rings);
-	if (r < box->rings || i >= box->nrings + BB__EXTRA_RINGS)
+	/* Which ring of the box, by address (integers: comparing pointers
+	 * into different objects would be undefined). */
+	off = (uintptr_t)r - (uintptr_t)box->rings;
+	if (off % sizeof(*r) || off / sizeof(*r) >= box->nrings + BB__EXTRA_RINGS)
 		return NULL;
-	return box->marks + i * BB__MARKS;
+	return box->marks + off / sizeof(*r) * BB__MARKS;
 }
 
 /*
