@@ -837,6 +837,13 @@ static uint64_t *bb__ring_marks(const struct bb__ring *r)
 	return box->marks + off / sizeof(*r) * BB__MARKS;
 }
 
+/* log2 of the segment size of @r, a ring with segments (a power of two:
+ * a shift, not a division, on a path every segment takes). */
+static inline unsigned bb__ring_segshift(const struct bb__ring *r)
+{
+	return (unsigned)__builtin_ctzll(r->segmask + 1);
+}
+
 /*
  * bb__ring_mark - the record ending at @end crossed into segment
  * end / seg (seg = segmask + 1): the first record of that segment starts
@@ -848,7 +855,7 @@ BB_EXPORT void bb__ring_mark(struct bb__ring *r, uint64_t end)
 	uint64_t *m = bb__ring_marks(r);
 
 	if (m)
-		m[(end / (r->segmask + 1)) % BB__MARKS] = end;
+		m[(end >> bb__ring_segshift(r)) % BB__MARKS] = end;
 }
 
 /*
@@ -879,7 +886,7 @@ BB_EXPORT void bb__ring_make_room(struct bb__ring *r, uint64_t end)
 
 	if (m) {
 		uint64_t seg = r->segmask + 1;
-		uint64_t b = m[((need + seg - 1) / seg) % BB__MARKS];
+		uint64_t b = m[((need + seg - 1) >> bb__ring_segshift(r)) % BB__MARKS];
 
 		if (b - need <= 2 * seg && b - tail <= r->head - tail && !(b & 7)) {
 			tail = b;
