@@ -29,7 +29,9 @@
  *     are followed by a new owner record ended with its "bye" record;
  *   - a ring that has dropped old records (tail > 0) still holds more
  *     than ring_size - stride(max_record) bytes of records (minus one
- *     more stride when a torn write had already made room).
+ *     more stride when a torn write had already made room, and a 32nd of
+ *     the ring for rings of 64 KiB or more, which free a mark segment at
+ *     a time).
  * With --live, a reader thread inside the child walks the box while the
  * writers run and requires every delivered record to verify and nothing
  * to be called corrupt or torn; another thread calls bb_dump() in a loop,
