@@ -199,9 +199,9 @@ int bb_write_kv_bool(const char *key, bool v);
  * write, a box without the SSE4.2 checksum, and longer or NULL strings
  * go through the library.  About 1.15x a bare clock_gettime() for
  * literals, 1.3x for run-time strings, where the library call costs 1.3x
- * and 1.35x (BENCHMARKS.md "Write path against the clock").  Without the inline paths (other
- * targets), GCC and Clang still pass a literal's length to bb_write_kvn():
- * no strlen().
+ * and 1.35x (BENCHMARKS.md "Write path against the clock").  Without the
+ * inline paths (other targets), GCC and Clang still pass a literal's
+ * length to bb_write_kvn(): no strlen().
  * The exported functions remain, for function pointers, other languages
  * and (bb_write_kv)(k, v).
  */

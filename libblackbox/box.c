@@ -824,6 +824,9 @@ void bb__end_shared(struct bb__box *box, struct bb__tls *t)
  */
 static uint64_t *bb__ring_marks(const struct bb__ring *r)
 {
+	/* Acquire pairs with the release store publishing the box in
+	 * bb_init(), as in bb__begin(): the box, its rings and its mark table
+	 * are complete before we use them. */
 	struct bb__box *box = BB_LOAD_ACQUIRE(&bb__box);
 	uintptr_t off;
 
@@ -865,7 +868,8 @@ BB_EXPORT void bb__ring_mark(struct bb__ring *r, uint64_t end)
  *
  * With mark segments, tail jumps to the first record of the segment at or
  * after the first byte the record needs, end - size: at most a segment
- * plus one record beyond it, so a 32nd of the ring or less freed early,
+ * plus one record beyond it (accepted up to 2 segments: a 32nd of the
+ * ring or less freed early),
  * and the next calls come a segment later.  The mark is the writer's own
  * process-local note, but it is checked before it is used: a record start
  * of this lap (not below end - size), not freed (>= tail), written (<=

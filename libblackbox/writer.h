@@ -73,8 +73,13 @@ struct bb__box {
 	uint8_t *modules;          /* module area: BB__MODULES_SIZE bytes */
 	/* Mark segments of each ring (bb__ring_mark(), box.c): where the
 	 * first record of a segment starts, BB__MARKS per ring, indexed by
-	 * segment number modulo BB__MARKS.  Process-local, written by the
-	 * ring's one writer, in the same allocation as the box. */
+	 * segment number modulo BB__MARKS.  Process-local, in the same
+	 * allocation as the box, plain loads and stores: read and written
+	 * only by the ring's one writer (the shared and important rings'
+	 * under their lock, whose acquire CAS and release unlock order them
+	 * between holders; a recycled private ring's new owner after the
+	 * claim's acquire CAS, which pairs with the retiring owner's release
+	 * store of RETIRED). */
 	uint64_t *marks;
 	struct bb__ring rings[];   /* nrings + BB__EXTRA_RINGS */
 };

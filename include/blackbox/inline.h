@@ -45,13 +45,13 @@
  * struct bb__ring as laid out below, which the library's structs begin
  * with (static assertions in libblackbox/box.c); and it calls the two
  * functions bb__ring_make_room() and bb__ring_mark().  These layouts and
- * functions are part of libblackbox.so.0's ABI (all in LIBBLACKBOX_0.1).  A release that must change them exports new
- * symbol names (bb__box_v2 ...) for the new layout and keeps bb__box_v1
- * exported and NULL forever: programs built against the old header then
- * take the library call on every write and stay correct, only slower.
- * Inline paths added later read the same v1 layouts and need nothing new
- * from the library: a program built with them runs against any
- * libblackbox.so.0 that exports bb__box_v1.
+ * functions are part of libblackbox.so.0's ABI (all in LIBBLACKBOX_0.1).
+ * A release that must change them exports new symbol names (bb__box_v2
+ * ...) for the new layout and keeps bb__box_v1 exported and NULL forever:
+ * programs built against the old header then take the library call on
+ * every write and stay correct, only slower.  Inline paths added later
+ * read the same v1 layouts and call only functions of LIBBLACKBOX_0.1: a
+ * program built with them runs against any libblackbox.so.0.
  *
  * Initial-exec TLS: a program, and any library loaded at start-up, reaches
  * bb__tls_v1 with one %fs-relative load and no call.  libblackbox itself
