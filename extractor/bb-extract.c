@@ -222,7 +222,7 @@ static int open_box(const struct src *s, const struct opts *o, bool follow,
 		return ret;
 	}
 	*live = bb_reader_liveness(r);
-	if (*live != BB_OWNER_ALIVE && !follow &&
+	if (*live != BB_LIVENESS_ALIVE && !follow &&
 	    src_open(s, flags | BB_OPEN_SNAPSHOT, &snap, err, sizeof(err)) == 0) {
 		const struct bb_box_info *a = bb_reader_info(r), *b = bb_reader_info(snap);
 
@@ -288,7 +288,7 @@ static int follow(struct ctx *c)
 			    "them before they could be read");
 			seen = tot.overwritten;
 		}
-		if (live != BB_OWNER_ALIVE || stop_requested)
+		if (live != BB_LIVENESS_ALIVE || stop_requested)
 			return 0;
 	}
 }
@@ -307,7 +307,7 @@ int bbx_extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r, 
 		char head[4400];
 		int n = snprintf(head, sizeof(head), "== %s: pid %d (%s), %s ==",
 				 c.info->path, (int)c.info->pid, c.info->comm,
-				 bbx_state_name(live));
+				 bb_liveness_name(live));
 
 		/* path and comm are anyone's bytes */
 		bbx_put_escaped(out, head, n > 0 ? (size_t)n : 0);

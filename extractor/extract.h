@@ -82,7 +82,6 @@ int bbx_preamble(struct ctx *c);
 
 /* report.c */
 const char *bbx_clock_desc(const struct bb_box_info *in);
-const char *bbx_state_name(int live);
 bool bbx_is_damaged(const struct ctx *c, const struct bb_ring_stats *tot);
 void bbx_unit_struct(struct bbx_em *em, const struct bb_box_info *in);
 void bbx_summary_struct(struct ctx *c, int live, int code);

@@ -137,7 +137,7 @@ static int open_journal(const struct bbx_jsel *s, sd_journal **jp, char *err, si
 /* What an entry says about itself, bounded and escaped for a terminal. */
 struct jentry {
 	char     host[4 * 64 + 1], machine[33], boot[33], comm[4 * 64 + 1], unit[4 * 256 + 1];
-	char     state[32], signame[32], time[BBX_TIME_MAX];
+	char     liveness[32], signame[32], time[BBX_TIME_MAX];
 	long long pid, signal, box_size;
 	uint64_t usec;
 	bool     has_box;
@@ -165,7 +165,7 @@ static void read_entry(sd_journal *j, struct jentry *e)
 		strcpy(e->boot, "-");
 	esc_field(j, "BB_COMM", e->comm, sizeof(e->comm), 64);
 	esc_field(j, "BB_UNIT", e->unit, sizeof(e->unit), 256);
-	esc_field(j, "BB_STATE", e->state, sizeof(e->state), 7);
+	esc_field(j, "BB_LIVENESS", e->liveness, sizeof(e->liveness), 7);
 	esc_field(j, "BB_SIGNAL_NAME", e->signame, sizeof(e->signame), 7);
 	e->pid = get_num(j, "BB_PID", -1);
 	e->signal = get_num(j, "BB_SIGNAL", -1);
@@ -180,12 +180,12 @@ static void read_entry(sd_journal *j, struct jentry *e)
 
 static void list_text(struct bbx_out *o, const struct jentry *e)
 {
-	char line[2048], st[sizeof(e->state) + sizeof(e->signame) + 4], box[32];
+	char line[2048], st[sizeof(e->liveness) + sizeof(e->signame) + 4], box[32];
 
 	if (e->signal > 0 && e->signame[0])
-		snprintf(st, sizeof(st), "%s (%s)", e->state, e->signame);
+		snprintf(st, sizeof(st), "%s (%s)", e->liveness, e->signame);
 	else
-		snprintf(st, sizeof(st), "%s", e->state[0] ? e->state : "?");
+		snprintf(st, sizeof(st), "%s", e->liveness[0] ? e->liveness : "?");
 	if (e->has_box && e->box_size >= 0)
 		snprintf(box, sizeof(box), "%lld", e->box_size);
 	else
@@ -213,8 +213,8 @@ static void list_struct(struct bbx_em *em, sd_journal *j, const struct jentry *e
 	bbx_em_key(em, "comm");
 	bbx_em_str(em, raw, n);
 	bbx_em_kv_i64(em, "uid", get_num(j, "BB_UID", -1));
-	n = get(j, "BB_STATE", raw, 32);
-	bbx_em_key(em, "state");
+	n = get(j, "BB_LIVENESS", raw, 32);
+	bbx_em_key(em, "liveness");
 	bbx_em_str(em, raw, n);
 	if (e->signal > 0) {
 		bbx_em_kv_i64(em, "signal", e->signal);

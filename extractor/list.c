@@ -89,9 +89,9 @@ static void list_one(const struct opts *o, struct bbx_out *out, struct bbx_em *e
 	const struct bb_box_info *in = &e->info;
 	const char *dir = o->dir ? o->dir : BB_DEFAULT_DIR;
 	uint64_t age = nowns > in->created_ns ? (nowns - in->created_ns) / 1000000000u : 0;
-	const char *state = e->liveness > 0 ? bb_liveness_name(e->liveness) : "unknown";
-	int signal = in->state == BB_STATE_CRASHED ? in->state_signal : 0;
-	const char *sig = e->liveness == BB_OWNER_CRASHED ? bbx_signal_name(signal) : NULL;
+	const char *live = bb_liveness_name(e->liveness);
+	int signal = in->phase == BB_PHASE_CRASHED ? in->phase_signal : 0;
+	const char *sig = e->liveness == BB_LIVENESS_CRASHED ? bbx_signal_name(signal) : NULL;
 	uint64_t dropped = in->dropped_busy + in->dropped_nested + in->dropped_toobig +
 			   in->dropped_important;
 	char path[4400], line[512], size[16], used[16], rings[24], agebuf[16];
@@ -100,19 +100,19 @@ static void list_one(const struct opts *o, struct bbx_out *out, struct bbx_em *e
 
 	snprintf(path, sizeof(path), "%s/%s", dir, e->name);
 	/* "crashed (SIGSEGV)" */
-	if (e->liveness == BB_OWNER_CRASHED && sig)
-		snprintf(st, sizeof(st), "%s (%s)", state, sig);
-	else if (e->liveness == BB_OWNER_CRASHED)
-		snprintf(st, sizeof(st), "%s (signal %d)", state, signal);
+	if (e->liveness == BB_LIVENESS_CRASHED && sig)
+		snprintf(st, sizeof(st), "%s (%s)", live, sig);
+	else if (e->liveness == BB_LIVENESS_CRASHED)
+		snprintf(st, sizeof(st), "%s (signal %d)", live, signal);
 	else
-		snprintf(st, sizeof(st), "%s", state);
+		snprintf(st, sizeof(st), "%s", live);
 
 	if (o->fmt != FMT_TEXT) {
 		bbx_em_map(em);
 		bbx_em_kv_i64(em, "pid", in->pid);
 		bbx_em_kv_str(em, "comm", in->comm);
-		bbx_em_kv_str(em, "state", state);
-		if (e->liveness == BB_OWNER_CRASHED) {
+		bbx_em_kv_str(em, "liveness", live);
+		if (e->liveness == BB_LIVENESS_CRASHED) {
 			bbx_em_kv_i64(em, "signal", signal);
 			if (sig)
 				bbx_em_kv_str(em, "signal_name", sig);

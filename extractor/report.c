@@ -38,7 +38,7 @@ static const char *ring_kind_name(uint32_t k)
 	}
 }
 
-static const char *ring_state_name(uint32_t s)
+static const char *ring_claim_name(uint32_t s)
 {
 	switch (s) {
 	case BB_RING_FREE:    return "free";
@@ -62,13 +62,6 @@ bool bbx_is_damaged(const struct ctx *c, const struct bb_ring_stats *tot)
 {
 	return tot->corrupt || tot->skipped_bytes || c->bad_values ||
 	       c->crash.status == BB_CRASH_CORRUPT || c->state.corrupt;
-}
-
-const char *bbx_state_name(int live)
-{
-	if (live > 0)
-		return bb_liveness_name(live);
-	return "unknown";
 }
 
 /* Format 2.1: the systemd unit the owner recorded at bb_init, the members
@@ -107,9 +100,9 @@ void bbx_summary_struct(struct ctx *c, int live, int code)
 	bbx_em_kv_str(em, "boot_id", in->boot_id);
 	bbx_em_kv_u64(em, "sequence", in->sequence);
 	bbx_unit_struct(em, in);
-	bbx_em_kv_str(em, "state", bbx_state_name(live));
-	if (in->state == BB_STATE_CRASHED) {
-		bbx_em_kv_i64(em, "signal", in->state_signal);
+	bbx_em_kv_str(em, "liveness", bb_liveness_name(live));
+	if (in->phase == BB_PHASE_CRASHED) {
+		bbx_em_kv_i64(em, "signal", in->phase_signal);
 	}
 	bbx_em_kv_str(em, "crash_record", bb_crash_status_name(c->crash.status));
 	bbx_em_kv_str(em, "clock", bbx_clock_desc(in));
@@ -166,7 +159,7 @@ void bbx_summary_struct(struct ctx *c, int live, int code)
 		bbx_em_map(em);
 		bbx_em_kv_u64(em, "ring", i);
 		bbx_em_kv_str(em, "kind", ring_kind_name(st.kind));
-		bbx_em_kv_str(em, "state", ring_state_name(st.state));
+		bbx_em_kv_str(em, "claim", ring_claim_name(st.claim));
 		bbx_em_kv_i64(em, "tid", st.tid);
 		bbx_em_kv_str(em, "thread", st.thread_name);
 		bbx_em_kv_u64(em, "read", st.read);
@@ -197,13 +190,13 @@ void bbx_summary_text(struct ctx *c, int live)
 	bb_reader_total_stats(c->r, &tot);
 	if (c->opt->quiet && !bbx_is_damaged(c, &tot))
 		return;
-	if (in->state == BB_STATE_CRASHED)
-		snprintf(sig, sizeof(sig), " (signal %d)", in->state_signal);
+	if (in->phase == BB_PHASE_CRASHED)
+		snprintf(sig, sizeof(sig), " (signal %d)", in->phase_signal);
 	if (in->file_uid != in->uid) /* --any-owner: whose file it really is */
 		snprintf(owner, sizeof(owner), " (file owner uid %u)", in->file_uid);
 	bbx_msg(in->path, "pid %d (%s) uid %u%s, %s%s; format %u.%u, %u of %u rings used; "
 	    "clock %s; crash record %s",
-	    (int)in->pid, in->comm, in->uid, owner, bbx_state_name(live), sig,
+	    (int)in->pid, in->comm, in->uid, owner, bb_liveness_name(live), sig,
 	    in->version_major, in->version_minor, in->rings_used, in->ring_count,
 	    bbx_clock_desc(in), bb_crash_status_name(c->crash.status));
 	for (i = 0; i < in->ring_count; i++) {

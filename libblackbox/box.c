@@ -99,7 +99,7 @@ static void bb__thread_exit(void *arg)
 		/* Release: our last head/tail stores and retired_at are
 		 * visible to the thread whose acquire CAS claims the ring
 		 * next (bb__claim), which continues from them. */
-		BB_STORE_RELEASE(&d->state, (uint32_t)BB_RING_RETIRED);
+		BB_STORE_RELEASE(&d->claim, (uint32_t)BB_RING_RETIRED);
 	}
 	t->f.ring = NULL;
 	t->exited = true;
@@ -148,10 +148,10 @@ static void bb__atexit(void)
 	if (!box || box->pid != getpid())
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	/* state_ns first, then state with release: a reader that loads state
-	 * with acquire (reader_validate.c) sees the time of that state (FORMAT.md §3). */
-	BB_STORE_RELAXED(&box->hdr->state_ns, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
-	BB_STORE_RELEASE(&box->hdr->state, (uint32_t)BB_STATE_EXITED);
+	/* phase_ns first, then phase with release: a reader that loads phase
+	 * with acquire (reader_validate.c) sees the time of that phase (FORMAT.md §3). */
+	BB_STORE_RELAXED(&box->hdr->phase_ns, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
+	BB_STORE_RELEASE(&box->hdr->phase, (uint32_t)BB_PHASE_EXITED);
 	if (!box->keep_on_exit) {
 		if (box->shm)
 			shm_unlink(box->name);
@@ -509,8 +509,8 @@ static int bb__open(const struct bb_options *o, const char *dir, size_t size)
 	/* Clock (anchors, TSC calibration) and checksum choice: write.c. */
 	bb__writer_setup(box, o);
 	h->created_ns = (uint64_t)h->anchor_realtime_ns;
-	h->state = BB_STATE_RUNNING;
-	h->state_ns = h->created_ns;
+	h->phase = BB_PHASE_RUNNING;
+	h->phase_ns = h->created_ns;
 	h->state_slot_count = BB__STATE_SLOTS;
 	h->state_slot_size = BB__STATE_SLOT_SIZE;
 	h->state_table_offset = l.state_off;
@@ -521,7 +521,7 @@ static int bb__open(const struct bb_options *o, const char *dir, size_t size)
 
 		d->kind = i < l.nrings ? BB_RING_PRIVATE :
 			  i == BB__SHARED_IDX(&l) ? BB_RING_SHARED : BB_RING_IMPORTANT;
-		d->state = i < l.nrings ? BB_RING_FREE : BB_RING_OWNED;
+		d->claim = i < l.nrings ? BB_RING_FREE : BB_RING_OWNED;
 		d->data_offset = l.data_off + l.ring_size * i;
 	}
 	/* The loaded objects, for the crash record's addresses (modules.c). */
@@ -621,9 +621,9 @@ BB_EXPORT int bb_close(void)
 	 * guarantees none is mid-write (blackbox.h), so unmapping is safe. */
 	BB_STORE_RELEASE(&bb__box, (struct bb__box *)NULL);
 	clock_gettime(CLOCK_REALTIME, &ts);
-	/* As in bb__atexit(): the time, then the state with release. */
-	BB_STORE_RELAXED(&box->hdr->state_ns, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
-	BB_STORE_RELEASE(&box->hdr->state, (uint32_t)BB_STATE_CLOSED);
+	/* As in bb__atexit(): the time, then the phase with release. */
+	BB_STORE_RELAXED(&box->hdr->phase_ns, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
+	BB_STORE_RELEASE(&box->hdr->phase, (uint32_t)BB_PHASE_CLOSED);
 	bb__remove(box);
 	bb__unmap(box);
 	bb__tls.f.ring = NULL;
@@ -716,8 +716,8 @@ static struct bb__ring *bb__claim(struct bb__box *box, struct bb__tls *t)
 	for (uint32_t i = 0; i < box->nrings && !r; i++) {
 		uint32_t expect = BB_RING_FREE;
 
-		if (BB_LOAD_RELAXED(&box->rings[i].desc->state) == BB_RING_FREE &&
-		    BB_CAS_ACQUIRE(&box->rings[i].desc->state, &expect, (uint32_t)BB_RING_OWNED))
+		if (BB_LOAD_RELAXED(&box->rings[i].desc->claim) == BB_RING_FREE &&
+		    BB_CAS_ACQUIRE(&box->rings[i].desc->claim, &expect, (uint32_t)BB_RING_OWNED))
 			r = &box->rings[i];
 	}
 	for (int tries = 0; !r && tries < 8; tries++) {
@@ -729,14 +729,14 @@ static struct bb__ring *bb__claim(struct bb__box *box, struct bb__tls *t)
 			struct bb_ring_desc *d = box->rings[i].desc;
 			uint64_t at = BB_LOAD_RELAXED(&d->retired_at);
 
-			if (BB_LOAD_RELAXED(&d->state) == BB_RING_RETIRED && at < best_at) {
+			if (BB_LOAD_RELAXED(&d->claim) == BB_RING_RETIRED && at < best_at) {
 				best = &box->rings[i];
 				best_at = at;
 			}
 		}
 		if (!best)
 			break;
-		if (BB_CAS_ACQUIRE(&best->desc->state, &expect, (uint32_t)BB_RING_OWNED))
+		if (BB_CAS_ACQUIRE(&best->desc->claim, &expect, (uint32_t)BB_RING_OWNED))
 			r = best;
 	}
 	if (!r)

@@ -182,12 +182,12 @@ static void bb__crash_record(struct bb__box *box, int sig, const siginfo_t *si, 
 
 	/* The header first: if unwinding a scribbled stack faults below,
 	 * the box still says "crashed by signal N" (with the crash area
-	 * busy: "crash record torn", FORMAT.md §11).  state_ns, then state
-	 * with release, as bb__atexit() does: a reader that loads state with
-	 * acquire sees the time and the signal of that state. */
-	BB_STORE_RELAXED(&h->state_signal, (int32_t)sig);
-	BB_STORE_RELAXED(&h->state_ns, bb__realtime_ns());
-	BB_STORE_RELEASE(&h->state, (uint32_t)BB_STATE_CRASHED);
+	 * busy: "crash record torn", FORMAT.md §11).  phase_ns, then phase
+	 * with release, as bb__atexit() does: a reader that loads phase with
+	 * acquire sees the time and the signal of that phase. */
+	BB_STORE_RELAXED(&h->phase_signal, (int32_t)sig);
+	BB_STORE_RELAXED(&h->phase_ns, bb__realtime_ns());
+	BB_STORE_RELEASE(&h->phase, (uint32_t)BB_PHASE_CRASHED);
 
 	/* si_addr is meaningful for faults raised by the kernel (si_code >
 	 * 0); for kill/raise/abort the union holds the sender's pid/uid. */

@@ -41,11 +41,11 @@ BB_EXPORT const char *bb_tag_name(unsigned tag)
 BB_EXPORT const char *bb_liveness_name(int liveness)
 {
 	switch (liveness) {
-	case BB_OWNER_ALIVE:    return "alive";
-	case BB_OWNER_EXITED:   return "exited";
-	case BB_OWNER_CRASHED:  return "crashed";
-	case BB_OWNER_CLOSED:   return "closed";
-	case BB_OWNER_ORPHANED: return "orphaned";
-	default:                return "unknown";
+	case BB_LIVENESS_ALIVE:    return "alive";
+	case BB_LIVENESS_EXITED:   return "exited";
+	case BB_LIVENESS_CRASHED:  return "crashed";
+	case BB_LIVENESS_CLOSED:   return "closed";
+	case BB_LIVENESS_ORPHANED: return "orphaned";
+	default:                   return "unknown";
 	}
 }

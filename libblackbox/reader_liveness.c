@@ -118,7 +118,7 @@ BB_EXPORT bool bb_pid_maps_file(pid_t pid, uint64_t starttime, uint64_t dev, uin
 	return m == 1;
 }
 
-static int liveness_of(const struct bb_box_info *info, int state)
+static int liveness_of(const struct bb_box_info *info, int phase)
 {
 	char boot[64];
 	bool alive = false, boot_ok = true;
@@ -136,12 +136,12 @@ static int liveness_of(const struct bb_box_info *info, int state)
 			alive = !bb__rdr_proc_starttime(info->pid, &st) && st == info->starttime;
 	}
 	if (alive)
-		return BB_OWNER_ALIVE;
-	switch (state) {
-	case BB_STATE_EXITED:  return BB_OWNER_EXITED;
-	case BB_STATE_CRASHED: return BB_OWNER_CRASHED;
-	case BB_STATE_CLOSED:  return BB_OWNER_CLOSED;
-	default:               return BB_OWNER_ORPHANED;
+		return BB_LIVENESS_ALIVE;
+	switch (phase) {
+	case BB_PHASE_EXITED:  return BB_LIVENESS_EXITED;
+	case BB_PHASE_CRASHED: return BB_LIVENESS_CRASHED;
+	case BB_PHASE_CLOSED:  return BB_LIVENESS_CLOSED;
+	default:               return BB_LIVENESS_ORPHANED;
 	}
 }
 
@@ -149,21 +149,21 @@ BB_EXPORT int bb_owner_liveness(const struct bb_box_info *info)
 {
 	if (!info)
 		return -EINVAL;
-	return liveness_of(info, info->state);
+	return liveness_of(info, info->phase);
 }
 
 BB_EXPORT int bb_reader_liveness(const struct bb_reader *r)
 {
 	const struct bb_header *h;
-	uint32_t state;
+	uint32_t phase;
 
 	if (!r)
 		return -EINVAL;
 	h = (const struct bb_header *)(const void *)r->base;
-	/* Relaxed: a state word read for a decision, nothing read through it.
+	/* Relaxed: a phase word read for a decision, nothing read through it.
 	 * A live reader takes the file's current word (one 4-byte read). */
-	state = BB_LOAD_RELAXED((uint32_t *)(uintptr_t)&h->state);
+	phase = BB_LOAD_RELAXED((uint32_t *)(uintptr_t)&h->phase);
 	if (r->fd >= 0)
-		(void)bb__rdr_pread_all(r->fd, &state, sizeof(state), offsetof(struct bb_header, state));
-	return liveness_of(&r->info, (int)state);
+		(void)bb__rdr_pread_all(r->fd, &phase, sizeof(phase), offsetof(struct bb_header, phase));
+	return liveness_of(&r->info, (int)phase);
 }

@@ -192,9 +192,9 @@ int bb__rdr_check_header(struct bb_reader *r, const struct bb_header *h, uint64_
 	in->anchor_clock_ns = h->anchor_clock_ns;
 	in->created_ns = h->created_ns;
 	/* runtime fields as of this copy; bb__rdr_refresh_info() reloads them live */
-	in->state = (int)h->state;
-	in->state_signal = h->state_signal;
-	in->state_ns = h->state_ns;
+	in->phase = (int)h->phase;
+	in->phase_signal = h->phase_signal;
+	in->phase_ns = h->phase_ns;
 	in->dropped_busy = h->dropped_busy;
 	in->dropped_nested = h->dropped_nested;
 	in->truncated = h->truncated;
@@ -211,12 +211,13 @@ void bb__rdr_refresh_info(struct bb_reader *r)
 	struct bb_header *h = (struct bb_header *)(void *)r->base;
 	struct bb_box_info *in = &r->info;
 
-	/* Acquire pairs with the writer's release store of state (bb__atexit,
-	 * bb_close): state_signal and state_ns, loaded after it, are at least
-	 * as new as the state they describe (FORMAT.md §3). */
-	in->state = (int)BB_LOAD_ACQUIRE(&h->state);
-	in->state_signal = BB_LOAD_RELAXED(&h->state_signal);
-	in->state_ns = BB_LOAD_RELAXED(&h->state_ns);
+	/* Acquire pairs with the writer's release store of phase (bb__atexit,
+	 * bb_close, the crash handler): phase_signal and phase_ns, loaded
+	 * after it, are at least as new as the phase they describe
+	 * (FORMAT.md §3). */
+	in->phase = (int)BB_LOAD_ACQUIRE(&h->phase);
+	in->phase_signal = BB_LOAD_RELAXED(&h->phase_signal);
+	in->phase_ns = BB_LOAD_RELAXED(&h->phase_ns);
 	/* Relaxed: independent counters, read for display; nothing else is
 	 * read through them. */
 	in->dropped_busy = BB_LOAD_RELAXED(&h->dropped_busy);
@@ -234,7 +235,7 @@ void bb__rdr_refresh_ring(struct rring *rr)
 	/* Relaxed: descriptive fields; a torn name is cut at 15 bytes below. */
 	rr->st.tid = BB_LOAD_RELAXED(&d->tid);
 	rr->st.kind = BB_LOAD_RELAXED(&d->kind);
-	rr->st.state = BB_LOAD_RELAXED(&d->state);
+	rr->st.claim = BB_LOAD_RELAXED(&d->claim);
 	copy_str(rr->st.thread_name, d->thread_name, sizeof(rr->st.thread_name));
 }
 
@@ -296,7 +297,7 @@ int bb__rdr_setup(struct bb_reader *r, const char *label, char *err, size_t errl
 		 * bytes they hold (a ring's head and tail of our copy). */
 		head = BB_LOAD_RELAXED((uint64_t *)(uintptr_t)&d->head);
 		tail = BB_LOAD_RELAXED((uint64_t *)(uintptr_t)&d->tail);
-		if (rr->st.state != BB_RING_FREE || head)
+		if (rr->st.claim != BB_RING_FREE || head)
 			in->rings_used++;
 		if (!((head | tail) % 8) && bb__pos_diff(head, tail) >= 0 &&
 		    head - tail <= in->ring_size)

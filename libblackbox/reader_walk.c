@@ -574,7 +574,7 @@ BB_EXPORT int bb_reader_walk(struct bb_reader *r, unsigned flags, bb_record_fn f
 			return rc;
 	}
 	bb__rdr_refresh_info(r);
-	alive = bb_reader_liveness(r) == BB_OWNER_ALIVE;
+	alive = bb_reader_liveness(r) == BB_LIVENESS_ALIVE;
 	r->nents = r->nvals = r->nnames = r->ngaps = 0;
 	firsts = malloc(r->info.ring_count * sizeof(*firsts) + 1);
 	if (!firsts || name_index(r, "") != 0) {

@@ -46,14 +46,14 @@
 #define EXIT_TROUBLE 1  /* something could not be handled */
 #define EXIT_USAGE   2
 
-static const char *state_name(int state)
+static const char *phase_name(int phase)
 {
-	switch (state) {
-	case BB_STATE_INIT:    return "init";
-	case BB_STATE_RUNNING: return "running";
-	case BB_STATE_EXITED:  return "exited";
-	case BB_STATE_CRASHED: return "crashed";
-	case BB_STATE_CLOSED:  return "closed";
+	switch (phase) {
+	case BB_PHASE_INIT:    return "init";
+	case BB_PHASE_RUNNING: return "running";
+	case BB_PHASE_EXITED:  return "exited";
+	case BB_PHASE_CRASHED: return "crashed";
+	case BB_PHASE_CLOSED:  return "closed";
 	default:               return "unknown";
 	}
 }
@@ -214,7 +214,7 @@ static enum verdict examine(struct box *b)
 	/* copied: the event outlives the reader (closed before logging) */
 	snprintf(b->comm, sizeof(b->comm), "%s", info->comm);
 	ev->comm = b->comm;
-	ev->state = state_name(info->state);
+	ev->phase = phase_name(info->phase);
 
 	b->liveness = bb_reader_liveness(b->r);
 	if (b->liveness < 0) {
@@ -228,12 +228,12 @@ static enum verdict examine(struct box *b)
 	 * with the header's pid and start time that maps this very inode is
 	 * alive.
 	 */
-	if (b->liveness != BB_OWNER_ALIVE &&
+	if (b->liveness != BB_LIVENESS_ALIVE &&
 	    bb_pid_maps_file(info->pid, info->starttime, (uint64_t)b->st.st_dev,
 			     (uint64_t)b->st.st_ino))
-		b->liveness = BB_OWNER_ALIVE;
+		b->liveness = BB_LIVENESS_ALIVE;
 	ev->liveness = bb_liveness_name(b->liveness);
-	if (b->liveness == BB_OWNER_ALIVE) {
+	if (b->liveness == BB_LIVENESS_ALIVE) {
 		ev->reason = "owner alive";
 		return V_KEEP;
 	}
@@ -250,7 +250,7 @@ static enum verdict examine(struct box *b)
 	 */
 	last = max64(plausible(ts_ns(&b->st.st_mtim), now),
 		     max64(plausible((int64_t)info->created_ns, now),
-			   plausible((int64_t)info->state_ns, now)));
+			   plausible((int64_t)info->phase_ns, now)));
 	if (c->o.min_age_s && now - last < (int64_t)c->o.min_age_s * 1000000000) {
 		ev->age_s = (now - last) / 1000000000;
 		ev->reason = "younger than --min-age";
@@ -277,7 +277,7 @@ static enum verdict examine(struct box *b)
 	if (c->o.min_age_s) {
 		int64_t min_ns = (int64_t)c->o.min_age_s * 1000000000;
 
-		if (now - last >= min_ns && b->liveness == BB_OWNER_ORPHANED) {
+		if (now - last >= min_ns && b->liveness == BB_LIVENESS_ORPHANED) {
 			struct newest nw = { .now = now, .ns = 0 };
 
 			bb_reader_walk(b->r, 0, newest_cb, &nw);
@@ -499,7 +499,7 @@ int main(int argc, char **argv)
 
 #ifdef BB_HAVE_JOURNAL
 	/* what earlier runs reported, locked for this run (reported.c) */
-	if (c.o.journal && reap_state_open(&c) < 0) {
+	if (c.o.journal && reap_reported_open(&c) < 0) {
 		if (c.archfd >= 0)
 			close(c.archfd);
 		return EXIT_TROUBLE;
@@ -516,7 +516,7 @@ int main(int argc, char **argv)
 	}
 	reap_prune(&c);
 #ifdef BB_HAVE_JOURNAL
-	if (c.state && reap_state_close(&c) < 0)
+	if (c.reported_file && reap_reported_close(&c) < 0)
 		c.errors++;
 #endif
 

@@ -476,7 +476,7 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 {
 	const struct bb_box_info *in = bb_reader_info(r);
 	char comm[4 * 32 + 1], where[4 * 4096 + 64] = "", msg[8192], sig[32], recs[48];
-	const char *signame = crashed ? bbx_signal_name(in->state_signal) : NULL;
+	const char *signame = crashed ? bbx_signal_name(in->phase_signal) : NULL;
 	struct bb_crash cr;
 
 	bb_reader_crash(r, &cr);
@@ -490,14 +490,14 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 	add(e, "BB_UID", "%lu", (unsigned long)uid);
 	add_bytes(e, "BB_COMM", comm, strlen(comm));
 	add_text(e, "BB_CMDLINE", in->cmdline, sizeof(in->cmdline));
-	add(e, "BB_STATE", "%s", crashed ? "crashed" : "orphaned");
+	add(e, "BB_LIVENESS", "%s", crashed ? "crashed" : "orphaned");
 	add(e, "BB_FORMAT", "%u.%u", in->version_major, in->version_minor);
 	add(e, "BB_BOX_SIZE", "%llu", (unsigned long long)box_bytes);
 	add_text(e, "BB_BOX_PATH", path, PATH_MAX);
 	if (archive)
 		add_text(e, "BB_ARCHIVE", archive, 4096);
 	if (crashed) {
-		add(e, "BB_SIGNAL", "%d", in->state_signal);
+		add(e, "BB_SIGNAL", "%d", in->phase_signal);
 		if (signame)
 			add(e, "BB_SIGNAL_NAME", "%s", signame);
 		add(e, "BB_CRASH_RECORD", "%s", bb_crash_status_name(cr.status));
@@ -532,7 +532,7 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 	if (signame)
 		snprintf(sig, sizeof(sig), "%s", signame);
 	else
-		snprintf(sig, sizeof(sig), "signal %d", in->state_signal);
+		snprintf(sig, sizeof(sig), "signal %d", in->phase_signal);
 	if (!crashed)
 		snprintf(msg, sizeof(msg), "%s[%ld] (uid %lu) died without a word: SIGKILL, "
 			 "OOM kill, _exit or exec (%s)", comm, (long)in->pid,
@@ -603,7 +603,7 @@ int reap_journal_box(struct reap_ctx *c, struct bb_reader *r, const struct stat 
 {
 	const struct bb_box_info *in = bb_reader_info(r);
 	uint32_t uid = (uint32_t)st->st_uid;
-	bool crashed = liveness == BB_OWNER_CRASHED, attach, read_all;
+	bool crashed = liveness == BB_LIVENESS_CRASHED, attach, read_all;
 	struct reap_event ev = *base;
 	struct entry e = { .n = 0 };
 	uint64_t box_bytes, used_bytes;
@@ -612,7 +612,7 @@ int reap_journal_box(struct reap_ctx *c, struct bb_reader *r, const struct stat 
 	char omit[256], path[PATH_MAX];
 	int ret;
 
-	if (liveness != BB_OWNER_CRASHED && liveness != BB_OWNER_ORPHANED)
+	if (liveness != BB_LIVENESS_CRASHED && liveness != BB_LIVENESS_ORPHANED)
 		return 0; /* alive, or a clean end (exit, bb_close): nothing to report */
 	ev.archive = archive;
 	ev.detail = NULL;
@@ -625,9 +625,9 @@ int reap_journal_box(struct reap_ctx *c, struct bb_reader *r, const struct stat 
 		return 0;
 	}
 	reap_key_init(&k, in, uid);
-	if (reap_state_seen(c, &k))
+	if (reap_reported_seen(c, &k))
 		return 0;
-	reap_state_usage(c, uid, &used_hour, &used_bytes);
+	reap_reported_usage(c, uid, &used_hour, &used_bytes);
 	if (used_hour >= c->o.journal_rate) {
 		ev.reason = "not reported to the journal now: its owner reached --journal-rate; "
 			    "a later run reports it if it is still there";
@@ -660,7 +660,7 @@ int reap_journal_box(struct reap_ctx *c, struct bb_reader *r, const struct stat 
 	}
 	c->reported++;
 	ev.decision = "reported";
-	ret = reap_state_add(c, &k, attach ? box_bytes : 0);
+	ret = reap_reported_add(c, &k, attach ? box_bytes : 0);
 	if (ret < 0) {
 		/* sent, but a later run may send it again */
 		ev.decision = "error";

@@ -53,7 +53,7 @@ static void usage(FILE *f)
 "Exit status: 0 success (also when nothing was reaped), 1 something could\n"
 "not be handled (see the log), 2 usage error.  See bb-reap(8).\n",
 		BB_DEFAULT_DIR, REAP_DEFAULT_MIN_AGE, REAP_JOURNAL_RECORDS, REAP_JOURNAL_RATE,
-		REAP_STATE_DEFAULT);
+		REAP_REPORTED_DEFAULT);
 }
 
 /* Strict unsigned parse: digits, then an optional suffix from @units. */

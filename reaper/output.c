@@ -87,7 +87,7 @@ static void emit_json(const struct reap_event *ev)
 			(unsigned long)ev->uid);
 		json_key_str(f, "comm", ev->comm);
 		json_key_str(f, "liveness", ev->liveness);
-		json_key_str(f, "state", ev->state);
+		json_key_str(f, "phase", ev->phase);
 	}
 	if (ev->size)
 		fprintf(f, ",\"size\":%llu", (unsigned long long)ev->size);

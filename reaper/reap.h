@@ -22,10 +22,10 @@ enum reap_journal { REAP_JOURNAL_OFF, REAP_JOURNAL_SUMMARY, REAP_JOURNAL_BOX };
 #define REAP_JOURNAL_RECORDS  50u                   /* --journal-records */
 #define REAP_JOURNAL_RATE     20u                   /* --journal-rate: per owner an hour */
 #define REAP_JOURNAL_BUDGET   (UINT64_C(64) << 20)  /* --journal-box-budget: per owner a day */
-#define REAP_STATE_DEFAULT    "/var/lib/blackbox/journal-reported"
-#define REAP_STATE_FORGET_S   (7 * 86400)  /* unseen this long: forgotten */
-#define REAP_STATE_PER_OWNER  4096u        /* entries kept per owner uid */
-#define REAP_STATE_MAX        65536u       /* entries kept in all */
+#define REAP_REPORTED_DEFAULT   "/var/lib/blackbox/journal-reported"
+#define REAP_REPORTED_FORGET_S  (7 * 86400)  /* unseen this long: forgotten */
+#define REAP_REPORTED_PER_OWNER 4096u        /* entries kept per owner uid */
+#define REAP_REPORTED_MAX       65536u       /* entries kept in all */
 
 struct reap_opts {
 	const char *dir;          /* box directory (--dir) */
@@ -42,7 +42,7 @@ struct reap_opts {
 	const char *journal_state;    /* --journal-state FILE, or NULL: the default */
 };
 
-struct reap_state;
+struct reap_reported;
 
 struct reap_ctx {
 	struct reap_opts o;
@@ -52,7 +52,7 @@ struct reap_ctx {
 	int64_t  now_ns;          /* CLOCK_REALTIME at start, one "now" per run */
 	bool     volatile_dir;    /* the box directory is tmpfs/ramfs (see archive_box) */
 	unsigned entries, reaped, kept, skipped, errors, pruned, archived;
-	struct reap_state *state; /* --journal: what was reported (reported.c) */
+	struct reap_reported *reported_file; /* --journal: what was reported (reported.c) */
 	unsigned reported;
 	uint32_t rated[64];       /* owners told this run that they hit --journal-rate */
 	size_t   nrated;
@@ -74,7 +74,7 @@ struct reap_event {
 	uint32_t    uid;
 	const char *comm;
 	const char *liveness;
-	const char *state;
+	const char *phase;
 	uint64_t    size;
 	int64_t     age_s;        /* -1 unknown */
 	const char *archive;      /* archive path, or NULL */
@@ -114,7 +114,7 @@ struct stat;
 int  reap_journal_box(struct reap_ctx *c, struct bb_reader *r, const struct stat *st,
 		      int liveness, const char *archive, const struct reap_event *base);
 
-/* reported.c: the state file of --journal */
+/* reported.c: the file of boxes --journal reported (--journal-state) */
 struct bb_box_info;
 struct reap_key {
 	uint32_t uid;             /* the box file's owner */
@@ -125,12 +125,12 @@ struct reap_key {
 	uint64_t created_ns;
 };
 void reap_key_init(struct reap_key *k, const struct bb_box_info *in, uint32_t file_uid);
-int  reap_state_open(struct reap_ctx *c);    /* load and lock; logs failures */
-bool reap_state_seen(struct reap_ctx *c, const struct reap_key *k); /* and marks it seen */
-void reap_state_usage(const struct reap_ctx *c, uint32_t uid, unsigned *last_hour,
-		      uint64_t *bytes_last_day);
-int  reap_state_add(struct reap_ctx *c, const struct reap_key *k, uint64_t bytes);
-int  reap_state_close(struct reap_ctx *c);   /* compact, rewrite, unlock */
+int  reap_reported_open(struct reap_ctx *c);    /* load and lock; logs failures */
+bool reap_reported_seen(struct reap_ctx *c, const struct reap_key *k); /* and marks it seen */
+void reap_reported_usage(const struct reap_ctx *c, uint32_t uid, unsigned *last_hour,
+			 uint64_t *bytes_last_day);
+int  reap_reported_add(struct reap_ctx *c, const struct reap_key *k, uint64_t bytes);
+int  reap_reported_close(struct reap_ctx *c);   /* compact, rewrite, unlock */
 
 /* unitcheck.c: may an entry carry OBJECT_SYSTEMD_UNIT for @in->unit?
  * @why says why (not). */

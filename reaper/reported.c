@@ -18,9 +18,9 @@
  * appends a line, synced, right after each entry it sends (a run killed
  * later does not send it again), and rewrites the file compacted at its end
  * (a new file renamed over the old one): an entry goes once its box has
- * not been seen for REAP_STATE_FORGET_S, the oldest first when an owner has
- * more than REAP_STATE_PER_OWNER, or the whole file more than
- * REAP_STATE_MAX.  So the file stays small, one user's boxes cannot push
+ * not been seen for REAP_REPORTED_FORGET_S, the oldest first when an owner has
+ * more than REAP_REPORTED_PER_OWNER, or the whole file more than
+ * REAP_REPORTED_MAX.  So the file stays small, one user's boxes cannot push
  * another's out, and a box that goes and comes back within the window is
  * not reported again.  One run at a time: the file is locked (flock) for
  * the run.
@@ -41,22 +41,22 @@
 #include "reap.h"
 
 #define STATE_MAGIC      "# bb-reap journal state 1\n"
-#define STATE_READ_MAX   (16u << 20) /* bytes read at most: REAP_STATE_MAX lines fit */
+#define STATE_READ_MAX   (16u << 20) /* bytes read at most: REAP_REPORTED_MAX lines fit */
 #define STATE_LINE_MAX   256u
 #define LOCK_WAIT_MS     60000       /* another run holds the file at most this long */
 
-struct reap_reported {
+struct reported_entry {
 	struct reap_key key;
 	int64_t         reported_s;
 	int64_t         seen_s;
 	uint64_t        bytes;
 };
 
-struct reap_state {
-	char                  path[PATH_MAX];
-	int                   fd;
-	struct reap_reported *v;
-	size_t                n, cap;
+struct reap_reported {
+	char                   path[PATH_MAX];
+	int                    fd;
+	struct reported_entry *v;
+	size_t                 n, cap;
 };
 
 /* The header's boot id as a token of the file: what a normal one is made
@@ -99,7 +99,7 @@ static bool num(const char *t, uint64_t hi, uint64_t *out)
 	return reap_parse_num(t, "", NULL, out) == 0 && *out <= hi;
 }
 
-static bool parse_line(char *line, struct reap_reported *e)
+static bool parse_line(char *line, struct reported_entry *e)
 {
 	char *tok[9], *save = NULL;
 	uint64_t v[9];
@@ -130,11 +130,11 @@ static bool parse_line(char *line, struct reap_reported *e)
 	return true;
 }
 
-static int push(struct reap_state *s, const struct reap_reported *e)
+static int push(struct reap_reported *s, const struct reported_entry *e)
 {
 	if (s->n == s->cap) {
 		size_t ncap = s->cap ? 2 * s->cap : 256;
-		struct reap_reported *nv = realloc(s->v, ncap * sizeof(*nv));
+		struct reported_entry *nv = realloc(s->v, ncap * sizeof(*nv));
 
 		if (!nv)
 			return -ENOMEM;
@@ -145,7 +145,7 @@ static int push(struct reap_state *s, const struct reap_reported *e)
 	return 0;
 }
 
-static int load(struct reap_state *s)
+static int load(struct reap_reported *s)
 {
 	char *buf = malloc(STATE_READ_MAX + 1), *p, *nl;
 	size_t len = 0, bad = 0;
@@ -168,7 +168,7 @@ static int load(struct reap_state *s)
 	}
 	buf[len] = '\0';
 	for (p = buf; (nl = memchr(p, '\n', (size_t)(buf + len - p))); p = nl + 1) {
-		struct reap_reported e;
+		struct reported_entry e;
 
 		*nl = '\0';
 		if (*p == '#' || !*p)
@@ -202,7 +202,7 @@ static int default_path(char *buf, size_t len)
 	if (sd && *sd == '/')
 		w = snprintf(buf, len, "%.*s/journal-reported", (int)strcspn(sd, ":"), sd);
 	else if (geteuid() == 0)
-		w = snprintf(buf, len, "%s", REAP_STATE_DEFAULT);
+		w = snprintf(buf, len, "%s", REAP_REPORTED_DEFAULT);
 	else if (x && *x == '/')
 		w = snprintf(buf, len, "%s/blackbox-journal-reported", x);
 	else if (home && *home == '/')
@@ -231,7 +231,7 @@ static void make_parent(const char *path)
 /* Lock the file for the run, waiting a bounded time for another run; the
  * lock must be on the inode the name still refers to (a run that ends
  * renames a new file over it). */
-static int lock_current(struct reap_state *s)
+static int lock_current(struct reap_reported *s)
 {
 	for (int waited = 0;;) {
 		struct stat a, b;
@@ -256,9 +256,9 @@ static int lock_current(struct reap_state *s)
 	}
 }
 
-int reap_state_open(struct reap_ctx *c)
+int reap_reported_open(struct reap_ctx *c)
 {
-	struct reap_state *s = calloc(1, sizeof(*s));
+	struct reap_reported *s = calloc(1, sizeof(*s));
 	struct stat st;
 	int r;
 
@@ -294,7 +294,7 @@ int reap_state_open(struct reap_ctx *c)
 	r = load(s);
 	if (r)
 		goto fail;
-	c->state = s;
+	c->reported_file = s;
 	return 0;
 fail:
 	reap_log("error: journal state %s: %s", s->path[0] ? s->path : "(no path)",
@@ -308,9 +308,9 @@ fail:
 	return r;
 }
 
-bool reap_state_seen(struct reap_ctx *c, const struct reap_key *k)
+bool reap_reported_seen(struct reap_ctx *c, const struct reap_key *k)
 {
-	struct reap_state *s = c->state;
+	struct reap_reported *s = c->reported_file;
 	int64_t now = c->now_ns / 1000000000;
 
 	for (size_t i = 0; s && i < s->n; i++)
@@ -321,16 +321,16 @@ bool reap_state_seen(struct reap_ctx *c, const struct reap_key *k)
 	return false;
 }
 
-void reap_state_usage(const struct reap_ctx *c, uint32_t uid, unsigned *last_hour,
-		      uint64_t *bytes_last_day)
+void reap_reported_usage(const struct reap_ctx *c, uint32_t uid, unsigned *last_hour,
+			 uint64_t *bytes_last_day)
 {
-	const struct reap_state *s = c->state;
+	const struct reap_reported *s = c->reported_file;
 	int64_t now = c->now_ns / 1000000000;
 
 	*last_hour = 0;
 	*bytes_last_day = 0;
 	for (size_t i = 0; s && i < s->n; i++) {
-		const struct reap_reported *e = &s->v[i];
+		const struct reported_entry *e = &s->v[i];
 
 		if (e->key.uid != uid)
 			continue;
@@ -341,7 +341,7 @@ void reap_state_usage(const struct reap_ctx *c, uint32_t uid, unsigned *last_hou
 	}
 }
 
-static int format_line(char *buf, size_t len, const struct reap_reported *e)
+static int format_line(char *buf, size_t len, const struct reported_entry *e)
 {
 	return snprintf(buf, len, "%lu %s %ld %llu %lu %llu %lld %lld %llu\n",
 			(unsigned long)e->key.uid, e->key.boot, (long)e->key.pid,
@@ -366,10 +366,10 @@ static int write_all(int fd, const char *p, size_t n, off_t off)
 	return 0;
 }
 
-int reap_state_add(struct reap_ctx *c, const struct reap_key *k, uint64_t bytes)
+int reap_reported_add(struct reap_ctx *c, const struct reap_key *k, uint64_t bytes)
 {
-	struct reap_state *s = c->state;
-	struct reap_reported e = { .key = *k, .bytes = bytes };
+	struct reap_reported *s = c->reported_file;
+	struct reported_entry e = { .key = *k, .bytes = bytes };
 	char line[STATE_LINE_MAX];
 	struct stat st;
 	int n, r;
@@ -390,7 +390,7 @@ int reap_state_add(struct reap_ctx *c, const struct reap_key *k, uint64_t bytes)
 /* Newest sign first: seen, then reported. */
 static int by_uid_newest(const void *a, const void *b)
 {
-	const struct reap_reported *x = a, *y = b;
+	const struct reported_entry *x = a, *y = b;
 
 	if (x->key.uid != y->key.uid)
 		return x->key.uid < y->key.uid ? -1 : 1;
@@ -403,7 +403,7 @@ static int by_uid_newest(const void *a, const void *b)
 
 static int by_newest(const void *a, const void *b)
 {
-	const struct reap_reported *x = a, *y = b;
+	const struct reported_entry *x = a, *y = b;
 
 	if (x->seen_s != y->seen_s)
 		return x->seen_s > y->seen_s ? -1 : 1;
@@ -411,27 +411,27 @@ static int by_newest(const void *a, const void *b)
 }
 
 /* Drop what is forgotten (module comment), in memory. */
-static void compact(struct reap_state *s, int64_t now)
+static void compact(struct reap_reported *s, int64_t now)
 {
 	size_t i, j, k;
 
 	qsort(s->v, s->n, sizeof(*s->v), by_uid_newest);
 	for (i = j = 0; i < s->n; i = k) {
 		for (k = i; k < s->n && s->v[k].key.uid == s->v[i].key.uid; k++) {
-			if (k - i >= REAP_STATE_PER_OWNER || s->v[k].seen_s < now - REAP_STATE_FORGET_S)
+			if (k - i >= REAP_REPORTED_PER_OWNER || s->v[k].seen_s < now - REAP_REPORTED_FORGET_S)
 				continue;
 			s->v[j++] = s->v[k];
 		}
 	}
 	s->n = j;
-	if (s->n > REAP_STATE_MAX) {
+	if (s->n > REAP_REPORTED_MAX) {
 		qsort(s->v, s->n, sizeof(*s->v), by_newest);
-		s->n = REAP_STATE_MAX;
+		s->n = REAP_REPORTED_MAX;
 	}
 }
 
 /* The compacted state into a new file, renamed over the old one. */
-static int rewrite(struct reap_state *s)
+static int rewrite(struct reap_reported *s)
 {
 	char tmp[PATH_MAX + 16], line[STATE_LINE_MAX];
 	char *buf = NULL;
@@ -477,9 +477,9 @@ static int rewrite(struct reap_state *s)
 	return r;
 }
 
-int reap_state_close(struct reap_ctx *c)
+int reap_reported_close(struct reap_ctx *c)
 {
-	struct reap_state *s = c->state;
+	struct reap_reported *s = c->reported_file;
 	int r = 0;
 
 	if (!s)
@@ -494,6 +494,6 @@ int reap_state_close(struct reap_ctx *c)
 	close(s->fd); /* the lock goes with it, after the rename */
 	free(s->v);
 	free(s);
-	c->state = NULL;
+	c->reported_file = NULL;
 	return r;
 }

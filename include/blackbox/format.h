@@ -7,8 +7,8 @@
  * Everything here is plain data: offsets, never pointers, so a box can be
  * read by another process, a copy on disk, or a later version of the tools.
  *
- * Fields that change while the owner runs (head, tail, ring state, header
- * state and counters) are accessed with atomics by the library; they are
+ * Fields that change while the owner runs (head, tail, ring claim, header
+ * phase and counters) are accessed with atomics by the library; they are
  * declared as plain integers so this header stays usable from C++ and from
  * tools that only read copies.
  */
@@ -66,13 +66,13 @@ enum bb_cgroup_hierarchy {
 /* bb_header.flags (2.0) */
 #define BB_HF_CRC32C      0x0001u /* the writer puts a CRC32C in every record (BB_RF_CRC) */
 
-/* bb_header.state: what became of the owner, as far as the box knows. */
-enum bb_owner_state {
-	BB_STATE_INIT    = 0, /* header being written (never seen with magic set) */
-	BB_STATE_RUNNING = 1, /* owner running, or died without a word */
-	BB_STATE_EXITED  = 2, /* exit()/return from main ran the atexit handler */
-	BB_STATE_CRASHED = 3, /* crash handler ran; state_signal says which */
-	BB_STATE_CLOSED  = 4, /* bb_close() was called */
+/* bb_header.phase: what became of the owner, as far as the box knows. */
+enum bb_owner_phase {
+	BB_PHASE_INIT    = 0, /* header being written (never seen with magic set) */
+	BB_PHASE_RUNNING = 1, /* owner running, or died without a word */
+	BB_PHASE_EXITED  = 2, /* exit()/return from main ran the atexit handler */
+	BB_PHASE_CRASHED = 3, /* crash handler ran; phase_signal says which */
+	BB_PHASE_CLOSED  = 4, /* bb_close() was called */
 };
 
 /*
@@ -113,9 +113,9 @@ struct bb_header {
 	uint32_t reserved0;          /* 436 */
 
 	/* changed at run time (atomically) */
-	uint32_t state;              /* 440 enum bb_owner_state */
-	int32_t  state_signal;       /* 444 signal number when CRASHED */
-	uint64_t state_ns;           /* 448 CLOCK_REALTIME of the last state change */
+	uint32_t phase;              /* 440 enum bb_owner_phase */
+	int32_t  phase_signal;       /* 444 signal number when CRASHED */
+	uint64_t phase_ns;           /* 448 CLOCK_REALTIME of the last phase change */
 	uint64_t dropped_busy;       /* 456 shared ring lock not acquired in bounded spin */
 	uint64_t dropped_nested;     /* 464 nested write while this thread held the shared ring */
 	uint64_t truncated;          /* 472 records truncated to max_record */
@@ -172,8 +172,8 @@ enum bb_ring_kind {
 	                        * like the shared ring; records carry a tid */
 };
 
-/* bb_ring_desc.state (private rings) */
-enum bb_ring_state {
+/* bb_ring_desc.claim (private rings) */
+enum bb_ring_claim {
 	BB_RING_FREE    = 0, /* never used */
 	BB_RING_OWNED   = 1, /* a live thread writes it */
 	BB_RING_RETIRED = 2, /* its thread exited; data kept, may be recycled */
@@ -187,7 +187,7 @@ struct bb_ring_desc {
 	uint64_t head;        /*   0 end of the newest committed record (byte counter) */
 	uint64_t tail;        /*   8 start of the oldest intact record (byte counter) */
 	uint64_t pad0[6];     /*  16 */
-	uint32_t state;       /*  64 enum bb_ring_state */
+	uint32_t claim;       /*  64 enum bb_ring_claim */
 	uint32_t kind;        /*  68 enum bb_ring_kind */
 	int32_t  tid;         /*  72 current (or last) owner thread id; 0 = none */
 	uint32_t generation;  /*  76 times the ring was claimed */
@@ -303,7 +303,7 @@ BB__FORMAT_ASSERT(sizeof(struct bb_ring_desc) == BB_RING_DESC_SIZE, ring_descrip
 BB__FORMAT_ASSERT(sizeof(struct bb_record_hdr) == BB_RECORD_HDR_SIZE, record_envelope_size);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, pid) == 64, header_pid);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, anchor_realtime_ns) == 408, header_anchor);
-BB__FORMAT_ASSERT(offsetof(struct bb_header, state) == 440, header_state);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, phase) == 440, header_phase);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, dropped_toobig) == 488, header_dropped_toobig);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, tsc_anchor) == 496, header_tsc_anchor);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, clock_requested) == 520, header_clock_requested);
@@ -315,7 +315,7 @@ BB__FORMAT_ASSERT(offsetof(struct bb_header, invocation_id) == 576, header_invoc
 BB__FORMAT_ASSERT(offsetof(struct bb_header, cgroup) == 616, header_cgroup);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, crash) == BB_CRASH_OFFSET, header_crash_area);
 BB__FORMAT_ASSERT(sizeof(struct bb_modules_hdr) == 24, module_area_header);
-BB__FORMAT_ASSERT(offsetof(struct bb_ring_desc, state) == 64, head_tail_alone_on_line_0);
+BB__FORMAT_ASSERT(offsetof(struct bb_ring_desc, claim) == 64, head_tail_alone_on_line_0);
 BB__FORMAT_ASSERT(offsetof(struct bb_ring_desc, lock) == 112, descriptor_lock);
 BB__FORMAT_ASSERT(offsetof(struct bb_record_hdr, ts) == 8, envelope_ts);
 

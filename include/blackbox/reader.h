@@ -62,11 +62,11 @@ struct bb_reader;
 
 /* What became of a box's owner (docs/DESIGN.md §6). */
 enum bb_liveness {
-	BB_OWNER_ALIVE    = 1, /* pid exists, start time matches, maps the box */
-	BB_OWNER_EXITED   = 2, /* exited cleanly (atexit ran, box kept) */
-	BB_OWNER_CRASHED  = 3, /* crash handler recorded a fatal signal */
-	BB_OWNER_CLOSED   = 4, /* bb_close() ran (box kept by a copy) */
-	BB_OWNER_ORPHANED = 5, /* gone without a word: SIGKILL, _exit, exec ... */
+	BB_LIVENESS_ALIVE    = 1, /* pid exists, start time matches, maps the box */
+	BB_LIVENESS_EXITED   = 2, /* exited cleanly (atexit ran, box kept) */
+	BB_LIVENESS_CRASHED  = 3, /* crash handler recorded a fatal signal */
+	BB_LIVENESS_CLOSED   = 4, /* bb_close() ran (box kept by a copy) */
+	BB_LIVENESS_ORPHANED = 5, /* gone without a word: SIGKILL, _exit, exec ... */
 };
 
 /* Everything the header says, validated and NUL-terminated. */
@@ -99,9 +99,9 @@ struct bb_box_info {
 	uint32_t flags;        /* header flags, BB_HF_* */
 	int64_t  anchor_realtime_ns, anchor_clock_ns;
 	uint64_t created_ns;
-	int      state;        /* enum bb_owner_state */
-	int      state_signal;
-	uint64_t state_ns;
+	int      phase;        /* enum bb_owner_phase */
+	int      phase_signal;
+	uint64_t phase_ns;
 	uint64_t dropped_busy, dropped_nested, truncated, dropped_toobig;
 	uint64_t dropped_important; /* important copies dropped (ring busy) */
 	uint64_t state_errors;      /* bb_set() calls that failed in the owner */
@@ -292,7 +292,7 @@ struct bb_ring_stats {
 				    their original was delivered (2.0) */
 	int32_t  tid;          /* current / last owner */
 	uint32_t kind;         /* enum bb_ring_kind */
-	uint32_t state;        /* enum bb_ring_state */
+	uint32_t claim;        /* enum bb_ring_claim */
 	char     thread_name[16];
 	/* "" or why the ring's descriptor was rejected (data outside the
 	 * file, misaligned, overlapping): such a ring is never read, counted

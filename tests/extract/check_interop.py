@@ -67,7 +67,7 @@ def main():
             fail("summaries differ:\n%s\n%s" % (js_sum, cb_sum))
         if js_sum["records"] != len(jrecs) or js_sum["status"] != "intact":
             fail("summary: %s" % js_sum)
-        if js_sum["pid"] != int(pid) or js_sum["state"] != "orphaned":
+        if js_sum["pid"] != int(pid) or js_sum["liveness"] != "orphaned":
             fail("summary owner: %s" % js_sum)
 
         # JSON and CBOR: the same records, field by field; bytes are hex in JSON

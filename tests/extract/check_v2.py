@@ -100,7 +100,7 @@ def main():
         check(all("module" in f and "offset" in f for f in frames[:4]),
               "frames without module+offset")
         summ = recs[-1]["summary"]
-        check(summ["state"] == "crashed" and summ["crash_record"] == "complete" and
+        check(summ["liveness"] == "crashed" and summ["crash_record"] == "complete" and
               summ["status"] == "intact" and summ["exit"] == 0, "summary %r" % summ)
         check(summ["state_table"]["used"] == 2, "state_table %r" % summ.get("state_table"))
         # the important record is in the thread's ring and the important ring:

@@ -371,7 +371,7 @@ Test(extract, live_under_load_every_record_intact)
 		r.out[r.out_len - 1] = '\0';
 		last = strrchr(r.out, '\n');
 		cr_assert(last && !strncmp(last + 1, "{\"summary\":", 11));
-		cr_assert(strstr(last, "\"state\":\"alive\""));
+		cr_assert(strstr(last, "\"liveness\":\"alive\""));
 		free_run(&r);
 	}
 	kill_writer(&w);
@@ -524,8 +524,8 @@ Test(extract, list_states)
 
 	r = run_extract("--list", "--json", "--dir", dir, NULL);
 	cr_assert_eq(r.status, 0);
-	cr_assert(strstr(r.out, "\"state\":\"alive\""));
-	cr_assert(strstr(r.out, "\"state\":\"orphaned\""));
+	cr_assert(strstr(r.out, "\"liveness\":\"alive\""));
+	cr_assert(strstr(r.out, "\"liveness\":\"orphaned\""));
 	free_run(&r);
 	kill_writer(&alive);
 

@@ -429,7 +429,7 @@ class Test:
 
         # A: the crash, box and all
         check(ea["BB_SIGNAL"] == b"11" and ea["BB_SIGNAL_NAME"] == b"SIGSEGV", "A signal")
-        check(ea["PRIORITY"] == b"2" and ea["BB_STATE"] == b"crashed", "A priority, state")
+        check(ea["PRIORITY"] == b"2" and ea["BB_LIVENESS"] == b"crashed", "A priority, liveness")
         check(ea["BB_BOX"] == boxes[a.pid], "A: BB_BOX differs from the box (%d vs %d bytes)"
               % (len(ea["BB_BOX"]), len(boxes[a.pid])))
         check(ea["BB_UID"] == str(NOBODY).encode(), "A: BB_UID")
@@ -457,7 +457,7 @@ class Test:
 
         # B: killed: no signal, priority 4, box attached
         check("BB_SIGNAL" not in eb and eb["PRIORITY"] == b"4" and
-              eb["BB_STATE"] == b"orphaned", "B: %r" % eb.get("MESSAGE"))
+              eb["BB_LIVENESS"] == b"orphaned", "B: %r" % eb.get("MESSAGE"))
         check(eb["BB_BOX"] == boxes[b.pid], "B: BB_BOX differs from the box")
         check(re.fullmatch(rb"[0-9a-f]{40}", eb.get("BB_BUILD_ID", b"")) and
               eb["BB_BUILD_ID"] == ea["BB_BUILD_ID"], "B: BB_BUILD_ID %r" % eb.get("BB_BUILD_ID"))

@@ -160,12 +160,12 @@ Test(api, header_identity)
 	cr_assert_gt(in->starttime, 0);
 	cr_assert_gt(strlen(in->comm), 0);
 	cr_assert_gt(strlen(in->cmdline), 0);
-	cr_assert_eq(in->state, BB_STATE_RUNNING);
+	cr_assert_eq(in->phase, BB_PHASE_RUNNING);
 	cr_assert_eq(in->version_major, BB_FORMAT_MAJOR);
 	cr_assert_eq(in->clock, BB_CLOCK_MONOTONIC);
 	cr_assert_eq(in->ring_count, BB_DEFAULT_RING_COUNT + 2); /* + shared + important */
 	cr_assert_leq(in->box_size, BB_DEFAULT_SIZE);
-	cr_assert_eq(bb_reader_liveness(r), BB_OWNER_ALIVE);
+	cr_assert_eq(bb_reader_liveness(r), BB_LIVENESS_ALIVE);
 	bb_reader_close(r);
 }
 

@@ -189,15 +189,15 @@ static uint64_t check_crash_in(const char *kind, int sig, int64_t code, bool add
 
 	/* Without the handler: no crash record, the box says nothing. */
 	cr_assert_eq(bb_reader_open_pid(off.pid, bbt_dir, 0, &r, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(bb_reader_info(r)->state, BB_STATE_RUNNING);
+	cr_assert_eq(bb_reader_info(r)->phase, BB_PHASE_RUNNING);
 	h = bb_reader_data(r, &len);
 	cr_assert_eq(((const struct bb_record_hdr *)(const void *)h->crash)->seq, BB_CRASH_SEQ_EMPTY);
 	bb_reader_close(r);
 
 	cr_assert_eq(bb_reader_open_pid(on.pid, bbt_dir, 0, &r, err, sizeof(err)), 0, "%s", err);
 	info = bb_reader_info(r);
-	cr_assert_eq(info->state, BB_STATE_CRASHED, "%s: state %d", kind, info->state);
-	cr_assert_eq(info->state_signal, sig);
+	cr_assert_eq(info->phase, BB_PHASE_CRASHED, "%s: phase %d", kind, info->phase);
+	cr_assert_eq(info->phase_signal, sig);
 	box = bb_reader_data(r, &len);
 	cr_assert_geq(len, BB_HEADER_SIZE);
 	decode_crash((const void *)box, &c);

@@ -48,8 +48,8 @@ static struct member header[] = {
 	M(struct bb_header, cmdline), M(struct bb_header, anchor_realtime_ns),
 	M(struct bb_header, anchor_clock_ns), M(struct bb_header, created_ns),
 	M(struct bb_header, sequence), M(struct bb_header, reserved0),
-	M(struct bb_header, state), M(struct bb_header, state_signal),
-	M(struct bb_header, state_ns), M(struct bb_header, dropped_busy),
+	M(struct bb_header, phase), M(struct bb_header, phase_signal),
+	M(struct bb_header, phase_ns), M(struct bb_header, dropped_busy),
 	M(struct bb_header, dropped_nested), M(struct bb_header, truncated),
 	M(struct bb_header, retire_counter), M(struct bb_header, dropped_toobig),
 	M(struct bb_header, tsc_anchor), M(struct bb_header, tsc_hz),
@@ -66,7 +66,7 @@ static struct member header[] = {
 
 static struct member desc[] = {
 	M(struct bb_ring_desc, head), M(struct bb_ring_desc, tail), M(struct bb_ring_desc, pad0),
-	M(struct bb_ring_desc, state), M(struct bb_ring_desc, kind), M(struct bb_ring_desc, tid),
+	M(struct bb_ring_desc, claim), M(struct bb_ring_desc, kind), M(struct bb_ring_desc, tid),
 	M(struct bb_ring_desc, generation), M(struct bb_ring_desc, data_offset),
 	M(struct bb_ring_desc, retired_at), M(struct bb_ring_desc, thread_name),
 	M(struct bb_ring_desc, lock), M(struct bb_ring_desc, reserved0),

@@ -71,8 +71,8 @@ Test(process, sigkill_leaves_every_committed_record)
 
 	kill9(pid);
 	cr_assert_eq(bb_reader_open_pid(pid, bbt_dir, 0, &r, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(bb_reader_liveness(r), BB_OWNER_ORPHANED);
-	cr_assert_eq(bb_reader_info(r)->state, BB_STATE_RUNNING);
+	cr_assert_eq(bb_reader_liveness(r), BB_LIVENESS_ORPHANED);
+	cr_assert_eq(bb_reader_info(r)->phase, BB_PHASE_RUNNING);
 	cr_assert_eq(bb_reader_walk(r, BB_WALK_MERGE, tcollect_cb, &c), 0);
 	bb_reader_total_stats(r, &st);
 	bb_reader_close(r);
@@ -118,8 +118,8 @@ Test(process, keep_on_exit_keeps_it_marked_exited)
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	cr_assert_eq(bb_reader_open_pid(pid, bbt_dir, 0, &r, NULL, 0), 0);
-	cr_assert_eq(bb_reader_info(r)->state, BB_STATE_EXITED);
-	cr_assert_eq(bb_reader_liveness(r), BB_OWNER_EXITED);
+	cr_assert_eq(bb_reader_info(r)->phase, BB_PHASE_EXITED);
+	cr_assert_eq(bb_reader_liveness(r), BB_LIVENESS_EXITED);
 	bb_reader_close(r);
 }
 
@@ -139,7 +139,7 @@ Test(process, underscore_exit_leaves_the_box)
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	cr_assert_eq(bbt_count_prefix(bbt_dir, BB_NAME_PREFIX), 1);
 	cr_assert_eq(bb_reader_open_pid(pid, bbt_dir, 0, &r, NULL, 0), 0);
-	cr_assert_eq(bb_reader_liveness(r), BB_OWNER_ORPHANED);
+	cr_assert_eq(bb_reader_liveness(r), BB_LIVENESS_ORPHANED);
 	bb_reader_close(r);
 }
 
@@ -218,7 +218,7 @@ Test(process, exec_images_never_collide)
 
 	cr_assert_eq(bbt_count_prefix(bbt_dir, BB_NAME_PREFIX), 3);
 	cr_assert_eq(bb_reader_open_pid(pid, bbt_dir, 0, &r, NULL, 0), 0);
-	cr_assert_eq(bb_reader_liveness(r), BB_OWNER_ALIVE);
+	cr_assert_eq(bb_reader_liveness(r), BB_LIVENESS_ALIVE);
 	seq = bb_reader_info(r)->sequence;
 	cr_assert_neq(seq, 0);
 	cr_assert_eq(bb_reader_walk(r, 0, tcollect_cb, &c), 0);
@@ -229,6 +229,6 @@ Test(process, exec_images_never_collide)
 	/* After death the newest box it left. */
 	cr_assert_eq(bb_reader_open_pid(pid, bbt_dir, 0, &r, NULL, 0), 0);
 	cr_assert_eq(bb_reader_info(r)->sequence, seq);
-	cr_assert_eq(bb_reader_liveness(r), BB_OWNER_ORPHANED);
+	cr_assert_eq(bb_reader_liveness(r), BB_LIVENESS_ORPHANED);
 	bb_reader_close(r);
 }

@@ -115,11 +115,11 @@ static inline void synth_init(struct synth *s, uint32_t rings, uint64_t ring_siz
 	h->anchor_realtime_ns = 1000000000000;
 	h->anchor_clock_ns = 1000;
 	h->created_ns = 1;
-	h->state = BB_STATE_RUNNING;
+	h->phase = BB_PHASE_RUNNING;
 	for (uint32_t i = 0; i < rings; i++) {
 		struct bb_ring_desc *d = synth_desc(s, i);
 
-		d->state = BB_RING_OWNED;
+		d->claim = BB_RING_OWNED;
 		d->kind = BB_RING_PRIVATE;
 		d->tid = (int32_t)(100 + i);
 		d->data_offset = data0 + i * ring_size;

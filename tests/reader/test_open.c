@@ -446,7 +446,7 @@ Test(open, open_pid_prefers_mapped_box)
 	/* no reader maps a box: opening it never makes its owner look alive */
 	cr_assert_eq(bb_reader_open_pid(getpid(), dir, 0, &r, err, sizeof(err)), 0, "%s", err);
 	cr_expect_eq(bb_reader_info(r)->sequence, 1);
-	cr_expect_neq(bb_reader_liveness(r), BB_OWNER_ALIVE);
+	cr_expect_neq(bb_reader_liveness(r), BB_LIVENESS_ALIVE);
 	bb_reader_close(r);
 
 	/* boxes are found by header, whatever their name (same owner: a
@@ -467,7 +467,7 @@ Test(open, open_pid_prefers_mapped_box)
 	close(fd);
 	cr_assert_eq(bb_reader_open_pid(getpid(), dir, 0, &r, err, sizeof(err)), 0, "%s", err);
 	cr_expect_eq(bb_reader_info(r)->sequence, 0);
-	cr_expect_eq(bb_reader_liveness(r), BB_OWNER_ALIVE);
+	cr_expect_eq(bb_reader_liveness(r), BB_LIVENESS_ALIVE);
 	cr_expect(strstr(bb_reader_info(r)->path, name));
 	bb_reader_close(r);
 	munmap(m, s.len);
@@ -477,32 +477,32 @@ Test(open, open_pid_prefers_mapped_box)
 	synth_free(&s);
 }
 
-Test(open, liveness_by_state)
+Test(open, liveness_by_phase)
 {
 	struct synth s;
 	struct bb_reader *r;
-	static const struct { uint32_t state; int want; } cases[] = {
-		{ BB_STATE_RUNNING, BB_OWNER_ORPHANED }, { BB_STATE_EXITED, BB_OWNER_EXITED },
-		{ BB_STATE_CRASHED, BB_OWNER_CRASHED }, { BB_STATE_CLOSED, BB_OWNER_CLOSED },
+	static const struct { uint32_t phase; int want; } cases[] = {
+		{ BB_PHASE_RUNNING, BB_LIVENESS_ORPHANED }, { BB_PHASE_EXITED, BB_LIVENESS_EXITED },
+		{ BB_PHASE_CRASHED, BB_LIVENESS_CRASHED }, { BB_PHASE_CLOSED, BB_LIVENESS_CLOSED },
 	};
 
 	synth_init(&s, 1, 4096);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		synth_hdr(&s)->state = cases[i].state;
+		synth_hdr(&s)->phase = cases[i].phase;
 		cr_assert_eq(bb_reader_open_mem(s.buf, s.len, 0, &r, err, sizeof(err)), 0);
-		cr_expect_eq(bb_reader_liveness(r), cases[i].want, "state %u", cases[i].state);
+		cr_expect_eq(bb_reader_liveness(r), cases[i].want, "phase %u", cases[i].phase);
 		bb_reader_close(r);
 	}
 	/* memory copy: pid + start time decide */
-	synth_hdr(&s)->state = BB_STATE_RUNNING;
+	synth_hdr(&s)->phase = BB_PHASE_RUNNING;
 	synth_make_alive(&s);
 	cr_assert_eq(bb_reader_open_mem(s.buf, s.len, 0, &r, err, sizeof(err)), 0);
-	cr_expect_eq(bb_reader_liveness(r), BB_OWNER_ALIVE);
+	cr_expect_eq(bb_reader_liveness(r), BB_LIVENESS_ALIVE);
 	bb_reader_close(r);
 	/* another boot: never alive */
 	strcpy(synth_hdr(&s)->boot_id, "00000000-0000-0000-0000-000000000000");
 	cr_assert_eq(bb_reader_open_mem(s.buf, s.len, 0, &r, err, sizeof(err)), 0);
-	cr_expect_eq(bb_reader_liveness(r), BB_OWNER_ORPHANED);
+	cr_expect_eq(bb_reader_liveness(r), BB_LIVENESS_ORPHANED);
 	bb_reader_close(r);
 	/* a file nobody maps: not alive even with pid + start time right */
 	synth_make_alive(&s);
@@ -516,10 +516,10 @@ Test(open, liveness_by_state)
 	cr_assert_eq(synth_save(&s, path_of("box")), 0);
 	cr_assert_eq(bb_reader_open_path(path_of("box"), BB_OPEN_SNAPSHOT, &r, err, sizeof(err)),
 		     0);
-	cr_expect_eq(bb_reader_liveness(r), BB_OWNER_ORPHANED);
+	cr_expect_eq(bb_reader_liveness(r), BB_LIVENESS_ORPHANED);
 	bb_reader_close(r);
-	cr_expect_str_eq(bb_liveness_name(BB_OWNER_ALIVE), "alive");
-	cr_expect_str_eq(bb_liveness_name(BB_OWNER_ORPHANED), "orphaned");
+	cr_expect_str_eq(bb_liveness_name(BB_LIVENESS_ALIVE), "alive");
+	cr_expect_str_eq(bb_liveness_name(BB_LIVENESS_ORPHANED), "orphaned");
 	cr_expect_str_eq(bb_liveness_name(42), "unknown");
 	synth_free(&s);
 }

@@ -93,7 +93,7 @@ Test(writer, dead_owner_reads_back)
 	cr_assert_eq(bb_reader_open_pid(pid, dir, BB_OPEN_SNAPSHOT, &r, err, sizeof(err)), 0,
 		     "%s", err);
 	cr_expect_eq(bb_reader_info(r)->pid, pid);
-	cr_expect_eq(bb_reader_liveness(r), BB_OWNER_ORPHANED);
+	cr_expect_eq(bb_reader_liveness(r), BB_LIVENESS_ORPHANED);
 	cr_assert_eq(bb_reader_walk(r, BB_WALK_MERGE, seen_fn, &s), 0);
 	cr_expect_eq(s.ints, 100);
 	cr_expect_eq(s.other, 5);
@@ -135,7 +135,7 @@ Test(writer, live_owner_is_alive_and_saved_copy_reads_back)
 		cr_assert_eq(read(ready[0], &c, 1), 1);
 	}
 	cr_assert_eq(bb_reader_open_pid(pid, dir, 0, &r, err, sizeof(err)), 0, "%s", err);
-	cr_expect_eq(bb_reader_liveness(r), BB_OWNER_ALIVE);
+	cr_expect_eq(bb_reader_liveness(r), BB_LIVENESS_ALIVE);
 	cr_assert_eq(bb_reader_walk(r, 0, seen_fn, &s), 0);
 	cr_expect_gt(s.ints, 100);
 	cr_expect_eq(s.other, 5);
@@ -149,7 +149,7 @@ Test(writer, live_owner_is_alive_and_saved_copy_reads_back)
 	waitpid(pid, NULL, 0);
 
 	cr_assert_eq(bb_reader_open_path(copy, 0, &r, err, sizeof(err)), 0, "%s", err);
-	cr_expect_neq(bb_reader_liveness(r), BB_OWNER_ALIVE, "a copy is not the live box");
+	cr_expect_neq(bb_reader_liveness(r), BB_LIVENESS_ALIVE, "a copy is not the live box");
 	cr_assert_eq(bb_reader_walk(r, 0, seen_fn, &s2), 0);
 	cr_expect_eq(s2.n, s.n);
 	bb_reader_close(r);

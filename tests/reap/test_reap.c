@@ -841,7 +841,7 @@ Test(reap, min_age_counts_from_the_last_sign_of_life)
 	box = read_box(&f, name, &len);
 	h = (struct bb_header *)box;
 	h->created_ns = (uint64_t)two_hours_ago;
-	h->state_ns = (uint64_t)two_hours_ago;
+	h->phase_ns = (uint64_t)two_hours_ago;
 	snprintf(old, sizeof(old), "%s.1", name);
 	put(&f, old, box, len);
 	snprintf(p, sizeof(p), "%s/%s", f.shm, old);

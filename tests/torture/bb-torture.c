@@ -552,7 +552,7 @@ static int check_killed(pid_t pid, bool early)
 	info = bb_reader_info(r);
 	if (info->pid != pid)
 		fail("header pid %d, expected %d", info->pid, (int)pid);
-	if (bb_reader_liveness(r) == BB_OWNER_ALIVE)
+	if (bb_reader_liveness(r) == BB_LIVENESS_ALIVE)
 		fail("a SIGKILLed and reaped owner is reported alive");
 	rc = bb_reader_walk(r, 0, check_cb, &w);
 	if (rc)
