@@ -5,7 +5,6 @@
  *
  * Everything here is the slow path.  The fast path is writer.h + write.c.
  */
-#include <cbor.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -20,6 +19,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "text.h"
 #include "unit.h"
 #include "writer.h"
 
@@ -170,45 +170,8 @@ static void bb__once_init(void)
 
 /* ---- identity of this process ------------------------------------------ */
 
-ssize_t bb__read_file(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n, total = 0;
-
-	if (fd < 0)
-		return -errno;
-	while ((size_t)total < len - 1) {
-		n = read(fd, buf + total, len - 1 - (size_t)total);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		total += n;
-	}
-	close(fd);
-	buf[total] = '\0';
-	return total;
-}
-
-/* Field 22 of /proc/self/stat: start time in clock ticks since boot. */
-static uint64_t bb__starttime(void)
-{
-	char buf[1024];
-	char *p;
-	int field = 2;
-
-	if (bb__read_file("/proc/self/stat", buf, sizeof(buf)) <= 0)
-		return 0;
-	p = strrchr(buf, ')');  /* comm may contain spaces and ')' */
-	if (!p)
-		return 0;
-	while (*p && field < 22) {
-		if (*p++ == ' ')
-			field++;
-	}
-	return strtoull(p, NULL, 10);
-}
-
+/* pid, uid, boot id, comm, cmdline, unit; the start time is the caller's
+ * (it named the file). */
 static void bb__fill_identity(struct bb_header *h)
 {
 	char buf[4096];
@@ -218,11 +181,8 @@ static void bb__fill_identity(struct bb_header *h)
 	/* The uid that owns the file (shm_open/open create it with the
 	 * effective uid): readers check the two agree (FORMAT.md §9). */
 	h->uid = geteuid();
-	h->starttime = bb__starttime();
-	if (bb__read_file("/proc/sys/kernel/random/boot_id", buf, sizeof(buf)) > 0) {
-		buf[strcspn(buf, "\n")] = '\0';
+	if (bb__boot_id(buf, sizeof(buf)) == 0)
 		bb__strlcpy(h->boot_id, buf, sizeof(h->boot_id));
-	}
 	if (bb__read_file("/proc/self/comm", buf, sizeof(buf)) > 0) {
 		buf[strcspn(buf, "\n")] = '\0';
 		bb__strlcpy(h->comm, buf, sizeof(h->comm));
@@ -426,81 +386,75 @@ static int bb__map_rings(struct bb__box *box, int fd, const struct bb__layout *l
 	return 0;
 }
 
-static int bb__open(const struct bb_options *o, const char *dir, size_t size)
+/* The process-local box, its rings and their mark tables in one block,
+ * aligned as struct bb__ring is, to a cache line (<blackbox/inline.h>:
+ * false sharing between the rings of different threads). */
+static struct bb__box *bb__box_alloc(const struct bb__layout *l)
 {
-	struct bb__layout l;
+	size_t n = l->nrings + BB__EXTRA_RINGS;
+	size_t rings = sizeof(struct bb__box) + n * sizeof(struct bb__ring);
+	size_t sz = rings + n * BB__MARKS * sizeof(uint64_t);
 	struct bb__box *box;
-	struct bb_header *h;
-	uint64_t starttime = bb__starttime();
-	uint32_t seq = 0;
-	mode_t mode = o->mode ? o->mode & 0777 : 0600;
-	int fd, ret;
+	void *mem;
 
-	ret = bb__plan(size, o->ring_count ? o->ring_count : BB_DEFAULT_RING_COUNT, o->ring_size, &l);
-	if (ret < 0)
-		return ret;
-	{
-		/* Aligned as struct bb__ring is, to a cache line
-		 * (<blackbox/inline.h>: false sharing between the rings of
-		 * different threads). */
-		size_t rings = sizeof(*box) + (l.nrings + BB__EXTRA_RINGS) * sizeof(struct bb__ring);
-		size_t sz = rings + (l.nrings + BB__EXTRA_RINGS) * BB__MARKS * sizeof(uint64_t);
-		void *mem;
+	if (posix_memalign(&mem, _Alignof(struct bb__ring), sz))
+		return NULL;
+	box = memset(mem, 0, sz);
+	box->marks = (uint64_t *)(void *)((uint8_t *)mem + rings);
+	return box;
+}
 
-		if (posix_memalign(&mem, _Alignof(struct bb__ring), sz))
-			return -ENOMEM;
-		box = memset(mem, 0, sz);
-		box->marks = (uint64_t *)(void *)((uint8_t *)mem + rings);
-	}
-	box->shm = dir == NULL;
-	fd = bb__create_file(box, dir, starttime, mode, &seq);
-	if (fd < 0) {
-		free(box);
-		return fd;
-	}
-	/* Reserve the memory now: a full tmpfs fails here with ENOSPC, never
-	 * later as SIGBUS inside a write. */
-	ret = posix_fallocate(fd, 0, (off_t)l.box_size);
-	if (ret) {
-		ret = -ret;
-		goto fail;
-	}
-	box->hdr_map_len = (size_t)l.data_off;
+/* Reserve the file's memory and map the header part and the rings.  The
+ * reservation comes first: a full tmpfs fails here with ENOSPC, never
+ * later as SIGBUS inside a write. */
+static int bb__map_box(struct bb__box *box, int fd, const struct bb__layout *l)
+{
+	int ret = posix_fallocate(fd, 0, (off_t)l->box_size);
+
+	if (ret)
+		return -ret;
+	box->hdr_map_len = (size_t)l->data_off;
 	box->hdr = mmap(NULL, box->hdr_map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (box->hdr == MAP_FAILED) {
 		box->hdr = NULL;
-		ret = -errno;
-		goto fail;
+		return -errno;
 	}
-	ret = bb__map_rings(box, fd, &l);
-	if (ret < 0)
-		goto fail;
-	close(fd);
-	fd = -1;
+	return bb__map_rings(box, fd, l);
+}
 
-	box->ring_size = l.ring_size;
-	box->nrings = l.nrings;
-	box->state = (uint8_t *)box->hdr + l.state_off;
-	box->modules = (uint8_t *)box->hdr + l.mod_off;
-	box->max_record = (uint32_t)(l.ring_size / 4 < BB_RECORD_MAX ? l.ring_size / 4 : BB_RECORD_MAX);
+/* What the writer keeps beside the mapping. */
+static void bb__box_setup(struct bb__box *box, const struct bb_options *o,
+			  const struct bb__layout *l)
+{
+	box->ring_size = l->ring_size;
+	box->nrings = l->nrings;
+	box->state = (uint8_t *)box->hdr + l->state_off;
+	box->modules = (uint8_t *)box->hdr + l->mod_off;
+	box->max_record = (uint32_t)(l->ring_size / 4 < BB_RECORD_MAX ? l->ring_size / 4 : BB_RECORD_MAX);
 	box->f.clock = CLOCK_MONOTONIC;
 	box->pid = getpid();
 	box->keep_on_exit = o->flags & BB_OPT_KEEP_ON_EXIT;
+}
 
-	/* The file is fresh (O_EXCL, fallocate zero-fills): only non-zero
-	 * fields are written.  magic last. */
-	h = box->hdr;
+/* Every field of the header and the ring table but the magic.  The file
+ * is fresh (O_EXCL, fallocate zero-fills): only non-zero fields are
+ * written. */
+static void bb__write_header(struct bb__box *box, const struct bb_options *o,
+			     const struct bb__layout *l, uint64_t starttime, uint32_t seq)
+{
+	struct bb_header *h = box->hdr;
+
 	h->version_major = BB_FORMAT_MAJOR;
 	h->version_minor = BB_FORMAT_MINOR;
 	h->header_size = BB_HEADER_SIZE;
 	h->byte_order = BB_BYTE_ORDER_MARK;
 	h->word_size = (uint8_t)sizeof(void *);
 	h->clock = BB_CLOCK_MONOTONIC;
-	h->box_size = l.box_size;
-	h->ring_count = l.nrings + BB__EXTRA_RINGS;
+	h->box_size = l->box_size;
+	h->ring_count = l->nrings + BB__EXTRA_RINGS;
 	h->ring_desc_size = BB_RING_DESC_SIZE;
-	h->ring_table_offset = l.table_off;
-	h->ring_size = l.ring_size;
+	h->ring_table_offset = l->table_off;
+	h->ring_size = l->ring_size;
 	h->max_record = box->max_record;
 	h->page_size = (uint32_t)sysconf(_SC_PAGESIZE);
 	bb__fill_identity(h);
@@ -513,33 +467,62 @@ static int bb__open(const struct bb_options *o, const char *dir, size_t size)
 	h->phase_ns = h->created_ns;
 	h->state_slot_count = BB__STATE_SLOTS;
 	h->state_slot_size = BB__STATE_SLOT_SIZE;
-	h->state_table_offset = l.state_off;
+	h->state_table_offset = l->state_off;
 	h->modules_size = BB__MODULES_SIZE;
-	h->modules_offset = l.mod_off;
-	for (uint32_t i = 0; i < l.nrings + BB__EXTRA_RINGS; i++) {
+	h->modules_offset = l->mod_off;
+	for (uint32_t i = 0; i < l->nrings + BB__EXTRA_RINGS; i++) {
 		struct bb_ring_desc *d = box->rings[i].desc;
 
-		d->kind = i < l.nrings ? BB_RING_PRIVATE :
-			  i == BB__SHARED_IDX(&l) ? BB_RING_SHARED : BB_RING_IMPORTANT;
-		d->claim = i < l.nrings ? BB_RING_FREE : BB_RING_OWNED;
-		d->data_offset = l.data_off + l.ring_size * i;
+		d->kind = i < l->nrings ? BB_RING_PRIVATE :
+			  i == BB__SHARED_IDX(l) ? BB_RING_SHARED : BB_RING_IMPORTANT;
+		d->claim = i < l->nrings ? BB_RING_FREE : BB_RING_OWNED;
+		d->data_offset = l->data_off + l->ring_size * i;
 	}
+}
+
+/* Plan, create, map, fill in, publish. */
+static int bb__open(const struct bb_options *o, const char *dir, size_t size)
+{
+	struct bb__layout l;
+	struct bb__box *box;
+	uint64_t starttime;
+	uint32_t seq = 0;
+	mode_t mode = o->mode ? o->mode & 0777 : 0600;
+	int fd, ret;
+
+	ret = bb__plan(size, o->ring_count ? o->ring_count : BB_DEFAULT_RING_COUNT, o->ring_size, &l);
+	if (ret < 0)
+		return ret;
+	box = bb__box_alloc(&l);
+	if (!box)
+		return -ENOMEM;
+	box->shm = dir == NULL;
+	if (bb__proc_starttime(0, &starttime) < 0)
+		starttime = 0; /* no /proc: the box still works, liveness cannot */
+	fd = bb__create_file(box, dir, starttime, mode, &seq);
+	if (fd < 0) {
+		free(box);
+		return fd;
+	}
+	ret = bb__map_box(box, fd, &l);
+	close(fd); /* the mappings keep the file */
+	if (ret < 0) {
+		bb__remove(box);
+		bb__unmap(box);
+		return ret;
+	}
+	bb__box_setup(box, o, &l);
+	bb__write_header(box, o, &l, starttime, seq);
 	/* The loaded objects, for the crash record's addresses (modules.c). */
 	bb__modules_gather(box);
 	/* The ready word.  Release: a reader that sees the magic (acquire)
 	 * sees the whole header and ring table written above. */
-	BB_STORE_RELEASE(&h->magic, BB_MAGIC);
+	BB_STORE_RELEASE(&box->hdr->magic, BB_MAGIC);
 
 	box->f.gen = ++bb__g.gen;
 	/* Publish to writers; pairs with the acquire load in bb__begin(). */
 	BB_STORE_RELEASE(&bb__box, box);
 	return 0;
-fail:
-	if (fd >= 0)
-		close(fd);
-	bb__remove(box);
-	bb__unmap(box);
-	return ret;
 }
 
 BB_EXPORT int bb_init_opts(const struct bb_options *opts)
@@ -682,20 +665,16 @@ static void bb__owner_record(struct bb__box *box, struct bb__ring *r, int32_t ti
 {
 	struct bb__w w = { .box = box, .r = r, .shared = false, .flags = 0 };
 	size_t nl = strnlen(name, 15), pl = strnlen(prev, 15);
-	uint32_t vlen = 1 + bb__cbor_head((uint64_t)(tid < 0 ? -(int64_t)tid : tid)) +
-			bb__cbor_head(nl) + (uint32_t)nl +
-			bb__cbor_head((uint64_t)(prev_tid < 0 ? -(int64_t)prev_tid : prev_tid)) +
-			bb__cbor_head(pl) + (uint32_t)pl;
+	uint32_t vlen = 1 + bb__cbor_int_size(tid) + bb__cbor_head(nl) + (uint32_t)nl +
+			bb__cbor_int_size(prev_tid) + bb__cbor_head(pl) + (uint32_t)pl;
 	uint8_t *p = bb__reserve(&w, 0, vlen);
 
+	/* [tid, name, previous tid, previous name] (FORMAT.md §6) */
 	*p++ = 0x84;  /* array(4) */
-	p += cbor_encode_uint((uint64_t)tid, p, 9);
-	p += cbor_encode_string_start(nl, p, 9);
-	memcpy(p, name, nl);
-	p += nl;
-	p += cbor_encode_uint((uint64_t)prev_tid, p, 9);
-	p += cbor_encode_string_start(pl, p, 9);
-	memcpy(p, prev, pl);
+	p = bb__cbor_put_int(tid, p);
+	p = bb__put_string(p, 3, name, nl, 0);
+	p = bb__cbor_put_int(prev_tid, p);
+	bb__put_string(p, 3, prev, pl, 0);
 	/* bb__commit leaves a nesting level: the caller entered one. */
 	bb__commit(&w, BB_TAG_OWNER);
 	bb__tls.f.depth++;

@@ -5,15 +5,21 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Marks a definition as part of the exported ABI (see libblackbox.map). */
 #define BB_EXPORT __attribute__((visibility("default")))
 
-/* bounded, AS-safe string helpers (no locale, no malloc) */
-size_t bb__strlcpy(char *dst, const char *src, size_t size);
-
-/* A small file (/proc) into @buf, NUL-terminated: bytes read or -errno. */
+/* proc.c: what the writer and the readers read from /proc */
+/* A small file into @buf (@len >= 1), NUL-terminated: bytes read or
+ * -errno (then @buf is ""). */
 ssize_t bb__read_file(const char *path, char *buf, size_t len);
+/* Field 22 of /proc/<pid>/stat (/proc/self/stat for @pid <= 0), the start
+ * time in clock ticks since boot: 0, -ESRCH (no such process) or -EINVAL. */
+int bb__proc_starttime(pid_t pid, uint64_t *st);
+/* This boot's /proc/sys/kernel/random/boot_id without its newline: 0, or
+ * -errno and @buf "". */
+int bb__boot_id(char *buf, size_t len);
 
 #endif /* BB_INTERNAL_H */

@@ -1,26 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * names.c - names of tags and liveness states for output, and the
- * library's bounded string copy.  AS-safe.
+ * names.c - names of record tags and of liveness verdicts, for output.
+ * AS-safe.
  */
-#include <string.h>
-
 #include <blackbox/reader.h>
 
 #include "internal.h"
-
-size_t bb__strlcpy(char *dst, const char *src, size_t size)
-{
-	size_t n = strlen(src);
-
-	if (size) {
-		size_t c = n < size - 1 ? n : size - 1;
-
-		memcpy(dst, src, c);
-		dst[c] = '\0';
-	}
-	return n;
-}
 
 BB_EXPORT const char *bb_tag_name(unsigned tag)
 {

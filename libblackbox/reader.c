@@ -39,6 +39,7 @@
 
 #include "internal.h"
 #include "reader_int.h"
+#include "text.h"
 
 __attribute__((format(printf, 4, 5)))
 int bb__rdr_say(char *err, size_t errlen, int rc, const char *fmt, ...)

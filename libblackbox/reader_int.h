@@ -151,8 +151,6 @@ int bb__rdr_load(struct bb_reader *r, enum load_what what, bool follow);
 int bb__rdr_load_failed(char *err, size_t errlen, const char *label, int rc);
 
 /* reader_liveness.c */
-ssize_t bb__rdr_read_small(const char *path, char *buf, size_t len);
-int bb__rdr_proc_starttime(pid_t pid, uint64_t *st);
 int bb__rdr_maps_has(pid_t pid, uint64_t dev, uint64_t ino);
 
 #endif /* BB_READER_INT_H */

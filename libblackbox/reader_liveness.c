@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * reader_liveness.c - is a box's owner alive: boot id, pid, start time
- * and its mapping of the box file (FORMAT.md §2 "Liveness").
+ * (read by proc.c, as the writer read them) and its mapping of the box
+ * file (FORMAT.md §2 "Liveness").
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,67 +14,6 @@
 #include "barrier.h"
 #include "internal.h"
 #include "reader_int.h"
-
-/* Read a small /proc file, NUL-terminated.  Returns bytes or -errno. */
-ssize_t bb__rdr_read_small(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	size_t done = 0;
-
-	if (fd < 0)
-		return -errno;
-	while (done < len - 1) {
-		ssize_t n = read(fd, buf + done, len - 1 - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			n = -errno;
-			close(fd);
-			return n;
-		}
-		if (n == 0)
-			break;
-		done += (size_t)n;
-	}
-	close(fd);
-	buf[done] = '\0';
-	return (ssize_t)done;
-}
-
-/* Field 22 of /proc/<pid>/stat.  0, -ESRCH or -EINVAL. */
-int bb__rdr_proc_starttime(pid_t pid, uint64_t *st)
-{
-	char path[64], buf[1024];
-	const char *p;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	n = bb__rdr_read_small(path, buf, sizeof(buf));
-	if (n < 0)
-		return n == -ENOENT ? -ESRCH : (int)n;
-	/* comm may hold ')' and spaces: fields resume after the LAST ')' */
-	p = strrchr(buf, ')');
-	if (!p)
-		return -EINVAL;
-	p++;
-	for (int field = 3; field <= 22; field++) {
-		while (*p == ' ')
-			p++;
-		if (!*p)
-			return -EINVAL;
-		if (field == 22) {
-			char *end;
-
-			errno = 0;
-			*st = strtoull(p, &end, 10);
-			return end == p || errno ? -EINVAL : 0;
-		}
-		while (*p && *p != ' ')
-			p++;
-	}
-	return -EINVAL;
-}
 
 /* Does /proc/<pid>/maps name the file dev:ino?  1, 0 or -errno. */
 int bb__rdr_maps_has(pid_t pid, uint64_t dev, uint64_t ino)
@@ -110,7 +49,7 @@ BB_EXPORT bool bb_pid_maps_file(pid_t pid, uint64_t starttime, uint64_t dev, uin
 	uint64_t st;
 	int m;
 
-	if (pid <= 0 || bb__rdr_proc_starttime(pid, &st) || st != starttime)
+	if (pid <= 0 || bb__proc_starttime(pid, &st) || st != starttime)
 		return false;
 	m = bb__rdr_maps_has(pid, dev, ino);
 	if (m < 0) /* another user's process: pid + start time must do */
@@ -124,16 +63,14 @@ static int liveness_of(const struct bb_box_info *info, int phase)
 	bool alive = false, boot_ok = true;
 	uint64_t st;
 
-	if (bb__rdr_read_small("/proc/sys/kernel/random/boot_id", boot, sizeof(boot)) > 0) {
-		boot[strcspn(boot, "\n")] = '\0';
+	if (bb__boot_id(boot, sizeof(boot)) == 0)
 		boot_ok = !strncmp(boot, info->boot_id, sizeof(info->boot_id));
-	}
 	if (boot_ok && info->pid > 0) {
 		if (info->file_dev || info->file_ino)
 			alive = bb_pid_maps_file(info->pid, info->starttime, info->file_dev,
 						 info->file_ino);
 		else
-			alive = !bb__rdr_proc_starttime(info->pid, &st) && st == info->starttime;
+			alive = !bb__proc_starttime(info->pid, &st) && st == info->starttime;
 	}
 	if (alive)
 		return BB_LIVENESS_ALIVE;

@@ -16,6 +16,7 @@
 
 #include "internal.h"
 #include "reader_int.h"
+#include "text.h"
 
 /* ---- finding boxes: by header, never by name ---------------------------- */
 
@@ -42,11 +43,11 @@ static void proc_facts(pid_t pid, struct proc_facts *pf)
 	char path[64], buf[4096], *u;
 
 	memset(pf, 0, sizeof(*pf));
-	if (pid <= 0 || bb__rdr_proc_starttime(pid, &pf->starttime))
+	if (pid <= 0 || bb__proc_starttime(pid, &pf->starttime))
 		return;
 	pf->alive = true;
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if (bb__rdr_read_small(path, buf, sizeof(buf)) <= 0 || !(u = strstr(buf, "\nUid:")))
+	if (bb__read_file(path, buf, sizeof(buf)) <= 0 || !(u = strstr(buf, "\nUid:")))
 		return;
 	pf->have_uids = sscanf(u + 5, "%" SCNu32 " %" SCNu32 " %" SCNu32 " %" SCNu32,
 			       &pf->uids[0], &pf->uids[1], &pf->uids[2], &pf->uids[3]) == 4;
@@ -116,8 +117,7 @@ static int choose(struct bb_box_entry *v, size_t n, pid_t pid)
 	uint32_t owner = 0;
 
 	proc_facts(pid, &pf);
-	have_boot = bb__rdr_read_small("/proc/sys/kernel/random/boot_id", boot, sizeof(boot)) > 0;
-	boot[strcspn(boot, "\n")] = '\0';
+	have_boot = bb__boot_id(boot, sizeof(boot)) == 0;
 	if (pf.alive) {
 		for (size_t i = 0; i < n; i++) {
 			struct bb_box_entry *e = &v[i];

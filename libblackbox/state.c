@@ -224,14 +224,11 @@ BB_EXPORT int bb_set_u64(const char *key, uint64_t value)
 BB_EXPORT int bb_set_f64(const char *key, double value)
 {
 	uint8_t v[9];
-	uint64_t bits, be;
+	uint64_t bits;
 
-	/* float64, major 7 additional 27, big-endian (RFC 8949 §3.3). */
-	memcpy(&bits, &value, 8);
-	be = bb__be64(bits);
-	v[0] = 0xfb;
-	memcpy(v + 1, &be, 8);
-	return bb__state_put(key, v, 9);
+	memcpy(&bits, &value, sizeof(bits));
+	bb__cbor_put_f64(v, bits);
+	return bb__state_put(key, v, sizeof(v));
 }
 
 BB_EXPORT int bb_set_bool(const char *key, bool value)

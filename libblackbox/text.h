@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * text.h - text output of the library shared by its files: a bounded,
- * NUL-terminated output buffer (struct bb__out; escape.c, value.c) and the
- * owner record decoder of value.c (the reader's walk, bb_dump).  Internal,
- * do not use outside the library.
+ * text.h - text of the library shared by its files: the bounded string
+ * copy, a bounded, NUL-terminated output buffer (struct bb__out; escape.c,
+ * value.c) and the owner record decoder of value.c (the reader's walk,
+ * bb_dump).  Internal, do not use outside the library.
  *
  * Everything here is async-signal-safe: no malloc, no stdio, no locale.
  */
@@ -14,6 +14,21 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+/* strlcpy(3): copy what fits of @src, NUL-terminated when @size > 0;
+ * returns strlen(@src) (a cut when >= @size). */
+static inline size_t bb__strlcpy(char *dst, const char *src, size_t size)
+{
+	size_t n = strlen(src);
+
+	if (size) {
+		size_t c = n < size - 1 ? n : size - 1;
+
+		memcpy(dst, src, c);
+		dst[c] = '\0';
+	}
+	return n;
+}
 
 struct bb__out {
 	char  *buf;

@@ -108,31 +108,16 @@ static inline uint64_t bb__f64_bits(double v)
 	return bits;
 }
 
-/* Copy @n bytes: inline moves up to 16 (bb__copy16(), <blackbox/inline.h>;
- * keys and values are mostly short), libc's memcpy above (the inline
- * paths' copies up to 64 made the library's writers bigger than GCC
- * inlines well: +6 instructions per bb_write_kvn, measured).  Never reads
- * or writes outside [0, n). */
-static inline void bb__copy(uint8_t *d, const void *src, size_t n)
-{
-	if (bb_likely(n <= 16))
-		bb__copy16(d, src, n);
-	else
-		memcpy(d, src, n);
-}
-
+/* Text (major 3) and byte strings (2): the encoder the event record
+ * shares with the inline path (<blackbox/inline.h>), library forms. */
 static inline uint8_t *bb__put_text(uint8_t *p, const char *s, size_t n)
 {
-	p = bb__cbor_put_head(3, n, p);
-	bb__copy(p, s, n);
-	return p + n;
+	return bb__put_string(p, 3, s, n, 0);
 }
 
 static inline uint8_t *bb__put_bytes(uint8_t *p, const void *s, size_t n)
 {
-	p = bb__cbor_put_head(2, n, p);
-	bb__copy(p, s, n);
-	return p + n;
+	return bb__put_string(p, 2, s, n, 0);
 }
 
 /* Largest payload n with head(n) + n <= room. */
@@ -490,50 +475,29 @@ BB_EXPORT int bb_write_kv_bool(const char *key, bool x)
 /* ---- events ------------------------------------------------------------- */
 
 /*
- * [name, {key: value, ...}].  When the whole does not fit, the longest
- * text/bytes component is cut, repeatedly, until it does: short fields
- * survive intact, a long one is shortened.  Bounded: each round shortens
- * one component to what the excess requires.
+ * [name, {key: value, ...}], checked, sized and encoded by the helpers the
+ * inline path uses too (<blackbox/inline.h>: bb__evf_read(),
+ * bb__evf_size(), bb__event_put_head(), bb__evf_put()).  When the whole does not fit, the longest text/bytes
+ * component is cut, repeatedly, until it does: short fields survive
+ * intact, a long one is shortened.  Bounded: each round shortens one
+ * component to what the excess requires.
  */
 static inline __attribute__((always_inline))
 int bb__write_event(const char *name, const struct bb_field *f, size_t n, bool imp)
 {
-	struct bb__val vals[BB_EVENT_MAX_FIELDS];
-	size_t klen[BB_EVENT_MAX_FIELDS], nl;
+	struct bb__evf e[BB_EVENT_MAX_FIELDS];
 	struct bb__w w;
+	size_t nl;
 	uint32_t need;
 	uint8_t flags = 0;
 	int ret;
 	uint8_t *p;
 
-	if (bb_unlikely(!name || (!f && n) || n > BB_EVENT_MAX_FIELDS))
+	if (bb_unlikely(!bb__event_args_ok(name, f, n)))
 		return -EINVAL;
 	for (size_t i = 0; i < n; i++) {
-		if (!f[i].key)
+		if (!bb__evf_read(&e[i], &f[i], 0))
 			return -EINVAL;
-		klen[i] = strlen(f[i].key);
-		vals[i].type = f[i].type;
-		vals[i].n = 0;
-		switch (f[i].type) {
-		case BB_TYPE_STR:
-			if (!f[i].v.s)
-				return -EINVAL;
-			vals[i].v.s = f[i].v.s;
-			vals[i].n = strlen(f[i].v.s);
-			break;
-		case BB_TYPE_BYTES:
-			if (!f[i].v.bytes.p && f[i].v.bytes.n)
-				return -EINVAL;
-			vals[i].v.p = f[i].v.bytes.p;
-			vals[i].n = f[i].v.bytes.n;
-			break;
-		case BB_TYPE_I64:  vals[i].v.i64 = f[i].v.i64; break;
-		case BB_TYPE_U64:  vals[i].v.u64 = f[i].v.u64; break;
-		case BB_TYPE_F64:  vals[i].v.f64 = f[i].v.f64; break;
-		case BB_TYPE_BOOL: vals[i].v.b = f[i].v.b; break;
-		default:
-			return -EINVAL;
-		}
 	}
 	nl = strlen(name);
 
@@ -549,23 +513,23 @@ int bb__write_event(const char *name, const struct bb_field *f, size_t n, bool i
 		const char *ls = name;
 		bool text = true;
 
-		need = 1 + bb__cbor_head(nl) + (uint32_t)nl + bb__cbor_head(n);
+		need = bb__event_head_size(nl, n, 0);
 		for (size_t i = 0; i < n; i++)
-			need += bb__cbor_head(klen[i]) + (uint32_t)klen[i] + bb__val_size(&vals[i]);
+			need += bb__evf_size(e[i], 0);
 		if (need <= w.room)
 			break;
 		flags = BB_RF_TRUNCATED;
 		for (size_t i = 0; i < n; i++) {
-			if (klen[i] > *longest) {
-				longest = &klen[i];
-				ls = f[i].key;
+			if (e[i].kl > *longest) {
+				longest = &e[i].kl;
+				ls = e[i].key;
 				text = true;
 			}
-			if ((vals[i].type == BB_TYPE_STR || vals[i].type == BB_TYPE_BYTES) &&
-			    vals[i].n > *longest) {
-				longest = &vals[i].n;
-				ls = vals[i].type == BB_TYPE_STR ? vals[i].v.s : NULL;
-				text = vals[i].type == BB_TYPE_STR;
+			if ((e[i].type == BB_TYPE_STR || e[i].type == BB_TYPE_BYTES) &&
+			    e[i].vl > *longest) {
+				longest = &e[i].vl;
+				ls = e[i].type == BB_TYPE_STR ? e[i].v.p : NULL;
+				text = e[i].type == BB_TYPE_STR;
 			}
 		}
 		excess = need - w.room;
@@ -590,13 +554,9 @@ int bb__write_event(const char *name, const struct bb_field *f, size_t n, bool i
 		BB_FETCH_ADD(&w.box->hdr->truncated, 1);
 	BB__ON_RING(w,
 		p = bb__reserve(&w, flags, need);
-		*p++ = 0x82;   /* array(2) */
-		p = bb__put_text(p, name, nl);
-		p = bb__cbor_put_head(5, n, p);
-		for (size_t i = 0; i < n; i++) {
-			p = bb__put_text(p, f[i].key, klen[i]);
-			p = bb__put_val(p, &vals[i]);
-		}
+		p = bb__event_put_head(p, name, nl, n, 0);
+		for (size_t i = 0; i < n; i++)
+			p = bb__evf_put(p, e[i], 0);
 		if (imp)
 			bb__commit_important(&w, BB_TAG_EVENT);
 		else

@@ -590,6 +590,21 @@ void bb__copy_small(uint8_t *d, const void *src, size_t n)
 }
 
 /*
+ * bb__copy - copy @n bytes, the library writers' copy: inline moves up to
+ * 16 (bb__copy16(): keys and values are mostly short), libc's memcpy above
+ * (the inline paths' copies up to 64 made the library's writers bigger
+ * than GCC inlines well, measured).  Never reads or writes outside
+ * [0, n).
+ */
+static inline void bb__copy(uint8_t *d, const void *src, size_t n)
+{
+	if (__builtin_expect(n <= 16, 1))
+		bb__copy16(d, src, n);
+	else
+		memcpy(d, src, n);
+}
+
+/*
  * bb__opaque - @s, for a copy of @n bytes from it in an inline path.  For a
  * length known only at run time the compiler also sees bb__copy_small()'s
  * branches for longer copies, and, when it knows the object @s points to
@@ -687,6 +702,190 @@ size_t bb__strlen_upto(const char *s)
 #else
 	return __builtin_strlen(s);
 #endif
+}
+
+/* ---- the event record: one argument check, one encoder ----------------- */
+
+/*
+ * An event is [text name, map {text key: value, ...}] (FORMAT.md §6).  The
+ * library's bb_write_event() (write.c) and its inline path bb__event_fast()
+ * (below) check the arguments with bb__event_args_ok() and bb__evf_read(),
+ * size the record with bb__event_head_size() and bb__evf_size() and encode
+ * it with bb__event_put_head() and bb__evf_put() for each field.  @inl, a
+ * compile-time constant, picks the inline path's forms: lengths scanned
+ * only up to BB__INLINE_STR_MAX (a longer string leaves the inline path),
+ * text heads of one or two bytes, copies of at most 64 bytes.  The
+ * library's: strlen(), any head, bb__copy().
+ */
+
+/* bb__text_size - the bytes of a text or byte string of @n <= 255 bytes:
+ * a 1- or 2-byte head and the bytes. */
+#define bb__text_size(n) ((uint32_t)(n) + 1 + ((n) >= 24))
+
+/* Unroll the loop that follows completely (its count is a constant at
+ * most BB__EVENT_INLINE_MAX): each field's code is then specialised for
+ * its type and key. */
+#if defined(__clang__)
+#define BB__UNROLL _Pragma("unroll")
+#else
+#define BB__UNROLL _Pragma("GCC unroll 8")
+#endif
+
+/* bb__field_lit(s) - is the string @s of a field (not an argument of the
+ * macro, so bb__lit() cannot test it where the macro expands) a literal?
+ * GCC: its length folds after inlining.  Clang: its address is a constant
+ * after inlining (a literal, or a global array, whose strlen() is then
+ * called: correct either way). */
+#if defined(__clang__)
+#define bb__field_lit(s) __builtin_constant_p(s)
+#else
+#define bb__field_lit(s) __builtin_constant_p(__builtin_strlen(s))
+#endif
+#define bb__field_len(s) (bb__field_lit(s) ? __builtin_strlen(s) : bb__strlen_upto(s))
+
+/*
+ * One field of an event, read once from its struct bb_field and checked
+ * (bb__evf_read()); bb__evf_size() and bb__evf_put() take it by value.
+ * The inline path keeps the members between its two loops in one array
+ * each: then GCC folds every member of a literal field into the code (in
+ * an array of these structs they were reloaded after the ring stores and
+ * the copies of literal keys no longer folded; tests/perf/icount_budget.sh
+ * measures it).
+ */
+union bb__evv {
+	const void *p;      /* the text or bytes */
+	uint64_t    x;      /* an integer, a bool, a double's bits */
+};
+
+struct bb__evf {
+	const char   *key;
+	size_t        kl;   /* bytes of the key */
+	size_t        vl;   /* bytes of the text or bytes, else 0 */
+	union bb__evv v;
+	int           type; /* enum bb_type */
+};
+
+/* bb__event_args_ok - bb_write_event()'s checks of its arguments besides
+ * each field's: a name, fields unless none, at most BB_EVENT_MAX_FIELDS. */
+static inline __attribute__((always_inline))
+int bb__event_args_ok(const char *name, const struct bb_field *f, size_t n)
+{
+	return name && (f || !n) && n <= BB_EVENT_MAX_FIELDS;
+}
+
+/* bb__evf_read - @f into @e, checked: a key, a known type, a text that is
+ * not NULL, bytes that are not NULL unless empty.  Returns 1, or 0 for a
+ * field bb_write_event() refuses (-EINVAL). */
+static inline __attribute__((always_inline))
+int bb__evf_read(struct bb__evf *e, const struct bb_field *f, int inl)
+{
+	e->key = f->key;
+	e->type = (int)f->type;
+	e->vl = 0;
+	if (!e->key)
+		return 0;
+	e->kl = inl ? bb__field_len(e->key) : strlen(e->key);
+	switch (e->type) {
+	case BB_TYPE_STR:
+		e->v.p = f->v.s;
+		if (!f->v.s)
+			return 0;
+		e->vl = inl ? bb__field_len(f->v.s) : strlen(f->v.s);
+		return 1;
+	case BB_TYPE_BYTES:
+		e->v.p = f->v.bytes.p;
+		e->vl = f->v.bytes.n;
+		return f->v.bytes.p || !f->v.bytes.n;
+	case BB_TYPE_I64:
+		e->v.x = (uint64_t)f->v.i64;
+		return 1;
+	case BB_TYPE_U64:
+		e->v.x = f->v.u64;
+		return 1;
+	case BB_TYPE_F64:
+		memcpy(&e->v.x, &f->v.f64, sizeof(e->v.x));
+		return 1;
+	case BB_TYPE_BOOL:
+		e->v.x = f->v.b;
+		return 1;
+	}
+	return 0;
+}
+
+/* bb__str_size - the bytes of a text or byte string of @n bytes in CBOR
+ * (inline: @n <= 255). */
+static inline __attribute__((always_inline))
+uint32_t bb__str_size(size_t n, int inl)
+{
+	return inl ? bb__text_size(n) : bb__cbor_head(n) + (uint32_t)n;
+}
+
+/* bb__event_head_size - the bytes of array(2), the name and the map's head. */
+static inline __attribute__((always_inline))
+uint32_t bb__event_head_size(size_t nl, size_t nf, int inl)
+{
+	return 1 + bb__str_size(nl, inl) + bb__cbor_head(nf);
+}
+
+/* bb__evf_size - the bytes of the field @e, key and value. */
+static inline __attribute__((always_inline))
+uint32_t bb__evf_size(struct bb__evf e, int inl)
+{
+	uint32_t n = bb__str_size(e.kl, inl);
+
+	switch (e.type) {
+	case BB_TYPE_STR:
+	case BB_TYPE_BYTES: return n + bb__str_size(e.vl, inl);
+	case BB_TYPE_I64:   return n + bb__cbor_int_size((int64_t)e.v.x);
+	case BB_TYPE_U64:   return n + bb__cbor_head(e.v.x);
+	case BB_TYPE_F64:   return n + 9;
+	default:            return n + 1;  /* bool */
+	}
+}
+
+/* bb__put_string - a text (@major 3) or byte string (2) of @n bytes at
+ * @p; returns the byte after it. */
+static inline __attribute__((always_inline))
+uint8_t *bb__put_string(uint8_t *p, unsigned major, const void *s, size_t n, int inl)
+{
+	if (inl) {
+		p = bb__cbor_put_short(major, n, p);
+		bb__copy_small(p, bb__opaque(s, n), n);
+	} else {
+		p = bb__cbor_put_head(major, n, p);
+		bb__copy(p, s, n);
+	}
+	return p + n;
+}
+
+/* bb__event_put_head - array(2), the name and the head of the map of @nf
+ * fields at @p; returns the byte after it.  Then each field with
+ * bb__evf_put(). */
+static inline __attribute__((always_inline))
+uint8_t *bb__event_put_head(uint8_t *p, const char *name, size_t nl, size_t nf, int inl)
+{
+	*p++ = 0x82;  /* array(2) */
+	p = bb__put_string(p, 3, name, nl, inl);
+	return bb__cbor_put_head(5, nf, p);
+}
+
+/* bb__evf_put - the field @e, key and value, at @p (bb__evf_size() bytes);
+ * returns the byte after it. */
+static inline __attribute__((always_inline))
+uint8_t *bb__evf_put(uint8_t *p, struct bb__evf e, int inl)
+{
+	p = bb__put_string(p, 3, e.key, e.kl, inl);
+	switch (e.type) {
+	case BB_TYPE_STR:
+	case BB_TYPE_BYTES:
+		return bb__put_string(p, e.type == BB_TYPE_STR ? 3 : 2, e.v.p, e.vl, inl);
+	case BB_TYPE_I64: return bb__cbor_put_int((int64_t)e.v.x, p);
+	case BB_TYPE_U64: return bb__cbor_put_head(0, e.v.x, p);
+	case BB_TYPE_F64: return bb__cbor_put_f64(p, e.v.x);
+	default:
+		*p = e.v.x ? 0xf5 : 0xf4;  /* bool */
+		return p + 1;
+	}
 }
 
 /* The library's functions, declared again for the fallbacks. */
@@ -810,10 +1009,6 @@ void bb__fast_commit(struct bb__fw *w, uint8_t tag, uint32_t n)
 	BB__SIGNAL_FENCE();
 	w->t->depth = w->depth - 1;
 }
-
-/* bb__text_size - the bytes of a text or byte string of @n <= 255 bytes:
- * a 1- or 2-byte head and the bytes. */
-#define bb__text_size(n) ((uint32_t)(n) + 1 + ((n) >= 24))
 
 /*
  * bb__kv_fast - the record [text(@kl) @key, value] in the caller, where the
@@ -956,38 +1151,18 @@ int bb__kv_f64(const char *key, double v, int klit)
 /* The most fields an inline event takes; more take the library. */
 #define BB__EVENT_INLINE_MAX 8
 
-/* Unroll the loop that follows completely (its count is a constant at
- * most BB__EVENT_INLINE_MAX): each field's code is then specialised for
- * its type and key. */
-#if defined(__clang__)
-#define BB__UNROLL _Pragma("unroll")
-#else
-#define BB__UNROLL _Pragma("GCC unroll 8")
-#endif
-
-/* bb__field_lit(s) - is the string @s of a field (not an argument of the
- * macro, so bb__lit() cannot test it where the macro expands) a literal?
- * GCC: its length folds after inlining.  Clang: its address is a constant
- * after inlining (a literal, or a global array, whose strlen() is then
- * called: correct either way). */
-#if defined(__clang__)
-#define bb__field_lit(s) __builtin_constant_p(s)
-#else
-#define bb__field_lit(s) __builtin_constant_p(__builtin_strlen(s))
-#endif
-#define bb__field_len(s) (bb__field_lit(s) ? __builtin_strlen(s) : bb__strlen_upto(s))
-
 int (bb_write_event)(const char *name, const struct bb_field *f, size_t n);
 
 /*
  * bb__event_fast - bb_write_event(@name, @f, @nf) (<blackbox.h>) in the
- * caller: [text name, {key: value, ...}], the library's record, when @nf is
- * a compile-time constant up to BB__EVENT_INLINE_MAX, every field's type is
- * a compile-time constant, every string (name, keys, text and byte values)
- * is at most BB__INLINE_STR_MAX bytes and the whole fits the box's room.
- * The loops over the fields are unrolled, so literal keys fold like the kv
- * path's.  Anything else, and every invalid argument (its -EINVAL), takes
- * the library's bb_write_event().
+ * caller, the library's record, when @nf is a compile-time constant up to
+ * BB__EVENT_INLINE_MAX, every field's type is a compile-time constant,
+ * every string (name, keys, text and byte values) is at most
+ * BB__INLINE_STR_MAX bytes and the whole fits the box's room.  The loops
+ * over the fields are unrolled, so literal keys fold like the kv path's.
+ * Anything else, and every invalid argument (its -EINVAL), takes the
+ * library's bb_write_event().  The checks and the encoding are the
+ * library's (bb__event_args_ok(), bb__evf_read(), bb__evf_put()).
  *
  * When the compiler sees the types: GCC decides __builtin_constant_p right
  * after its main inlining, so the stores of the types must be visible by
@@ -1001,13 +1176,9 @@ int (bb_write_event)(const char *name, const struct bb_field *f, size_t n);
 static inline __attribute__((always_inline))
 int bb__event_fast(const char *name, const struct bb_field *f, size_t nf, int nlit)
 {
-	/* Every field is read once, here, before any store to the ring
-	 * (which the compiler must assume may alias @f): the copies are
-	 * locals it keeps in registers and folds. */
 	const char *key[BB__EVENT_INLINE_MAX];
-	const void *ptr[BB__EVENT_INLINE_MAX];
-	uint64_t val[BB__EVENT_INLINE_MAX];
 	size_t nl, kl[BB__EVENT_INLINE_MAX], vl[BB__EVENT_INLINE_MAX];
+	union bb__evv ev[BB__EVENT_INLINE_MAX];
 	int type[BB__EVENT_INLINE_MAX];
 	struct bb__fw w;
 	uint32_t n;
@@ -1015,7 +1186,8 @@ int bb__event_fast(const char *name, const struct bb_field *f, size_t nf, int nl
 	int fast;
 
 	(void)nlit;
-	fast = __builtin_constant_p(nf) && nf <= BB__EVENT_INLINE_MAX && name && (f || !nf);
+	fast = __builtin_constant_p(nf) && nf <= BB__EVENT_INLINE_MAX &&
+	       bb__event_args_ok(name, f, nf);
 	if (fast) {
 		BB__UNROLL
 		for (size_t i = 0; i < nf; i++)
@@ -1023,97 +1195,41 @@ int bb__event_fast(const char *name, const struct bb_field *f, size_t nf, int nl
 	}
 	if (!fast)
 		return (bb_write_event)(name, f, nf);
-	/* The sizes: [text name, map(nf) {text key: value ...}]. */
 	nl = bb__len(name, nlit);
-	n = 2 + bb__text_size(nl);
+	n = bb__event_head_size(nl, nf, 1);
 	fast = nl <= BB__INLINE_STR_MAX;
 	BB__UNROLL
 	for (size_t i = 0; i < nf; i++) {
-		key[i] = f[i].key;
-		type[i] = (int)f[i].type;
-		ptr[i] = NULL;
-		val[i] = 0;
-		vl[i] = 0;
-		if (!key[i]) {
+		struct bb__evf e;
+
+		if (!bb__evf_read(&e, &f[i], 1)) {
 			fast = 0;
 			break;
 		}
-		kl[i] = bb__field_len(key[i]);
-		fast &= kl[i] <= BB__INLINE_STR_MAX;
-		n += bb__text_size(kl[i]);
-		switch (type[i]) {
-		case BB_TYPE_STR:
-			ptr[i] = f[i].v.s;
-			if (!ptr[i]) {
-				fast = 0;
-				break;
-			}
-			vl[i] = bb__field_len(f[i].v.s);
-			fast &= vl[i] <= BB__INLINE_STR_MAX;
-			n += bb__text_size(vl[i]);
-			break;
-		case BB_TYPE_BYTES:
-			ptr[i] = f[i].v.bytes.p;
-			vl[i] = f[i].v.bytes.n;
-			fast &= vl[i] <= BB__INLINE_STR_MAX && (ptr[i] || !vl[i]);
-			n += bb__text_size(vl[i]);
-			break;
-		case BB_TYPE_I64:
-			val[i] = (uint64_t)f[i].v.i64;
-			n += bb__cbor_int_size(f[i].v.i64);
-			break;
-		case BB_TYPE_U64:
-			val[i] = f[i].v.u64;
-			n += bb__cbor_head(val[i]);
-			break;
-		case BB_TYPE_F64:
-			memcpy(&val[i], &f[i].v.f64, sizeof(val[i]));
-			n += 9;
-			break;
-		case BB_TYPE_BOOL:
-			val[i] = f[i].v.b;
-			n += 1;
-			break;
-		default:
-			fast = 0;
-			break;
-		}
+		key[i] = e.key;
+		kl[i] = e.kl;
+		vl[i] = e.vl;
+		ev[i] = e.v;
+		type[i] = e.type;
+		fast &= e.kl <= BB__INLINE_STR_MAX && e.vl <= BB__INLINE_STR_MAX;
+		n += bb__evf_size(e, 1);
 	}
 	if (__builtin_expect(!fast, 0))
 		return (bb_write_event)(name, f, nf);
 	p = bb__fast_begin(&w, n);
 	if (__builtin_expect(!p, 0))
 		return (bb_write_event)(name, f, nf);
-	*p++ = 0x82;
-	p = bb__cbor_put_short(3, nl, p);
-	bb__copy_small(p, bb__opaque(name, nl), nl);
-	p += nl;
-	*p++ = (uint8_t)(0xa0 | nf);
+	p = bb__event_put_head(p, name, nl, nf, 1);
 	BB__UNROLL
 	for (size_t i = 0; i < nf; i++) {
-		p = bb__cbor_put_short(3, kl[i], p);
-		bb__copy_small(p, bb__opaque(key[i], kl[i]), kl[i]);
-		p += kl[i];
-		switch (type[i]) {
-		case BB_TYPE_STR:
-		case BB_TYPE_BYTES:
-			p = bb__cbor_put_short(type[i] == BB_TYPE_STR ? 3 : 2, vl[i], p);
-			bb__copy_small(p, bb__opaque(ptr[i], vl[i]), vl[i]);
-			p += vl[i];
-			break;
-		case BB_TYPE_I64:
-			p = bb__cbor_put_int((int64_t)val[i], p);
-			break;
-		case BB_TYPE_U64:
-			p = bb__cbor_put_head(0, val[i], p);
-			break;
-		case BB_TYPE_F64:
-			p = bb__cbor_put_f64(p, val[i]);
-			break;
-		default:
-			*p++ = val[i] ? 0xf5 : 0xf4;
-			break;
-		}
+		struct bb__evf e;
+
+		e.key = key[i];
+		e.kl = kl[i];
+		e.vl = vl[i];
+		e.v = ev[i];
+		e.type = type[i];
+		p = bb__evf_put(p, e, 1);
 	}
 	bb__fast_commit(&w, BB_TAG_EVENT, n);
 	return 0;

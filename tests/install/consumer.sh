@@ -63,6 +63,13 @@ esac
 libdir=$(pkg-config --variable=libdir blackbox)
 libdir=$dest${libdir#"$dest"}
 [ -e "$libdir/libblackbox.so.0" ] || fail "no libblackbox.so.0 in $libdir"
+# The library needs the C library only (its CBOR encoder is its own): no
+# other package for a service that links it.
+if command -v readelf >/dev/null 2>&1; then
+	needed=$(readelf -d "$libdir/libblackbox.so.0" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+	echo "== libblackbox.so.0 needs: $needed"
+	[ "$needed" = "libc.so.6 " ] || fail "libblackbox.so.0 needs more than libc: $needed"
+fi
 
 # Out of tree: a copy of the example, no include path into the source tree.
 mkdir "$tmp/consumer"
