@@ -89,17 +89,17 @@ static pid_t bb__gettid(void)
 static void bb__thread_exit(void *arg)
 {
 	struct bb__tls *t = &bb__tls;
-	struct bb__box *box = BB_LOAD_ACQUIRE(&bb__box);
+	struct bb__box *box = BB__LOAD_ACQUIRE(&bb__box);
 
 	(void)arg;
 	if (box && t->f.ring && t->f.gen == box->f.gen && t->f.depth == 0) {
 		struct bb_ring_desc *d = t->f.ring->desc;
 
-		BB_STORE_RELAXED(&d->retired_at, BB_FETCH_ADD(&box->hdr->retire_counter, 1) + 1);
+		BB__STORE_RELAXED(&d->retired_at, BB__FETCH_ADD(&box->hdr->retire_counter, 1) + 1);
 		/* Release: our last head/tail stores and retired_at are
 		 * visible to the thread whose acquire CAS claims the ring
 		 * next (bb__claim), which continues from them. */
-		BB_STORE_RELEASE(&d->claim, (uint32_t)BB_RING_RETIRED);
+		BB__STORE_RELEASE(&d->claim, (uint32_t)BB_RING_RETIRED);
 	}
 	t->f.ring = NULL;
 	t->exited = true;
@@ -142,7 +142,7 @@ static void bb__atfork_child(void)
 /* exit() / return from main: mark the box and unlink it. */
 static void bb__atexit(void)
 {
-	struct bb__box *box = BB_LOAD_ACQUIRE(&bb__box);
+	struct bb__box *box = BB__LOAD_ACQUIRE(&bb__box);
 	struct timespec ts;
 
 	if (!box || box->pid != getpid())
@@ -150,8 +150,8 @@ static void bb__atexit(void)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	/* phase_ns first, then phase with release: a reader that loads phase
 	 * with acquire (reader_validate.c) sees the time of that phase (FORMAT.md §3). */
-	BB_STORE_RELAXED(&box->hdr->phase_ns, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
-	BB_STORE_RELEASE(&box->hdr->phase, (uint32_t)BB_PHASE_EXITED);
+	BB__STORE_RELAXED(&box->hdr->phase_ns, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
+	BB__STORE_RELEASE(&box->hdr->phase, (uint32_t)BB_PHASE_EXITED);
 	if (!box->keep_on_exit) {
 		if (box->shm)
 			shm_unlink(box->name);
@@ -517,11 +517,11 @@ static int bb__open(const struct bb_options *o, const char *dir, size_t size)
 	bb__modules_gather(box);
 	/* The ready word.  Release: a reader that sees the magic (acquire)
 	 * sees the whole header and ring table written above. */
-	BB_STORE_RELEASE(&box->hdr->magic, BB_MAGIC);
+	BB__STORE_RELEASE(&box->hdr->magic, BB_MAGIC);
 
 	box->f.gen = ++bb__g.gen;
 	/* Publish to writers; pairs with the acquire load in bb__begin(). */
-	BB_STORE_RELEASE(&bb__box, box);
+	BB__STORE_RELEASE(&bb__box, box);
 	return 0;
 }
 
@@ -534,7 +534,7 @@ BB_EXPORT int bb_init_opts(const struct bb_options *opts)
 	if (opts)
 		o = *opts;
 	pthread_once(&bb__once, bb__once_init);
-	if (BB_LOAD_ACQUIRE(&bb__box))
+	if (BB__LOAD_ACQUIRE(&bb__box))
 		return -EALREADY;
 	if (o.fork_policy != BB_FORK_NEW_BOX && o.fork_policy != BB_FORK_DISABLE)
 		return -EINVAL;
@@ -595,18 +595,18 @@ BB_EXPORT int bb_init(size_t size)
 
 BB_EXPORT int bb_close(void)
 {
-	struct bb__box *box = BB_LOAD_ACQUIRE(&bb__box);
+	struct bb__box *box = BB__LOAD_ACQUIRE(&bb__box);
 	struct timespec ts;
 
 	if (!box)
 		return bb__g.disabled ? 0 : -ENODEV;
 	/* Writers that load NULL from here on return -ENODEV; the caller
 	 * guarantees none is mid-write (blackbox.h), so unmapping is safe. */
-	BB_STORE_RELEASE(&bb__box, (struct bb__box *)NULL);
+	BB__STORE_RELEASE(&bb__box, (struct bb__box *)NULL);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	/* As in bb__atexit(): the time, then the phase with release. */
-	BB_STORE_RELAXED(&box->hdr->phase_ns, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
-	BB_STORE_RELEASE(&box->hdr->phase, (uint32_t)BB_PHASE_CLOSED);
+	BB__STORE_RELAXED(&box->hdr->phase_ns, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
+	BB__STORE_RELEASE(&box->hdr->phase, (uint32_t)BB_PHASE_CLOSED);
 	bb__remove(box);
 	bb__unmap(box);
 	bb__tls.f.ring = NULL;
@@ -615,7 +615,7 @@ BB_EXPORT int bb_close(void)
 
 BB_EXPORT int bb_path(char *buf, size_t len)
 {
-	struct bb__box *box = BB_LOAD_ACQUIRE(&bb__box);
+	struct bb__box *box = BB__LOAD_ACQUIRE(&bb__box);
 	size_t n;
 
 	if (!box)
@@ -646,7 +646,7 @@ int bb__nobox(void)
 	 * acquire load in bb__begin() pairs with; fork_pending itself guards
 	 * nothing else, so its later plain reset needs no ordering. */
 	if (bb__g.fork_pending == 1 &&
-	    BB_CAS_ACQUIRE(&bb__g.fork_pending, &expect, 2)) {
+	    BB__CAS_ACQUIRE(&bb__g.fork_pending, &expect, 2)) {
 		int ret = bb__open(&bb__g.opts, bb__g.have_dir ? bb__g.dir : NULL, bb__g.opts.size);
 
 		if (ret < 0) {
@@ -695,8 +695,8 @@ static struct bb__ring *bb__claim(struct bb__box *box, struct bb__tls *t)
 	for (uint32_t i = 0; i < box->nrings && !r; i++) {
 		uint32_t expect = BB_RING_FREE;
 
-		if (BB_LOAD_RELAXED(&box->rings[i].desc->claim) == BB_RING_FREE &&
-		    BB_CAS_ACQUIRE(&box->rings[i].desc->claim, &expect, (uint32_t)BB_RING_OWNED))
+		if (BB__LOAD_RELAXED(&box->rings[i].desc->claim) == BB_RING_FREE &&
+		    BB__CAS_ACQUIRE(&box->rings[i].desc->claim, &expect, (uint32_t)BB_RING_OWNED))
 			r = &box->rings[i];
 	}
 	for (int tries = 0; !r && tries < 8; tries++) {
@@ -706,16 +706,16 @@ static struct bb__ring *bb__claim(struct bb__box *box, struct bb__tls *t)
 
 		for (uint32_t i = 0; i < box->nrings; i++) {
 			struct bb_ring_desc *d = box->rings[i].desc;
-			uint64_t at = BB_LOAD_RELAXED(&d->retired_at);
+			uint64_t at = BB__LOAD_RELAXED(&d->retired_at);
 
-			if (BB_LOAD_RELAXED(&d->claim) == BB_RING_RETIRED && at < best_at) {
+			if (BB__LOAD_RELAXED(&d->claim) == BB_RING_RETIRED && at < best_at) {
 				best = &box->rings[i];
 				best_at = at;
 			}
 		}
 		if (!best)
 			break;
-		if (BB_CAS_ACQUIRE(&best->desc->claim, &expect, (uint32_t)BB_RING_OWNED))
+		if (BB__CAS_ACQUIRE(&best->desc->claim, &expect, (uint32_t)BB_RING_OWNED))
 			r = best;
 	}
 	if (!r)
@@ -728,9 +728,9 @@ static struct bb__ring *bb__claim(struct bb__box *box, struct bb__tls *t)
 	 * acquire CAS above (pairs with its release store of RETIRED).  tid,
 	 * name and generation are descriptive: readers tolerate a torn name
 	 * (bounded, NUL-forced) and attribute records by owner records. */
-	r->head = BB_LOAD_RELAXED(&r->desc->head);
-	r->tail = BB_LOAD_RELAXED(&r->desc->tail);
-	prev_tid = BB_LOAD_RELAXED(&r->desc->tid);
+	r->head = BB__LOAD_RELAXED(&r->desc->head);
+	r->tail = BB__LOAD_RELAXED(&r->desc->tail);
+	prev_tid = BB__LOAD_RELAXED(&r->desc->tid);
 	memcpy(prev, r->desc->thread_name, sizeof(prev) - 1);
 	prctl(PR_GET_NAME, name, 0, 0, 0);
 	name[15] = '\0';
@@ -743,9 +743,9 @@ static struct bb__ring *bb__claim(struct bb__box *box, struct bb__tls *t)
 	 * In this order the descriptor names the previous owner until our
 	 * owner record, which carries both tids, is committed. */
 	bb__owner_record(box, r, t->tid, name, prev_tid, prev);
-	BB_STORE_RELAXED(&r->desc->tid, t->tid);
+	BB__STORE_RELAXED(&r->desc->tid, t->tid);
 	memcpy(r->desc->thread_name, name, sizeof(name));
-	BB_STORE_RELAXED(&r->desc->generation, r->desc->generation + 1);
+	BB__STORE_RELAXED(&r->desc->generation, r->desc->generation + 1);
 	return r;
 }
 
@@ -780,10 +780,10 @@ struct bb__ring *bb__begin_slow(struct bb__box *box, struct bb__tls *t)
 	case 1:
 		return shared;
 	case 0:   /* we interrupted our own shared-ring write */
-		BB_FETCH_ADD(&box->hdr->dropped_nested, 1);
+		BB__FETCH_ADD(&box->hdr->dropped_nested, 1);
 		return NULL;
 	default:
-		BB_FETCH_ADD(&box->hdr->dropped_busy, 1);
+		BB__FETCH_ADD(&box->hdr->dropped_busy, 1);
 		return NULL;
 	}
 }
@@ -792,8 +792,8 @@ void bb__end_shared(struct bb__box *box, struct bb__tls *t)
 {
 	/* Release: our head/tail updates (process-local copies and the
 	 * descriptor) are visible to the next holder's acquire CAS. */
-	BB_STORE_RELEASE(&box->rings[box->nrings].desc->lock, 0);
-	BB_SIGNAL_FENCE();
+	BB__STORE_RELEASE(&box->rings[box->nrings].desc->lock, 0);
+	BB__SIGNAL_FENCE();
 	t->f.depth--;
 }
 
@@ -806,7 +806,7 @@ static uint64_t *bb__ring_marks(const struct bb__ring *r)
 	/* Acquire pairs with the release store publishing the box in
 	 * bb_init(), as in bb__begin(): the box, its rings and its mark table
 	 * are complete before we use them. */
-	struct bb__box *box = BB_LOAD_ACQUIRE(&bb__box);
+	struct bb__box *box = BB__LOAD_ACQUIRE(&bb__box);
 	uintptr_t off;
 
 	if (!box || r->segmask == UINT64_MAX)
@@ -888,10 +888,10 @@ BB_EXPORT void bb__ring_make_room(struct bb__ring *r, uint64_t end)
 	}
 publish:
 	r->tail = tail;
-	BB_STORE_RELAXED(&r->desc->tail, tail);
+	BB__STORE_RELAXED(&r->desc->tail, tail);
 	/* Orders the new tail before the busy seq and the record bytes that
 	 * overwrite what it released.  Pairs with the acquire fence in
 	 * bb__ring_read(): a reader that copied overwritten bytes sees this
 	 * tail and drops the copy. */
-	BB_FENCE_RELEASE();
+	BB__FENCE_RELEASE();
 }

@@ -163,31 +163,31 @@ static void bb__crash_record(struct bb__box *box, int sig, const siginfo_t *si, 
 	uint32_t len, crc;
 	int nf;
 
-	if (!BB_CAS_ACQUIRE(seq, &expect, (uint32_t)BB_CRASH_SEQ_BUSY)) {
-		int32_t writer = BB_LOAD_RELAXED(&bb__crash_tid);
+	if (!BB__CAS_ACQUIRE(seq, &expect, (uint32_t)BB_CRASH_SEQ_BUSY)) {
+		int32_t writer = BB__LOAD_RELAXED(&bb__crash_tid);
 
 		/* Another thread crashed first and is writing: give it a
 		 * bounded time (2 s) to finish before our own signal kills
 		 * the process.  A crash inside our own handler never gets
 		 * here: every caught signal is blocked while it runs. */
 		for (int i = 0; i < 2000 && writer != tid &&
-		     BB_LOAD_ACQUIRE(seq) == BB_CRASH_SEQ_BUSY; i++) {
+		     BB__LOAD_ACQUIRE(seq) == BB_CRASH_SEQ_BUSY; i++) {
 			struct timespec ms = { 0, 1000000 };
 
 			nanosleep(&ms, NULL);
 		}
 		return;
 	}
-	BB_STORE_RELAXED(&bb__crash_tid, tid);
+	BB__STORE_RELAXED(&bb__crash_tid, tid);
 
 	/* The header first: if unwinding a scribbled stack faults below,
 	 * the box still says "crashed by signal N" (with the crash area
 	 * busy: "crash record torn", FORMAT.md §11).  phase_ns, then phase
 	 * with release, as bb__atexit() does: a reader that loads phase with
 	 * acquire sees the time and the signal of that phase. */
-	BB_STORE_RELAXED(&h->phase_signal, (int32_t)sig);
-	BB_STORE_RELAXED(&h->phase_ns, bb__realtime_ns());
-	BB_STORE_RELEASE(&h->phase, (uint32_t)BB_PHASE_CRASHED);
+	BB__STORE_RELAXED(&h->phase_signal, (int32_t)sig);
+	BB__STORE_RELAXED(&h->phase_ns, bb__realtime_ns());
+	BB__STORE_RELEASE(&h->phase, (uint32_t)BB_PHASE_CRASHED);
 
 	/* si_addr is meaningful for faults raised by the kernel (si_code >
 	 * 0); for kill/raise/abort the union holds the sender's pid/uid. */
@@ -200,7 +200,7 @@ static void bb__crash_record(struct bb__box *box, int sig, const siginfo_t *si, 
 	/* Orders the BUSY mark (the CAS) before the bytes below, as the
 	 * release fence after a record's busy seq in bb__reserve(): a live
 	 * reader whose copy saw them sees BUSY on its re-read. */
-	BB_FENCE_RELEASE();
+	BB__FENCE_RELEASE();
 	p = h->crash + BB_RECORD_HDR_SIZE;
 	*p++ = 0xa6;  /* map(6) */
 	p = bb__crash_text(p, "signal", 6);
@@ -231,7 +231,7 @@ static void bb__crash_record(struct bb__box *box, int sig, const siginfo_t *si, 
 	p[3] = (uint8_t)(crc >> 24);
 	/* Release: the whole record is visible to a reader that loads DONE
 	 * with acquire (and to a post-mortem reader, trivially). */
-	BB_STORE_RELEASE(seq, (uint32_t)BB_CRASH_SEQ_DONE);
+	BB__STORE_RELEASE(seq, (uint32_t)BB_CRASH_SEQ_DONE);
 }
 
 /*
@@ -263,7 +263,7 @@ static void bb__crash_handler(int sig, siginfo_t *si, void *uc)
 	}
 	/* Acquire pairs with the release store publishing the box in
 	 * bb__open(): the box struct is complete. */
-	box = BB_LOAD_ACQUIRE(&bb__box);
+	box = BB__LOAD_ACQUIRE(&bb__box);
 	if (box && box->pid == getpid())
 		bb__crash_record(box, sig, si, uc);
 

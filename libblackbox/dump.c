@@ -166,7 +166,7 @@ static bool bb__peek(struct bb__cursor *c, uint64_t *ts)
 			return true;
 		}
 		/* Lapped or corrupt: as the reader decides, after its fence. */
-		BB_FENCE_ACQUIRE();
+		BB__FENCE_ACQUIRE();
 		bb__cursor_skip(c, bb__ring_lapped(&c->v, c->pos) ? BB__RD_OVERWRITTEN
 								    : BB__RD_CORRUPT);
 	}
@@ -265,7 +265,7 @@ static int bb__dump_one(int fd, const struct bb_header *hdr, struct bb__cursor *
 
 BB_EXPORT int bb_dump(int fd)
 {
-	struct bb__box *box = BB_LOAD_ACQUIRE(&bb__box);
+	struct bb__box *box = BB__LOAD_ACQUIRE(&bb__box);
 	enum bb__rb rb;
 	uint32_t total;
 	int ret = 0;
@@ -274,7 +274,7 @@ BB_EXPORT int bb_dump(int fd)
 		return -ENODEV;
 	/* Acquire: the buffers a finished dump left are ours now (pairs
 	 * with the release store below). */
-	if (!BB_CAS_ACQUIRE(&bb__dump_busy, &(int32_t){ 0 }, 1))
+	if (!BB__CAS_ACQUIRE(&bb__dump_busy, &(int32_t){ 0 }, 1))
 		return -EBUSY;
 	/* Private rings, the shared ring, the important ring. */
 	total = box->nrings + BB__EXTRA_RINGS;
@@ -292,7 +292,7 @@ BB_EXPORT int bb_dump(int fd)
 		 * whose head or tail is misaligned or reversed is not walked. */
 		rb = bb__ring_bounds(&c->v, &c->head, &c->pos);
 		c->skipped = 0;
-		c->tid = BB_LOAD_RELAXED(&d->tid);
+		c->tid = BB__LOAD_RELAXED(&d->tid);
 		c->done = rb == BB__RB_MISALIGNED || rb == BB__RB_LAPPED;
 	}
 	for (;;) {
@@ -319,6 +319,6 @@ BB_EXPORT int bb_dump(int fd)
 			ret = bb__say_skipped(fd, &bb__cur[i], i);
 	/* Release: our use of the static buffers ends before the next dump
 	 * may start. */
-	BB_STORE_RELEASE(&bb__dump_busy, 0);
+	BB__STORE_RELEASE(&bb__dump_busy, 0);
 	return ret;
 }

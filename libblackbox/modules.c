@@ -177,7 +177,7 @@ void bb__modules_gather(struct bb__box *box)
 BB_EXPORT int bb_refresh_modules(void)
 {
 	/* Acquire pairs with the release store publishing the box. */
-	struct bb__box *box = BB_LOAD_ACQUIRE(&bb__box);
+	struct bb__box *box = BB__LOAD_ACQUIRE(&bb__box);
 
 	if (!box) {
 		/* Disabled (0), no box (-ENODEV), or the child of a fork whose

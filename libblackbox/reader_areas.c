@@ -115,7 +115,7 @@ BB_EXPORT int bb_reader_crash(struct bb_reader *r, struct bb_crash *out)
 	 * copy below holds the whole record.  The area is written once (the
 	 * first fatal signal wins), so no re-check is needed after the copy;
 	 * a concurrent second writer would be the CRC's to catch. */
-	seq = BB_LOAD_ACQUIRE((uint32_t *)(uintptr_t)hd->crash);
+	seq = BB__LOAD_ACQUIRE((uint32_t *)(uintptr_t)hd->crash);
 	memcpy(area, hd->crash, sizeof(area));
 	memcpy(&h, area, sizeof(h));
 	h.seq = seq;
@@ -190,11 +190,11 @@ static int64_t copy_seqlocked(struct bb_reader *r, uint64_t off, uint8_t *dst, s
 			 * pairs with the writer's release store that makes seq
 			 * even after its last byte, and with its release fence
 			 * after making seq odd, before its first byte. */
-			BB_FENCE_ACQUIRE();
+			BB__FENCE_ACQUIRE();
 			if (s1 & 1)
 				continue;
 			rc = bb__rdr_pread_all(r->fd, dst, n, off);
-			BB_FENCE_ACQUIRE();
+			BB__FENCE_ACQUIRE();
 			if (!rc)
 				rc = bb__rdr_pread_all(r->fd, &s2, sizeof(s2), off);
 			if (rc)

@@ -99,7 +99,7 @@ BB_EXPORT int bb_reader_liveness(const struct bb_reader *r)
 	h = (const struct bb_header *)(const void *)r->base;
 	/* Relaxed: a phase word read for a decision, nothing read through it.
 	 * A live reader takes the file's current word (one 4-byte read). */
-	phase = BB_LOAD_RELAXED((uint32_t *)(uintptr_t)&h->phase);
+	phase = BB__LOAD_RELAXED((uint32_t *)(uintptr_t)&h->phase);
 	if (r->fd >= 0)
 		(void)bb__rdr_pread_all(r->fd, &phase, sizeof(phase), offsetof(struct bb_header, phase));
 	return liveness_of(&r->info, (int)phase);

@@ -175,7 +175,7 @@ static int fix_tails(struct bb_reader *r)
 
 	if (!t)
 		return -ENOMEM;
-	BB_FENCE_ACQUIRE();
+	BB__FENCE_ACQUIRE();
 	rc = bb__rdr_pread_all(r->fd, t, tlen, r->table_off);
 	for (uint32_t i = 0; !rc && i < r->info.ring_count; i++) {
 		uint64_t now;
@@ -214,7 +214,7 @@ static int load_ring(struct bb_reader *r, uint32_t i, bool follow)
 		/* Orders the head loaded above before the ring bytes copied
 		 * below: pairs with the writer's release store of head (FORMAT
 		 * §7 step 4), which follows its records' bytes and seq words. */
-		BB_FENCE_ACQUIRE();
+		BB__FENCE_ACQUIRE();
 		sane = live_part_sane(head, tail, r->info.ring_size);
 		if (!sane) {
 			/* a full ring (head - tail = ring_size), a tail that
@@ -234,7 +234,7 @@ static int load_ring(struct bb_reader *r, uint32_t i, bool follow)
 		 * tail and overwriting the bytes it released (bb__ring_make_room()):
 		 * if the copy holds any byte of an overwrite, the new tail is
 		 * seen below and the copy's tail raised past it (fix_tails()). */
-		BB_FENCE_ACQUIRE();
+		BB__FENCE_ACQUIRE();
 		rc = bb__rdr_pread_all(r->fd, &now, sizeof(now), at + offsetof(struct bb_ring_desc, tail));
 		if (rc)
 			return rc;

@@ -215,17 +215,17 @@ void bb__rdr_refresh_info(struct bb_reader *r)
 	 * bb_close, the crash handler): phase_signal and phase_ns, loaded
 	 * after it, are at least as new as the phase they describe
 	 * (FORMAT.md §3). */
-	in->phase = (int)BB_LOAD_ACQUIRE(&h->phase);
-	in->phase_signal = BB_LOAD_RELAXED(&h->phase_signal);
-	in->phase_ns = BB_LOAD_RELAXED(&h->phase_ns);
+	in->phase = (int)BB__LOAD_ACQUIRE(&h->phase);
+	in->phase_signal = BB__LOAD_RELAXED(&h->phase_signal);
+	in->phase_ns = BB__LOAD_RELAXED(&h->phase_ns);
 	/* Relaxed: independent counters, read for display; nothing else is
 	 * read through them. */
-	in->dropped_busy = BB_LOAD_RELAXED(&h->dropped_busy);
-	in->dropped_nested = BB_LOAD_RELAXED(&h->dropped_nested);
-	in->truncated = BB_LOAD_RELAXED(&h->truncated);
-	in->dropped_toobig = BB_LOAD_RELAXED(&h->dropped_toobig);
-	in->dropped_important = BB_LOAD_RELAXED(&h->dropped_important);
-	in->state_errors = BB_LOAD_RELAXED(&h->state_errors);
+	in->dropped_busy = BB__LOAD_RELAXED(&h->dropped_busy);
+	in->dropped_nested = BB__LOAD_RELAXED(&h->dropped_nested);
+	in->truncated = BB__LOAD_RELAXED(&h->truncated);
+	in->dropped_toobig = BB__LOAD_RELAXED(&h->dropped_toobig);
+	in->dropped_important = BB__LOAD_RELAXED(&h->dropped_important);
+	in->state_errors = BB__LOAD_RELAXED(&h->state_errors);
 }
 
 void bb__rdr_refresh_ring(struct rring *rr)
@@ -233,9 +233,9 @@ void bb__rdr_refresh_ring(struct rring *rr)
 	struct bb_ring_desc *d = (struct bb_ring_desc *)(uintptr_t)rr->v.desc;
 
 	/* Relaxed: descriptive fields; a torn name is cut at 15 bytes below. */
-	rr->st.tid = BB_LOAD_RELAXED(&d->tid);
-	rr->st.kind = BB_LOAD_RELAXED(&d->kind);
-	rr->st.claim = BB_LOAD_RELAXED(&d->claim);
+	rr->st.tid = BB__LOAD_RELAXED(&d->tid);
+	rr->st.kind = BB__LOAD_RELAXED(&d->kind);
+	rr->st.claim = BB__LOAD_RELAXED(&d->claim);
 	copy_str(rr->st.thread_name, d->thread_name, sizeof(rr->st.thread_name));
 }
 
@@ -295,8 +295,8 @@ int bb__rdr_setup(struct bb_reader *r, const char *label, char *err, size_t errl
 		rr->v.data = r->base + off;
 		/* Relaxed: only counts rings that were ever written, and the
 		 * bytes they hold (a ring's head and tail of our copy). */
-		head = BB_LOAD_RELAXED((uint64_t *)(uintptr_t)&d->head);
-		tail = BB_LOAD_RELAXED((uint64_t *)(uintptr_t)&d->tail);
+		head = BB__LOAD_RELAXED((uint64_t *)(uintptr_t)&d->head);
+		tail = BB__LOAD_RELAXED((uint64_t *)(uintptr_t)&d->tail);
 		if (rr->st.claim != BB_RING_FREE || head)
 			in->rings_used++;
 		if (!((head | tail) % 8) && bb__pos_diff(head, tail) >= 0 &&

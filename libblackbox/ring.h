@@ -62,7 +62,7 @@ static inline uint32_t bb__ring_seq(const struct bb__ring_view *v, uint64_t pos)
 {
 	/* Relaxed: ordered by the acquire load of head (first read) or by the
 	 * acquire fence in bb__ring_read() (re-read). */
-	return BB_LOAD_RELAXED((uint32_t *)(uintptr_t)(v->data + (pos & (v->size - 1))));
+	return BB__LOAD_RELAXED((uint32_t *)(uintptr_t)(v->data + (pos & (v->size - 1))));
 }
 
 /* Has the writer published a tail beyond @pos?  Called after an acquire
@@ -70,7 +70,7 @@ static inline uint32_t bb__ring_seq(const struct bb__ring_view *v, uint64_t pos)
  * overwritten. */
 static inline int bb__ring_lapped(const struct bb__ring_view *v, uint64_t pos)
 {
-	uint64_t tail = BB_LOAD_RELAXED((uint64_t *)(uintptr_t)&v->desc->tail);
+	uint64_t tail = BB__LOAD_RELAXED((uint64_t *)(uintptr_t)&v->desc->tail);
 
 	return bb__pos_diff(tail, pos) > 0;
 }
@@ -103,11 +103,11 @@ static inline enum bb__rb bb__ring_bounds(const struct bb__ring_view *v, uint64_
 		 * (FORMAT.md §7 step 4), which follows its release store of
 		 * each record's committed seq: every record in [tail, head) is
 		 * committed and its bytes are visible to later copies. */
-		head = BB_LOAD_ACQUIRE((uint64_t *)(uintptr_t)&v->desc->head);
+		head = BB__LOAD_ACQUIRE((uint64_t *)(uintptr_t)&v->desc->head);
 		/* Relaxed: ordered after the head load by its acquire, so this
 		 * is a tail at least as new as the one published before that
 		 * head; a newer one is caught per record by bb__ring_read(). */
-		tail = BB_LOAD_RELAXED((uint64_t *)(uintptr_t)&v->desc->tail);
+		tail = BB__LOAD_RELAXED((uint64_t *)(uintptr_t)&v->desc->tail);
 		if (bb__pos_diff(head, tail) >= 0 || tries == 3)
 			break;
 	}
@@ -170,7 +170,7 @@ static inline enum bb__rd bb__ring_read(const struct bb__ring_view *v, uint64_t 
 
 	/* Pairs with the writer's release fence after it stores a new tail:
 	 * orders our copy before the re-reads. */
-	BB_FENCE_ACQUIRE();
+	BB__FENCE_ACQUIRE();
 	if (bb__ring_lapped(v, pos) || bb__ring_seq(v, pos) != seq)
 		return BB__RD_OVERWRITTEN;
 	*lenp = h.len;
@@ -178,7 +178,7 @@ static inline enum bb__rd bb__ring_read(const struct bb__ring_view *v, uint64_t 
 bad:
 	/* Pairs as above: a record torn by a concurrent overwrite shows up as
 	 * a moved tail; otherwise the bytes really are wrong. */
-	BB_FENCE_ACQUIRE();
+	BB__FENCE_ACQUIRE();
 	return bb__ring_lapped(v, pos) ? BB__RD_OVERWRITTEN : BB__RD_CORRUPT;
 }
 
@@ -214,7 +214,7 @@ static inline uint64_t bb__ring_after_lap(const struct bb__ring_view *v, uint64_
 {
 	/* Relaxed: bb__ring_read() issued the acquire fence that made the
 	 * newer tail visible. */
-	uint64_t t = BB_LOAD_RELAXED((uint64_t *)(uintptr_t)&v->desc->tail);
+	uint64_t t = BB__LOAD_RELAXED((uint64_t *)(uintptr_t)&v->desc->tail);
 
 	return bb__pos_diff(t, pos) > 0 && !(t % 8) ? t : pos + 8;
 }

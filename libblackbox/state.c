@@ -59,7 +59,7 @@ static uint32_t bb__key_hash(const char *k, size_t n)
 static int bb__state_fail(struct bb__box *box, int err)
 {
 	/* A statistic: relaxed, ordered with nothing. */
-	BB_FETCH_ADD(&box->hdr->state_errors, 1);
+	BB__FETCH_ADD(&box->hdr->state_errors, 1);
 	return err;
 }
 
@@ -121,7 +121,7 @@ static void bb__slot_write(struct bb__box *box, uint8_t *s, uint32_t odd, bool b
 
 static int bb__state_put(const char *key, const uint8_t *val, uint32_t vlen)
 {
-	struct bb__box *box = BB_LOAD_ACQUIRE(&bb__box);
+	struct bb__box *box = BB__LOAD_ACQUIRE(&bb__box);
 	uint8_t kenc[1 + 2 + BB_STATE_KEY_MAX];
 	uint32_t kh, klen, start;
 	size_t n;
@@ -132,7 +132,7 @@ static int bb__state_put(const char *key, const uint8_t *val, uint32_t vlen)
 		if (ret != -EAGAIN)
 			return ret;
 		/* Acquire pairs with the release store publishing the box. */
-		box = BB_LOAD_ACQUIRE(&bb__box);
+		box = BB__LOAD_ACQUIRE(&bb__box);
 		if (!box)
 			return -ENODEV;
 	}
@@ -155,7 +155,7 @@ static int bb__state_put(const char *key, const uint8_t *val, uint32_t vlen)
 		 * visible.  (A later CAS to odd is a read-modify-write in that
 		 * store's release sequence, so an odd seq >= 3 read here
 		 * carries the same guarantee.) */
-		uint32_t seq = BB_LOAD_ACQUIRE(seqp);
+		uint32_t seq = BB__LOAD_ACQUIRE(seqp);
 
 		for (int tries = 0;; tries++) {
 			if (tries > BB__STATE_RETRIES || seq == 1)
@@ -164,7 +164,7 @@ static int bb__state_put(const char *key, const uint8_t *val, uint32_t vlen)
 				/* Never used: the end of the key's chain. */
 				if (!val)
 					return -ENOENT;
-				if (BB_CAS_ACQUIRE(seqp, &seq, 1u)) {
+				if (BB__CAS_ACQUIRE(seqp, &seq, 1u)) {
 					bb__slot_write(box, s, 1u, true, kenc, kh + klen, val, vlen);
 					return 0;
 				}
@@ -176,7 +176,7 @@ static int bb__state_put(const char *key, const uint8_t *val, uint32_t vlen)
 				break;   /* another key's slot: probe on */
 			if (seq & 1u)
 				return bb__state_fail(box, -EBUSY);
-			if (BB_CAS_ACQUIRE(seqp, &seq, seq + 1u)) {
+			if (BB__CAS_ACQUIRE(seqp, &seq, seq + 1u)) {
 				bb__slot_write(box, s, seq + 1u, false, kenc, kh + klen, val, vlen);
 				return 0;
 			}
@@ -196,7 +196,7 @@ BB_EXPORT int bb_set(const char *key, const char *value)
 	n = strnlen(value, BB_STATE_VALUE_MAX + 1);
 	if (n > BB_STATE_VALUE_MAX) {
 		/* Acquire pairs with the release store publishing the box. */
-		struct bb__box *box = BB_LOAD_ACQUIRE(&bb__box);
+		struct bb__box *box = BB__LOAD_ACQUIRE(&bb__box);
 
 		return box ? bb__state_fail(box, -E2BIG) : bb__nobox() == 0 ? 0 : -E2BIG;
 	}

@@ -162,7 +162,7 @@ static __attribute__((noinline)) void bb__important_copy(struct bb__w *w, uint8_
 	 * 0 (our own interrupted copy holds it) and -1 (busy) both drop. */
 	if (bb__ring_trylock(lock, tid) != 1) {
 		/* Statistics: relaxed, ordered with nothing. */
-		BB_FETCH_ADD(&box->hdr->dropped_important, 1);
+		BB__FETCH_ADD(&box->hdr->dropped_important, 1);
 		bb__leave(w);
 		return;
 	}
@@ -175,7 +175,7 @@ static __attribute__((noinline)) void bb__important_copy(struct bb__w *w, uint8_
 	bb__seal(&c, tag, ts, false);
 	/* Release: our head/tail updates of the important ring (process-local
 	 * and in the descriptor) are visible to the next holder's acquire CAS. */
-	BB_STORE_RELEASE(lock, 0);
+	BB__STORE_RELEASE(lock, 0);
 	bb__leave(w);
 }
 
@@ -266,7 +266,7 @@ static int bb__write_blob(uint8_t tag, const void *s, size_t n)
 
 		n = tag == BB_TAG_STR ? bb__utf8_cut(s, cut) : cut;
 		flags = BB_RF_TRUNCATED;
-		BB_FETCH_ADD(&w.box->hdr->truncated, 1);
+		BB__FETCH_ADD(&w.box->hdr->truncated, 1);
 	}
 	BB__ON_RING(w,
 		p = bb__reserve(&w, flags, bb__cbor_head(n) + (uint32_t)n);
@@ -387,7 +387,7 @@ int bb__write_kv(const char *key, size_t kl, struct bb__val *v, bool imp)
 		if ((v->type == BB_TYPE_STR || v->type == BB_TYPE_BYTES) && v->n > cut)
 			v->n = v->type == BB_TYPE_STR ? bb__utf8_cut(v->v.s, cut) : cut;
 		flags = BB_RF_TRUNCATED;
-		BB_FETCH_ADD(&w.box->hdr->truncated, 1);
+		BB__FETCH_ADD(&w.box->hdr->truncated, 1);
 		need = 1 + bb__cbor_head(kl) + (uint32_t)kl + bb__val_size(v);
 	}
 	BB__ON_RING(w,
@@ -541,7 +541,7 @@ int bb__write_event(const char *name, const struct bb_field *f, size_t n, bool i
 		/* Cannot happen with the bounds in blackbox.h (32 fields of
 		 * at most 9 + 9 bytes once cut, max_record >= 1 KiB), but a
 		 * record is never written past its room. */
-		BB_FETCH_ADD(&w.box->hdr->dropped_toobig, 1);
+		BB__FETCH_ADD(&w.box->hdr->dropped_toobig, 1);
 		w.len = 0;
 		/* Leave the nesting section without writing. */
 		if (w.shared)
@@ -551,7 +551,7 @@ int bb__write_event(const char *name, const struct bb_field *f, size_t n, bool i
 		return -E2BIG;
 	}
 	if (flags)
-		BB_FETCH_ADD(&w.box->hdr->truncated, 1);
+		BB__FETCH_ADD(&w.box->hdr->truncated, 1);
 	BB__ON_RING(w,
 		p = bb__reserve(&w, flags, need);
 		p = bb__event_put_head(p, name, nl, n, 0);

@@ -122,7 +122,7 @@ static inline int bb__ring_trylock(int32_t *lock, int32_t tid)
 	for (int spin = 0; spin < 128; spin++) {
 		int32_t expect = 0;
 
-		if (BB_CAS_ACQUIRE(lock, &expect, tid))
+		if (BB__CAS_ACQUIRE(lock, &expect, tid))
 			return 1;
 		if (expect == tid)
 			return 0;
@@ -159,7 +159,7 @@ static inline bool bb__begin(struct bb__w *w, int *ret)
 {
 	/* Acquire pairs with the release store publishing the box in
 	 * bb_init(): the box struct is complete before we use it. */
-	struct bb__box *box = BB_LOAD_ACQUIRE(&bb__box);
+	struct bb__box *box = BB__LOAD_ACQUIRE(&bb__box);
 	struct bb__tls *t = &bb__tls;
 	uint32_t depth;
 
@@ -169,7 +169,7 @@ static inline bool bb__begin(struct bb__w *w, int *ret)
 		*ret = bb__nobox();
 		if (*ret != -EAGAIN)
 			return false;
-		box = BB_LOAD_ACQUIRE(&bb__box);
+		box = BB__LOAD_ACQUIRE(&bb__box);
 		if (!box) {
 			*ret = -ENODEV;
 			return false;
@@ -185,7 +185,7 @@ static inline bool bb__begin(struct bb__w *w, int *ret)
 	 * handler that runs after this point sees depth > 1 and stays off our
 	 * private ring; one that ran before it completed its write before we
 	 * read r->head below. */
-	BB_SIGNAL_FENCE();
+	BB__SIGNAL_FENCE();
 	if (bb_likely(depth == 1 && t->f.gen == box->f.gen && t->f.ring)) {
 		w->r = t->f.ring;
 		w->shared = false;
@@ -195,7 +195,7 @@ static inline bool bb__begin(struct bb__w *w, int *ret)
 	}
 	w->r = bb__begin_slow(box, t);
 	if (!w->r) {
-		BB_SIGNAL_FENCE();
+		BB__SIGNAL_FENCE();
 		t->f.depth--;
 		*ret = -EBUSY;
 		return false;
@@ -288,7 +288,7 @@ static inline void bb__leave(struct bb__w *w)
 	if (bb_unlikely(w->shared)) {
 		bb__end_shared(w->box, &bb__tls);
 	} else {
-		BB_SIGNAL_FENCE();
+		BB__SIGNAL_FENCE();
 		bb__tls.f.depth--;
 	}
 }

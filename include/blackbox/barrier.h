@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * blackbox/barrier.h - every memory-ordering primitive of libblackbox: the
- * library (through libblackbox/barrier.h, which names them BB_*) and the
+ * library (libblackbox/barrier.h adds its seqcount over them) and the
  * inline write paths of <blackbox/inline.h> use these and nothing else.
  * Not an interface of its own: every name begins with bb__ / BB__.
  *
