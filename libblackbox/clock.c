@@ -73,17 +73,18 @@ static struct {
 	uint32_t mult, shift;
 } bb__tsc_cal;
 
-/* One (TSC, CLOCK_MONOTONIC) pair, read as described at the top. */
+/* One (TSC, CLOCK_MONOTONIC) pair, read as described at the top: the
+ * tightest of BB__CAL_TRIES; the first try always sets @tsc and @ns. */
 static void bb__tsc_pair(uint64_t *tsc, int64_t *ns)
 {
-	uint64_t best = UINT64_MAX;
+	uint64_t best = 0;
 
 	for (int i = 0; i < BB__CAL_TRIES; i++) {
 		uint64_t t0 = bb__rdtsc();
 		int64_t n = bb__clock_ns(CLOCK_MONOTONIC);
 		uint64_t t1 = bb__rdtsc();
 
-		if (t1 - t0 < best) {
+		if (i == 0 || t1 - t0 < best) {
 			best = t1 - t0;
 			*tsc = t0 + (t1 - t0) / 2;
 			*ns = n;
