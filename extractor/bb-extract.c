@@ -121,8 +121,7 @@ static void usage(FILE *f)
 "      --debuginfod  let the symboliser ask the debuginfod servers of\n"
 "                    DEBUGINFOD_URLS for missing debug files (off by default)\n"
 "      --uring       write output with io_uring when the kernel allows it\n"
-"      --no-uring    write output with write(2) (the default; also\n"
-"                    BB_EXTRACT_NO_URING=1)\n"
+"      --no-uring    write output with write(2) (the default)\n"
 "  -h, --help        this help\n"
 "  -V, --version     version\n"
 "\n"
@@ -575,7 +574,6 @@ int main(int argc, char **argv)
 	struct bbx_out out;
 	struct bb_reader *r = NULL;
 	struct sigaction sa;
-	const char *env = getenv("BB_EXTRACT_NO_URING");
 	int code, live = 0;
 
 #ifdef BB_HAVE_LIBDW
@@ -583,8 +581,6 @@ int main(int argc, char **argv)
 	if (argc == 2 && !strcmp(argv[1], BBX_SANDBOX_CHILD_ARG))
 		return bbx_resolve_main();
 #endif
-	if (env && *env && strcmp(env, "0"))
-		o.uring = false;
 	parse_args(argc, argv, &o);
 
 	memset(&sa, 0, sizeof(sa));

@@ -126,10 +126,13 @@ struct bb_options {
  *
  * Returns 0, or:
  *  -EALREADY  a box is already open in this process
- *  -EINVAL    size too small for one ring, bad BLACKBOX_SIZE, unknown
- *             BLACKBOX_CLOCK or options clock, BLACKBOX_CRC not 0 or 1
+ *  -EINVAL    size too small for one ring, ring_count or ring_size out of
+ *             range, bad BLACKBOX_SIZE, unknown BLACKBOX_CLOCK or options
+ *             clock, BLACKBOX_CRC not 0 or 1, unknown fork_policy
+ *  -ENAMETOOLONG  the directory is too long for a box path
  *  -ENOSPC    the box's memory could not be reserved (full tmpfs)
- *  -EEXIST    no free name for this process incarnation (1000 tried)
+ *  -EEXIST    no free name for this process incarnation (bb_init(3) says
+ *             how many are tried)
  *  other      from open/ftruncate/mmap (-EACCES, -ENOMEM, -EMFILE ...)
  * Not AS-safe.  Call it before starting threads that write, or at least
  * before their first write.
