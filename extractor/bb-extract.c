@@ -568,7 +568,7 @@ int main(int argc, char **argv)
 {
 	/*
 	 * write(2) by default: bench/extract_bench.sh measured io_uring no
-	 * faster for output to a file on this 2-CPU machine (its io-wq worker
+	 * faster for output to a file on a 2-CPU machine (its io-wq worker
 	 * competes with formatting for the other CPU); --uring opts in.
 	 */
 	struct opts o = { .fmt = FMT_TEXT, .uring = false };

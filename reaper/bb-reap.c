@@ -162,7 +162,7 @@ static int archive_box(struct box *b, const struct bb_box_info *info, int64_t wh
 	 * its copy is durable: fsync the file (above) and the new name.  A
 	 * box in tmpfs (/dev/shm) dies with the machine anyway, so ordering
 	 * buys nothing there: one syncfs() at the end of the run instead of
-	 * two fsyncs per box (9 ms per box on a virtual disk, see the bench).
+	 * two fsyncs per box, each a wait for the disk (BENCHMARKS.md "Reap").
 	 */
 	if (!c->volatile_dir)
 		fsync(c->archfd);
