@@ -9,8 +9,8 @@
  * one with the narrowest TSC window, stamped at the window's middle, so a
  * pair is off by at most half a window (a few ns when not preempted) instead
  * of a whole clock read.  With 2 ms between the pairs that is a frequency
- * error of a few ppm; measured against the kernel's own calibration
- * ("tsc: Detected 2596.126 MHz"): BENCHMARKS.md "TSC clock".  CPUID leaves
+ * error of a few ppm; measured against the kernel's own calibration in
+ * BENCHMARKS.md "TSC clock".  CPUID leaves
  * 0x15/0x16 would give the nominal frequency without waiting, but they are
  * zero on KVM guests (and on most hypervisors): the measurement is the one
  * method that works everywhere.
