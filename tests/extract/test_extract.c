@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../common.h"
+#include "../helpers/common.h"
 
 #define RUN_TIMEOUT_S 60 /* bb-extract must finish within this: no hang */
 

@@ -30,7 +30,7 @@
 #include <blackbox/format.h>
 #include <blackbox/reader.h>
 
-#include "../common.h"
+#include "../helpers/common.h"
 
 /* Paths here are short temporary names; a cut one would fail an assertion. */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
