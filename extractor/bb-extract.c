@@ -148,95 +148,67 @@ static void add_debug_dir(struct opts *o, const char *dir)
 	o->debug_dirs[o->ndebug_dirs++] = abs;
 }
 
-static void parse_args(int argc, char **argv, struct opts *o)
-{
-	enum { OPT_ANY_OWNER = 256, OPT_NO_URING, OPT_URING, OPT_NO_SYMBOLS, OPT_DEBUG_DIR,
-	       OPT_DEBUGINFOD, OPT_JOURNAL, OPT_JOURNAL_DIR, OPT_MACHINE, OPT_BOOT };
-	static const struct option lopts[] = {
-		{ "path",      required_argument, NULL, 'p' },
-		{ "dir",       required_argument, NULL, 'd' },
-		{ "list",      no_argument,       NULL, 'l' },
-		{ "all",       no_argument,       NULL, 'a' },
-		{ "json",      no_argument,       NULL, 'j' },
-		{ "cbor",      no_argument,       NULL, 'c' },
-		{ "save",      required_argument, NULL, 's' },
-		{ "follow",    no_argument,       NULL, 'f' },
-		{ "quiet",     no_argument,       NULL, 'q' },
-		{ "any-owner", no_argument,       NULL, OPT_ANY_OWNER },
-		{ "no-uring",  no_argument,       NULL, OPT_NO_URING },
-		{ "uring",     no_argument,       NULL, OPT_URING },
-		{ "no-symbols", no_argument,      NULL, OPT_NO_SYMBOLS },
-		{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
-		{ "debuginfod", no_argument,      NULL, OPT_DEBUGINFOD },
-		{ "journal",   no_argument,       NULL, OPT_JOURNAL },
-		{ "journal-directory", required_argument, NULL, OPT_JOURNAL_DIR },
-		{ "machine",   required_argument, NULL, OPT_MACHINE },
-		{ "boot",      required_argument, NULL, OPT_BOOT },
-		{ "help",      no_argument,       NULL, 'h' },
-		{ "version",   no_argument,       NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int ch, nsrc;
+enum { OPT_ANY_OWNER = 256, OPT_NO_URING, OPT_URING, OPT_NO_SYMBOLS, OPT_DEBUG_DIR,
+       OPT_DEBUGINFOD, OPT_JOURNAL, OPT_JOURNAL_DIR, OPT_MACHINE, OPT_BOOT };
 
-	/* "-" first: non-options come back in order as 1, whatever
-	 * POSIXLY_CORRECT says, so a pid may stand anywhere */
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "-p:d:lajcs:fqhV", lopts, NULL)) != -1) {
-		switch (ch) {
-		case 1:
-			if (o->pid)
-				usage_error("more than one pid ('%s')", optarg);
-			o->pid = parse_pid(optarg);
-			break;
-		case 'p': o->path = optarg; break;
-		case 'd': o->dir = optarg; break;
-		case 'l': o->list = true; break;
-		case 'a': o->all = true; break;
-		case 'j':
-			if (o->fmt == FMT_CBOR)
-				usage_error("--json and --cbor exclude each other");
-			o->fmt = FMT_JSON;
-			break;
-		case 'c':
-			if (o->fmt == FMT_JSON)
-				usage_error("--json and --cbor exclude each other");
-			o->fmt = FMT_CBOR;
-			break;
-		case 's': o->save = optarg; break;
-		case 'f': o->follow = true; break;
-		case 'q': o->quiet = true; break;
-		case OPT_ANY_OWNER: o->any_owner = true; break;
-		case OPT_NO_URING: o->uring = false; break;
-		case OPT_URING: o->uring = true; break;
-		case OPT_NO_SYMBOLS: o->no_symbols = true; break;
-		case OPT_DEBUG_DIR: add_debug_dir(o, optarg); break;
-		case OPT_DEBUGINFOD: o->debuginfod = true; break;
-		case OPT_JOURNAL: o->journal = true; break;
-		case OPT_JOURNAL_DIR: o->journal_dir = optarg; break;
-		case OPT_MACHINE: o->machine = optarg; break;
-		case OPT_BOOT: o->boot = optarg; break;
-		case 'h':
-			usage(stdout);
-			exit(EXIT_CLEAN);
-		case 'V':
-			printf("%s (libblackbox) %d.%d.%d, box format %d.%d\n", PROG,
-			       BB_VERSION_MAJOR, BB_VERSION_MINOR, BB_VERSION_PATCH,
-			       BB_FORMAT_MAJOR, BB_FORMAT_MINOR);
-			exit(EXIT_CLEAN);
-		default:
-			if (optopt && strchr("pds", optopt))
-				usage_error("option '-%c' needs an argument", optopt);
-			if (optopt >= 256 || optopt == 0)
-				usage_error("unknown or incomplete option '%s'",
-					    argv[optind - 1]);
-			usage_error("unknown option '-%c'", optopt);
-		}
-	}
-	for (; optind < argc; optind++) { /* after "--" */
+/* One option from getopt_long() (1: a pid) into @o; exits on errors,
+ * --help and --version. */
+static void set_option(int ch, char **argv, struct opts *o)
+{
+	switch (ch) {
+	case 1:
 		if (o->pid)
-			usage_error("more than one pid ('%s')", argv[optind]);
-		o->pid = parse_pid(argv[optind]);
+			usage_error("more than one pid ('%s')", optarg);
+		o->pid = parse_pid(optarg);
+		break;
+	case 'p': o->path = optarg; break;
+	case 'd': o->dir = optarg; break;
+	case 'l': o->list = true; break;
+	case 'a': o->all = true; break;
+	case 'j':
+		if (o->fmt == FMT_CBOR)
+			usage_error("--json and --cbor exclude each other");
+		o->fmt = FMT_JSON;
+		break;
+	case 'c':
+		if (o->fmt == FMT_JSON)
+			usage_error("--json and --cbor exclude each other");
+		o->fmt = FMT_CBOR;
+		break;
+	case 's': o->save = optarg; break;
+	case 'f': o->follow = true; break;
+	case 'q': o->quiet = true; break;
+	case OPT_ANY_OWNER: o->any_owner = true; break;
+	case OPT_NO_URING: o->uring = false; break;
+	case OPT_URING: o->uring = true; break;
+	case OPT_NO_SYMBOLS: o->no_symbols = true; break;
+	case OPT_DEBUG_DIR: add_debug_dir(o, optarg); break;
+	case OPT_DEBUGINFOD: o->debuginfod = true; break;
+	case OPT_JOURNAL: o->journal = true; break;
+	case OPT_JOURNAL_DIR: o->journal_dir = optarg; break;
+	case OPT_MACHINE: o->machine = optarg; break;
+	case OPT_BOOT: o->boot = optarg; break;
+	case 'h':
+		usage(stdout);
+		exit(EXIT_CLEAN);
+	case 'V':
+		printf("%s (libblackbox) %d.%d.%d, box format %d.%d\n", PROG,
+		       BB_VERSION_MAJOR, BB_VERSION_MINOR, BB_VERSION_PATCH,
+		       BB_FORMAT_MAJOR, BB_FORMAT_MINOR);
+		exit(EXIT_CLEAN);
+	default:
+		if (optopt && strchr("pds", optopt))
+			usage_error("option '-%c' needs an argument", optopt);
+		if (optopt >= 256 || optopt == 0)
+			usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+		usage_error("unknown option '-%c'", optopt);
 	}
+}
+
+/* What no single option can check: the options that go together. */
+static void check_args(const struct opts *o)
+{
+	int nsrc;
 
 	if (o->journal || o->journal_dir) {
 #ifndef BB_HAVE_JOURNAL
@@ -262,6 +234,47 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		usage_error("--save copies one box: give a PID or --path, without --follow");
 	if (o->fmt == FMT_CBOR && !o->save && isatty(STDOUT_FILENO))
 		usage_error("refusing to write CBOR to a terminal (redirect or pipe it)");
+}
+
+static void parse_args(int argc, char **argv, struct opts *o)
+{
+	static const struct option lopts[] = {
+		{ "path",      required_argument, NULL, 'p' },
+		{ "dir",       required_argument, NULL, 'd' },
+		{ "list",      no_argument,       NULL, 'l' },
+		{ "all",       no_argument,       NULL, 'a' },
+		{ "json",      no_argument,       NULL, 'j' },
+		{ "cbor",      no_argument,       NULL, 'c' },
+		{ "save",      required_argument, NULL, 's' },
+		{ "follow",    no_argument,       NULL, 'f' },
+		{ "quiet",     no_argument,       NULL, 'q' },
+		{ "any-owner", no_argument,       NULL, OPT_ANY_OWNER },
+		{ "no-uring",  no_argument,       NULL, OPT_NO_URING },
+		{ "uring",     no_argument,       NULL, OPT_URING },
+		{ "no-symbols", no_argument,      NULL, OPT_NO_SYMBOLS },
+		{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
+		{ "debuginfod", no_argument,      NULL, OPT_DEBUGINFOD },
+		{ "journal",   no_argument,       NULL, OPT_JOURNAL },
+		{ "journal-directory", required_argument, NULL, OPT_JOURNAL_DIR },
+		{ "machine",   required_argument, NULL, OPT_MACHINE },
+		{ "boot",      required_argument, NULL, OPT_BOOT },
+		{ "help",      no_argument,       NULL, 'h' },
+		{ "version",   no_argument,       NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int ch;
+
+	/* "-" first: non-options come back in order as 1, whatever
+	 * POSIXLY_CORRECT says, so a pid may stand anywhere */
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "-p:d:lajcs:fqhV", lopts, NULL)) != -1)
+		set_option(ch, argv, o);
+	for (; optind < argc; optind++) { /* after "--" */
+		if (o->pid)
+			usage_error("more than one pid ('%s')", argv[optind]);
+		o->pid = parse_pid(argv[optind]);
+	}
+	check_args(o);
 }
 
 int main(int argc, char **argv)
