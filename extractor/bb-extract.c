@@ -296,16 +296,22 @@ int main(int argc, char **argv)
 	if (argc == 2 && !strcmp(argv[1], BBX_SANDBOX_CHILD_ARG))
 		return bbx_resolve_main();
 #endif
-	bbx_prog = PROG;
-	if (env && *env && strcmp(env, "0"))
-		o.uring = false;
-	parse_args(argc, argv, &o);
-
+	/*
+	 * SIGINT and SIGTERM end --follow and --all after the current box,
+	 * with the report: caught before anything else, so that a signal
+	 * sent as soon as the handler shows in /proc/<pid>/status (SigCgt)
+	 * cannot kill a run that has not set it up yet.
+	 */
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+
+	bbx_prog = PROG;
+	if (env && *env && strcmp(env, "0"))
+		o.uring = false;
+	parse_args(argc, argv, &o);
 
 #ifdef BB_HAVE_JOURNAL
 	if (o.journal || o.journal_dir)
