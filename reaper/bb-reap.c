@@ -200,6 +200,7 @@ static enum verdict young(struct box *b, int64_t last)
 	if (b->c->o.min_age_s && now - last < (int64_t)b->c->o.min_age_s * 1000000000) {
 		b->ev.age_s = (now - last) / 1000000000;
 		b->ev.reason = "younger than --min-age";
+		b->c->young++;
 		return V_KEEP;
 	}
 	return V_REAP;
@@ -522,6 +523,11 @@ int main(int argc, char **argv)
 		c.errors++;
 #endif
 
+	/* a dry run that would remove nothing says why, when that is the age */
+	if (c.o.dry_run && !c.reaped && c.young)
+		reap_log("nothing would be reaped: %u %s whose owner is gone %s younger than "
+			 "--min-age (%llu s)", c.young, c.young == 1 ? "box" : "boxes",
+			 c.young == 1 ? "is" : "are", (unsigned long long)c.o.min_age_s);
 	if (c.o.verbose)
 		reap_log("%u entries: %u %s, %u kept, %u skipped, %u errors, %u archives %s, "
 			 "%u journal entries sent",

@@ -53,6 +53,7 @@ struct reap_ctx {
 	int64_t  now_ns;          /* CLOCK_REALTIME at start, one "now" per run */
 	bool     volatile_dir;    /* the box directory is tmpfs/ramfs (see reap_archive_box) */
 	unsigned entries, reaped, kept, skipped, errors, pruned, archived;
+	unsigned young;           /* kept: owner gone, younger than --min-age */
 	struct reap_state *state; /* --journal: what was reported (reported.c) */
 	unsigned reported;
 	uint32_t rated[64];       /* owners told this run that they hit --journal-rate */

@@ -834,6 +834,16 @@ Test(reap, min_age_counts_from_the_last_sign_of_life)
 	cr_expect(strstr(r.out, "younger than --min-age"), "stdout:\n%s", r.out);
 	run_free(&r);
 
+	/* a dry run that would reap nothing says that the age is why */
+	r = run_reap(&f, "--dir", f.shm, "--dry-run");
+	cr_expect_eq(r.status, 0);
+	cr_expect(strstr(r.err, "bb-reap: nothing would be reaped: 1 box whose owner is gone "
+			  "is younger than --min-age (3600 s)\n"), "stderr:\n%s", r.err);
+	run_free(&r);
+	r = run_reap(&f, "--dir", f.shm);
+	cr_expect_str_empty(r.err, "a run that is not dry said:\n%s", r.err);
+	run_free(&r);
+
 	/*
 	 * A service created two hours ago (header and file times), killed
 	 * just now: its records are recent, so it is still young.
