@@ -94,7 +94,7 @@ static int archive_name(uint32_t uid, const char *comm, int32_t pid, int64_t whe
 		strcpy(stamp, "19700101T000000Z");
 	if (n)
 		snprintf(suffix, sizeof(suffix), ".%u", n);
-	w = snprintf(buf, len, "blackbox-%lu-%s-%ld-%s%s.box", (unsigned long)uid, safe,
+	w = snprintf(buf, len, BB_ARCHIVE_PREFIX "%lu-%s-%ld-%s%s.box", (unsigned long)uid, safe,
 		     (long)pid, stamp, suffix);
 	if (w < 0 || (size_t)w >= len)
 		return -ENAMETOOLONG;
@@ -115,7 +115,7 @@ static bool all_digits(const char *s, size_t n)
  * the rest parsed from the right (comm may hold '-'). */
 bool reap_archive_name_ours(const char *name)
 {
-	static const char pre[] = "blackbox-", suf[] = ".box";
+	static const char pre[] = BB_ARCHIVE_PREFIX, suf[] = ".box";
 	size_t len = strlen(name), end, dash, u;
 
 	if (len < sizeof(pre) - 1 + sizeof(suf) - 1 || strncmp(name, pre, sizeof(pre) - 1) ||

@@ -725,6 +725,25 @@ Test(reap, archives_read_back)
 	}
 	closedir(d);
 	cr_expect_eq(n, 3);
+	/* bb-extract --list --dir ARCHIVE lists the copies: a header line and
+	 * one line per archive, each naming its file */
+	if (getenv("BB_EXTRACT") && *getenv("BB_EXTRACT")) {
+		char cmd[2 * PATH_MAX], line[8192];
+		unsigned lines = 0, named = 0;
+		FILE *l;
+
+		snprintf(cmd, sizeof(cmd), "'%s' --list --dir '%s' 2>&1", getenv("BB_EXTRACT"),
+			 f.arch);
+		l = popen(cmd, "r");
+		cr_assert(l);
+		while (fgets(line, sizeof(line), l)) {
+			lines++;
+			named += strstr(line, arch_prefix()) != NULL;
+		}
+		cr_expect_eq(pclose(l), 0, "bb-extract --list --dir %s failed", f.arch);
+		cr_expect_eq(lines, 4, "%u lines, not a header and 3 archives", lines);
+		cr_expect_eq(named, 3, "%u archives listed, not 3", named);
+	}
 	run_free(&r);
 	fx_fini(&f);
 }
