@@ -256,7 +256,9 @@ bool bb_pid_maps_file(pid_t pid, uint64_t starttime, uint64_t dev, uint64_t ino)
 struct bb_record {
 	uint32_t       ring;        /* index in the ring table */
 	int32_t        tid;         /* thread that wrote it; 0 if unknown */
-	const char    *thread_name; /* its name at claim, "" if unknown */
+	const char    *thread_name; /* its name at claim, "" if unknown (shared and
+				       important rings: the name of the private
+				       ring its tid holds) */
 	uint64_t       pos;         /* byte position in its ring */
 	uint64_t       ts;          /* timestamp in ns of the box's clock; a TSC
 				       box's ticks converted to CLOCK_MONOTONIC ns */
