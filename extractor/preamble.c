@@ -13,6 +13,7 @@
 #include <blackbox.h>
 
 #include "extract.h"
+#include "signames.h"
 #include "symbols.h"
 #include "symwire.h"
 
