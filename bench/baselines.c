@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench/baselines.c - the shared part of the issue 6 benchmark programs
+ * bench/baselines.c - the shared part of the benchmark programs
  * (see baselines.h).
  */
 #include "baselines.h"

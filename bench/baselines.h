@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench/baselines.h - what the issue 6 benchmark programs share: the timer,
+ * bench/baselines.h - what the benchmark programs share: the timer,
  * the baselines every figure is compared with in the same run, order
  * statistics, thread pinning, and a look at the box through format.h.
  *

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench_init.c - what creating a box costs, in time and in memory (issue 6).
+ * bench_init.c - what creating a box costs, in time and in memory.
  *
  * Time: bb_init(size) then bb_close(), REPEAT times per size (default box,
  * then large ones), timed separately with CLOCK_MONOTONIC; the table gives

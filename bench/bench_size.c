@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * bench_size.c - what a record costs against the size of its value, next
- * to a memcpy() of the same size (issue 6: "should grow at memcpy speed").
+ * to a memcpy() of the same size (it should grow at memcpy speed).
  *
  * For every size (8, 16, 32, ... 4096 bytes): bb_write_bytes() of a value
  * of that size, and memcpy() of the same size into a 128 KiB buffer (the

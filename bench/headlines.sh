@@ -14,7 +14,7 @@ build=${1:-$src/build-bench}
 if [ ! -f "$build/build.ninja" ]; then
 	meson setup "$build" "$src" --buildtype=debugoptimized >/dev/null
 fi
-ninja -C "$build" bench/bench_floor bench/bench_init reaper/reap-bench \
+ninja -C "$build" bench/bench_floor bench/bench_init bench/reap-bench \
 	extractor/bb-extract reaper/bb-reap tests/extract/bbx_writer >/dev/null
 
 echo "== write path against the clock (bench_floor: minimum batch, ns per call)"
@@ -24,4 +24,4 @@ echo "== box cost (bench_init)"
 echo "== extraction (extract_bench.sh)"
 bash "$src/bench/extract_bench.sh" "$build"
 echo "== reap (reap-bench)"
-"$build/reaper/reap-bench" "$build/reaper/bb-reap" 1000 5000
+"$build/bench/reap-bench" "$build/reaper/bb-reap" 1000 5000

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 #
-# bench/run.sh - build (if needed) and run the issue 6 measurements, and
+# bench/run.sh - build (if needed) and run the write-path measurements, and
 # print one report: latency and throughput by thread count, cost by value
 # size, box creation and memory, each beside its baselines of the same run,
 # then the targets.  BENCHMARKS.md "Reproduce" documents it.
@@ -64,7 +64,7 @@ section() {
 	printf '\n======== %s ========\n' "$1" | tee -a "$out"
 }
 
-section "the issue 6 ratios from the best batches (bench_floor)"
+section "the ratios from the best batches (bench_floor)"
 # shellcheck disable=SC2086
 "$b/bench_floor" $floor | tee -a "$out"
 section "latency and throughput, default clock"

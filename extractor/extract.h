@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * extract.h - what the files of bb-extract share: options, the state of
- * one extraction, messages.  bb-extract.c reads the command line, opens
+ * one extraction.  bb-extract.c reads the command line; extract.c opens
  * boxes and drives an extraction; records.c writes records, preamble.c
  * the crash block and the state table, report.c the verification report,
  * list.c the --list table, journal.c the boxes in journal entries.
@@ -12,11 +12,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <sys/types.h>
 
 #include <blackbox/reader.h>
 
 #include "emit.h"
+#include "msg.h"
 #include "out.h"
 
 #define PROG "bb-extract"
@@ -66,12 +68,13 @@ struct ctx {
 #define TEXT_FAST   4096u            /* try formatting in place in this much */
 #define TEXT_SCRATCH (8u * 65536u)   /* any value of a max-size record fits */
 
-/* bb-extract.c; bbx_extract() and bbx_save() return an exit code */
+/* extract.c; bbx_extract(), bbx_save() and bbx_all() return an exit code */
+extern volatile sig_atomic_t bbx_stop_requested; /* SIGINT, SIGTERM: main's handler */
+int bbx_open_one(const struct opts *o, struct bb_reader **r, int *live);
 int bbx_extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r, int live,
 		bool with_pid);
 int bbx_save(const struct opts *o, struct bb_reader *r);
-void bbx_msg(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void bbx_put_escaped(struct bbx_out *o, const char *s, size_t n);
+int bbx_all(const struct opts *o, struct bbx_out *out);
 
 /* records.c: bb_record_fn callbacks, arg a struct ctx */
 int bbx_text_record(const struct bb_record *rec, void *arg);

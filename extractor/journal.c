@@ -31,6 +31,9 @@
 #define FIELD_MAX   (64u << 10) /* bytes of a field kept (but BB_BOX) */
 #define SHOW_MAX    (1u << 20)  /* bytes of a field printed (BB_RECORDS ...) */
 #define CANDIDATES  64          /* named in an ambiguity message */
+#define WORD_MAX    15          /* bytes of BB_LIVENESS and BB_SIGNAL_NAME shown: more
+				   than the longest liveness word ("orphaned") and
+				   signal name (bbx_signal_name()) */
 
 /* A field's value ("" when absent), at most @max bytes, NUL-terminated. */
 static size_t get(sd_journal *j, const char *field, char *buf, size_t max)
@@ -137,7 +140,7 @@ static int open_journal(const struct bbx_jsel *s, sd_journal **jp, char *err, si
 /* What an entry says about itself, bounded and escaped for a terminal. */
 struct jentry {
 	char     host[4 * 64 + 1], machine[33], boot[33], comm[4 * 64 + 1], unit[4 * 256 + 1];
-	char     liveness[32], signame[32], time[BBX_TIME_MAX];
+	char     liveness[4 * WORD_MAX + 1], signame[4 * WORD_MAX + 1], time[BBX_TIME_MAX];
 	long long pid, signal, box_size;
 	uint64_t usec;
 	bool     has_box;
@@ -165,8 +168,8 @@ static void read_entry(sd_journal *j, struct jentry *e)
 		strcpy(e->boot, "-");
 	esc_field(j, "BB_COMM", e->comm, sizeof(e->comm), 64);
 	esc_field(j, "BB_UNIT", e->unit, sizeof(e->unit), 256);
-	esc_field(j, "BB_LIVENESS", e->liveness, sizeof(e->liveness), 7);
-	esc_field(j, "BB_SIGNAL_NAME", e->signame, sizeof(e->signame), 7);
+	esc_field(j, "BB_LIVENESS", e->liveness, sizeof(e->liveness), WORD_MAX);
+	esc_field(j, "BB_SIGNAL_NAME", e->signame, sizeof(e->signame), WORD_MAX);
 	e->pid = get_num(j, "BB_PID", -1);
 	e->signal = get_num(j, "BB_SIGNAL", -1);
 	e->box_size = get_num(j, "BB_BOX_SIZE", -1);

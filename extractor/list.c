@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "extract.h"
-#include "symbols.h"
+#include "signames.h"
 
 /*
  * Both start from bb_reader_scan(): every entry under the prefix, opened

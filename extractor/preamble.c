@@ -13,6 +13,7 @@
 #include <blackbox.h>
 
 #include "extract.h"
+#include "signames.h"
 #include "symbols.h"
 #include "symwire.h"
 
@@ -295,7 +296,7 @@ static int state_entry(const struct bb_state_entry *e, void *arg)
 	return c->out->err;
 }
 
-/* Crash block, then the state table: before any record (issue 5). */
+/* Crash block, then the state table: before any record. */
 int bbx_preamble(struct ctx *c)
 {
 	int rc;

@@ -246,8 +246,8 @@ static int take_module(struct job *j, struct bbx_frame *f, char *note, size_t no
 
 /*
  * One child per module that holds frames, BBX_SANDBOX_PARALLEL at a time:
- * modules are independent, and a large debug file (libc's takes some
- * 40 ms to decompress) need not wait for the others.
+ * modules are independent, and a large debug file (libc's is slow to
+ * decompress) need not wait for the others.
  */
 static int symbolise_modules(struct bbx_frame *f, size_t n, const struct bb_module *mods,
 			     size_t nmods, const struct bbx_sym_opts *o, char *note,

@@ -73,6 +73,4 @@ int bbx_symbolise(struct bbx_frame *f, const uint64_t *addrs, size_t n,
 
 void bbx_frames_free(struct bbx_frame *f, size_t n);
 
-#include "signames.h"
-
 #endif /* BBX_SYMBOLS_H */

@@ -2,11 +2,11 @@
 /*
  * fuzz_cbor.c - libFuzzer target holding the project's CBOR decoder
  * (shared/cbor.h) and the text renderer built on it to libcbor: every
- * input is one value, decoded both ways (tests/shared/cbor_diff.h); any
+ * input is one value, decoded both ways (tests/helpers/cbor_diff.h); any
  * disagreement, crash or out-of-bounds read is a finding.  fuzz/run.sh
  * builds and runs it after fuzz_reader.
  */
-#include "../tests/shared/cbor_diff.h"
+#include "../tests/helpers/cbor_diff.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * gen_seeds.c - write the fuzz seeds into DIR: small format 2.0 boxes (2 or
- * 3 rings of 4096 bytes) built by hand with tests/reader/synth.h, with and
+ * 3 rings of 4096 bytes) built by hand with tests/helpers/synth.h, with and
  * without CRC trailers, with an important ring, a state table, a crash
  * area, a module area and a TSC clock.  Run once and commit
  * the result: ninja -C build fuzz/gen-seeds && build/fuzz/gen-seeds fuzz/corpus
@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../tests/reader/synth.h"
+#include "../tests/helpers/synth.h"
 
 static void owner_and_values(struct synth *s, uint32_t ring)
 {

@@ -89,9 +89,10 @@ struct bb_field {
 #define BB_OPT_NO_ENV         0x4u /* ignore the BLACKBOX_* environment */
 #define BB_OPT_NO_CRC         0x8u /* no per-record CRC32C.  Default: every record
                                     * carries one (docs/FORMAT.md §11), which
-                                    * readers verify; measured +2.4 ns and 4 bytes
-                                    * per short record (BENCHMARKS.md "Record
-                                    * checksum"), hence on unless turned off */
+                                    * readers verify; it costs 4 bytes and a
+                                    * little time per record (BENCHMARKS.md
+                                    * "Write path against the clock"), hence on
+                                    * unless turned off */
 
 /* struct bb_options.fork_policy: what a child of fork() does. */
 enum bb_fork_policy {
@@ -200,9 +201,9 @@ int bb_write_kv_bool(const char *key, bool v);
  * 16-byte blocks, never a page the string does not reach).  Same record
  * bytes, same returns, same AS-safety; a thread's first write, a nested
  * write, a box without the SSE4.2 checksum, and longer or NULL strings
- * go through the library.  About 1.15x a bare clock_gettime() for
- * literals, 1.3x for run-time strings, where the library call costs 1.3x
- * and 1.35x (BENCHMARKS.md "Write path against the clock").  Without the
+ * go through the library.  Cheaper than the library call, and for
+ * literals close to a bare clock_gettime() (BENCHMARKS.md "Write path
+ * against the clock").  Without the
  * inline paths (other targets), GCC and Clang still pass a literal's
  * length to bb_write_kvn(): no strlen().
  * The exported functions remain, for function pointers, other languages
@@ -242,8 +243,8 @@ int bb__write_kv_inline(const char *key, const char *value)
  * every field's type as constants (at most 8 fields, built where the call
  * is: BB_STR() ..., member assignments), every string is at most 64 bytes
  * and the record fits the box; otherwise, and for invalid arguments, it
- * calls the library.  Same record, same returns.  About 1.4x a bare
- * clock_gettime() for 4 fields, 2.5x through the library (BENCHMARKS.md).
+ * calls the library.  Same record, same returns.  Much cheaper than the
+ * library call (BENCHMARKS.md "Write path against the clock").
  */
 int bb_write_event(const char *name, const struct bb_field *fields, size_t n);
 

@@ -9,10 +9,10 @@
  * one with the narrowest TSC window, stamped at the window's middle, so a
  * pair is off by at most half a window (a few ns when not preempted) instead
  * of a whole clock read.  With 2 ms between the pairs that is a frequency
- * error of a few ppm; measured here against the kernel's own calibration
- * ("tsc: Detected 2596.126 MHz"): BENCHMARKS.md "TSC clock".  CPUID leaves
+ * error of a few ppm; measured against the kernel's own calibration in
+ * BENCHMARKS.md "TSC clock".  CPUID leaves
  * 0x15/0x16 would give the nominal frequency without waiting, but they are
- * zero on this VM (and on most hypervisors): the measurement is the one
+ * zero on KVM guests (and on most hypervisors): the measurement is the one
  * method that works everywhere.
  *
  * Why the TSC is only used when invariant (CPUID 0x80000007 EDX bit 8):
@@ -158,7 +158,7 @@ int bb__clock_setup(struct bb_header *h, int requested)
 		clock = BB_CLOCK_TSC;
 		h->anchor_realtime_ns = bb__clock_ns(CLOCK_REALTIME);
 		/* Read right after the anchor pair: the (realtime, anchor)
-		 * pair is one clock read (~30 ns) apart, as in the
+		 * pair is one clock read apart, as in the
 		 * monotonic case below. */
 		h->clock = BB_CLOCK_TSC;
 		return clock;

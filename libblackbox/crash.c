@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * crash.c - the crash handler (issue 5): on a fatal signal, write one crash
+ * crash.c - the crash handler: on a fatal signal, write one crash
  * record into the header's crash area (docs/FORMAT.md §11 "Crash area"),
  * mark the box CRASHED, then let the signal do exactly what it would have
  * done without us (chain to the previous handler, or the default action).

@@ -10,8 +10,8 @@
  *
  * Streams.  The crc32 instruction has a latency of 3 cycles and a
  * throughput of one per cycle (Zen 4, and Intel since Nehalem): one running
- * value waits on itself, a third of the instruction's throughput, about
- * 1 us for 4 KiB here (BENCHMARKS.md "Write path against the clock").  Three running values
+ * value waits on itself, a third of the instruction's throughput
+ * (BENCHMARKS.md "Write path against the clock").  Three running values
  * over three consecutive blocks A, B, C of L bytes keep it busy, and the
  * CRC's linearity joins them.  With raw register values (no final xor),
  * processing a message M from the register r gives

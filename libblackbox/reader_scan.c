@@ -166,11 +166,19 @@ static int choose(struct bb_box_entry *v, size_t n, pid_t pid)
 	return (int)best;
 }
 
-/* Every entry of the directory @d under BB_NAME_PREFIX, opened and judged
- * (any owner accepted, mismatches flagged).  0 or -ENOMEM. */
+/* A box's name, or an archive copy's: the names a scan opens (what is in
+ * them is judged by their header and owner, never by the name). */
+static bool scan_name(const char *name)
+{
+	return !strncmp(name, BB_NAME_PREFIX, strlen(BB_NAME_PREFIX)) ||
+	       !strncmp(name, BB_ARCHIVE_PREFIX, strlen(BB_ARCHIVE_PREFIX));
+}
+
+/* Every entry of the directory @d under BB_NAME_PREFIX or BB_ARCHIVE_PREFIX,
+ * opened and judged (any owner accepted, mismatches flagged).  0 or -ENOMEM. */
 static int scan_entries(DIR *d, const char *dir, struct bb_box_entry **out, size_t *count)
 {
-	size_t plen = strlen(BB_NAME_PREFIX), n = 0, cap = 0;
+	size_t n = 0, cap = 0;
 	struct bb_box_entry *v = NULL;
 	struct dirent *de;
 
@@ -184,8 +192,7 @@ static int scan_entries(DIR *d, const char *dir, struct bb_box_entry **out, size
 		de = readdir(d);
 		if (!de)
 			break;
-		if (strncmp(de->d_name, BB_NAME_PREFIX, plen) ||
-		    strlen(de->d_name) >= sizeof(v->name))
+		if (!scan_name(de->d_name) || strlen(de->d_name) >= sizeof(v->name))
 			continue;
 		if (n == cap) {
 			size_t nc = cap ? 2 * cap : 16;

@@ -284,11 +284,67 @@ static int64_t name_index(struct bb_reader *r, const char *name)
 	return (int64_t)r->nnames++;
 }
 
+struct tid_ring {
+	int32_t  tid;
+	uint32_t ring;
+};
+
+static int tid_ring_cmp(const void *a, const void *b)
+{
+	const struct tid_ring *x = a, *y = b;
+
+	return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
 /*
- * Attribute ring @i's records [first, r->nents) to threads.  Shared ring:
- * the BB_RF_TID extension.  Private ring: records after an owner record
- * belong to its new thread, records before the first visible one to its
- * previous thread; with no owner record in view, to the descriptor's.
+ * Shared and important rings: each record's tid is its BB_RF_TID
+ * extension; its thread's name is the one of the private ring that tid
+ * holds now (its descriptor's), "" when none does.  The private rings are
+ * looked up by tid in a sorted table: a ring of many threads' records
+ * costs a binary search per change of tid, never a pass over the table.
+ */
+static int name_by_tid(struct bb_reader *r, size_t first)
+{
+	struct tid_ring *t = NULL, key, *hit;
+	size_t nt = 0;
+	int32_t last = 0;
+	int64_t name = 0; /* "" */
+
+	for (size_t k = first; k < r->nents; k++) {
+		struct ent *e = &r->ents[k];
+
+		if (e->tid != last) {
+			last = e->tid;
+			if (!t) {
+				t = malloc(r->info.ring_count * sizeof(*t));
+				if (!t)
+					return -ENOMEM;
+				for (uint32_t j = 0; j < r->info.ring_count; j++)
+					if (r->rings[j].st.kind == BB_RING_PRIVATE &&
+					    r->rings[j].st.tid && r->rings[j].st.thread_name[0])
+						t[nt++] = (struct tid_ring){ r->rings[j].st.tid, j };
+				qsort(t, nt, sizeof(*t), tid_ring_cmp);
+			}
+			key.tid = last;
+			hit = last && nt ? bsearch(&key, t, nt, sizeof(*t), tid_ring_cmp) : NULL;
+			name = hit ? name_index(r, r->rings[hit->ring].st.thread_name) : 0;
+			if (name < 0) {
+				free(t);
+				return -ENOMEM;
+			}
+		}
+		e->name = (uint32_t)name;
+	}
+	free(t);
+	return 0;
+}
+
+/*
+ * Attribute ring @i's records [first, r->nents) to threads.  Shared and
+ * important ring: name_by_tid().  Private ring: records after an owner
+ * record belong to its new thread, records before the first visible one
+ * to its previous thread; with no owner record in view, to the
+ * descriptor's.
  */
 static int attribute(struct bb_reader *r, uint32_t i, size_t first)
 {
@@ -297,11 +353,8 @@ static int attribute(struct bb_reader *r, uint32_t i, size_t first)
 	char name[16], prev[16];
 	int64_t cur;
 
-	if (rr->st.kind == BB_RING_SHARED || rr->st.kind == BB_RING_IMPORTANT) {
-		for (size_t k = first; k < r->nents; k++)
-			r->ents[k].name = 0; /* "" */
-		return 0;
-	}
+	if (rr->st.kind == BB_RING_SHARED || rr->st.kind == BB_RING_IMPORTANT)
+		return name_by_tid(r, first);
 	cur = name_index(r, rr->st.thread_name);
 	for (size_t k = first; k < r->nents; k++) {
 		struct ent *e = &r->ents[k];

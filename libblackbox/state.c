@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * state.c - the state table (issue 5, docs/FORMAT.md §11 "State table"):
+ * state.c - the state table (docs/FORMAT.md §11 "State table"):
  * the latest value per key, in BB__STATE_SLOTS fixed slots of the box that
  * ring traffic never evicts.
  *

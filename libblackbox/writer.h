@@ -238,10 +238,10 @@ static inline uint8_t *bb__reserve(struct bb__w *w, uint8_t flags, uint32_t vlen
  * nesting section (and, for the shared ring, the lock): bb__leave() next.
  * @big (a constant): the value may be long, checksum one of 64 bytes or
  * more out of line, in three streams from BB__CRC_LONG_MIN bytes
- * (crc32c.c: a third of the time for 4 KiB).  Only the text and byte
- * writers pass it: in the others the possible call cost the short records
- * 0.3-0.7 ns (the compiler keeps fewer values in registers across it),
- * measured, and their long values keep the inline single stream.
+ * (crc32c.c, "Streams").  Only the text and byte writers pass it: in the
+ * others the possible call made the short records measurably slower (the
+ * compiler keeps fewer values in registers across it), and their long
+ * values keep the inline single stream.
  */
 static inline __attribute__((always_inline))
 void bb__seal(struct bb__w *w, uint8_t tag, uint64_t ts, bool big)
@@ -299,7 +299,7 @@ static inline __attribute__((always_inline)) void bb__commit(struct bb__w *w, ui
 {
 	/* Stamped here, after the value is encoded.  Stamping in
 	 * bb__reserve() instead (to overlap rdtsc with the encoding) was
-	 * measured: TSC mode unchanged, the default clock 5 ns slower (the
+	 * measured: TSC mode unchanged, the default clock slower (the
 	 * write state is spilled across the clock_gettime() call). */
 	bb__seal(w, tag, bb__now(&w->box->f), false);
 	bb__leave(w);

@@ -21,18 +21,21 @@
  * one large one) never push another's out.
  *
  * Only files that are ours are ever pruned: a name that matches exactly the
- * pattern we create (reap_archive_name), a regular file (never a symlink,
+ * pattern we create (archive_name), a regular file (never a symlink,
  * checked without following it), and, when bb-reap does not run as root,
  * owned by our effective uid.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <blackbox/reader.h>
 
 #include "reap.h"
 
@@ -68,7 +71,7 @@ int reap_archive_open(struct reap_ctx *c)
  * control character into a path.  pid was validated by the reader (> 0),
  * the time is a plausible one (bb-reap.c).
  */
-int reap_archive_name(uint32_t uid, const char *comm, int32_t pid, int64_t when_ns,
+static int archive_name(uint32_t uid, const char *comm, int32_t pid, int64_t when_ns,
 		      unsigned n, char *buf, size_t len)
 {
 	char safe[32], stamp[32], suffix[16] = "";
@@ -91,7 +94,7 @@ int reap_archive_name(uint32_t uid, const char *comm, int32_t pid, int64_t when_
 		strcpy(stamp, "19700101T000000Z");
 	if (n)
 		snprintf(suffix, sizeof(suffix), ".%u", n);
-	w = snprintf(buf, len, "blackbox-%lu-%s-%ld-%s%s.box", (unsigned long)uid, safe,
+	w = snprintf(buf, len, BB_ARCHIVE_PREFIX "%lu-%s-%ld-%s%s.box", (unsigned long)uid, safe,
 		     (long)pid, stamp, suffix);
 	if (w < 0 || (size_t)w >= len)
 		return -ENAMETOOLONG;
@@ -108,11 +111,11 @@ static bool all_digits(const char *s, size_t n)
 	return true;
 }
 
-/* Does @name match what reap_archive_name() makes?  The uid from the left,
+/* Does @name match what archive_name() makes?  The uid from the left,
  * the rest parsed from the right (comm may hold '-'). */
 bool reap_archive_name_ours(const char *name)
 {
-	static const char pre[] = "blackbox-", suf[] = ".box";
+	static const char pre[] = BB_ARCHIVE_PREFIX, suf[] = ".box";
 	size_t len = strlen(name), end, dash, u;
 
 	if (len < sizeof(pre) - 1 + sizeof(suf) - 1 || strncmp(name, pre, sizeof(pre) - 1) ||
@@ -164,7 +167,7 @@ bool reap_archive_name_ours(const char *name)
  * copy of another uid's box would be refused by every reader, or worse,
  * vouched for by root.  Returns 0 or -errno with @err set.
  */
-int reap_archive_give(int fd, uid_t uid, gid_t gid, char *err, size_t errlen)
+static int give_to_owner(int fd, uid_t uid, gid_t gid, char *err, size_t errlen)
 {
 	struct stat st;
 
@@ -181,6 +184,67 @@ fail:
 	snprintf(err, errlen, "cannot give the archive to uid %lu: %s", (unsigned long)uid,
 		 strerror(errno));
 	return -errno;
+}
+
+/*
+ * reap_archive_box - write the archive copy of the box @r reads, whose
+ * file is @st.  The name comes from the file owner's uid (trusted: nobody
+ * creates a file owned by another uid) and the header's comm (sanitized),
+ * pid (validated by the reader) and creation time @when_ns (plausible,
+ * else the file's mtime: the caller's choice); the copy is handed to the
+ * file owner (see above).  --dry-run: only the name it would get.
+ * Returns 0 with @a filled, or -errno (@err says more).
+ */
+int reap_archive_box(struct reap_ctx *c, struct bb_reader *r, const struct stat *st,
+		     int64_t when_ns, struct reap_copy *a, char *err, size_t errlen)
+{
+	const struct bb_box_info *info = bb_reader_info(r);
+	int ret = -EEXIST, fd = -1;
+
+	for (unsigned n = 0; n < 1000 && ret == -EEXIST; n++) {
+		ret = archive_name((uint32_t)st->st_uid, info->comm, info->pid, when_ns, n,
+				   a->name, sizeof(a->name));
+		if (ret)
+			break;
+		if (c->o.dry_run)
+			break; /* the name it would get, if no other run races us */
+		fd = openat(c->archfd, a->name,
+			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		ret = fd < 0 ? -errno : 0;
+	}
+	if (ret) {
+		snprintf(err, errlen, "cannot create archive %s: %s", a->name, strerror(-ret));
+		return ret;
+	}
+	snprintf(a->path, sizeof(a->path), "%s/%s", c->o.archive, a->name);
+	if (c->o.dry_run)
+		return 0;
+
+	ret = bb_reader_save(r, fd);
+	if (ret < 0)
+		snprintf(err, errlen, "bb_reader_save: %s", ret == -ESTALE ?
+			 "the box changed size while being read" : strerror(-ret));
+	else if (!c->volatile_dir && fsync(fd) < 0)
+		ret = -errno, snprintf(err, errlen, "fsync: %s", strerror(errno));
+	if (!ret)
+		ret = give_to_owner(fd, st->st_uid, st->st_gid, err, errlen);
+	if (close(fd) < 0 && !ret)
+		ret = -errno, snprintf(err, errlen, "close: %s", strerror(errno));
+	if (ret) {
+		unlinkat(c->archfd, a->name, 0);
+		return ret;
+	}
+	/*
+	 * A box on disk (--dir on a persistent file system) may only go once
+	 * its copy is durable: fsync the file (above) and the new name.  A
+	 * box in tmpfs (/dev/shm) dies with the machine anyway, so ordering
+	 * buys nothing there: one syncfs() at the end of the run instead of
+	 * two fsyncs per box, each a wait for the disk (BENCHMARKS.md "Reap").
+	 */
+	if (!c->volatile_dir)
+		fsync(c->archfd);
+	c->archived++;
+	return 0;
 }
 
 /*

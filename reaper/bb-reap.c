@@ -99,83 +99,23 @@ struct box {
 	struct stat       st;
 	struct bb_reader *r;
 	int               liveness;
-	int               afd;          /* archive being written, -1 */
-	char              aname[256];   /* its name in the archive directory */
-	char              apath[PATH_MAX];
+	struct reap_copy  copy;         /* its archive copy (reap_archive_box) */
 	char              err[768];
 	char              comm[sizeof(((struct bb_box_info *)0)->comm)];
 	struct reap_event ev;           /* strings point into this struct */
 };
 
-/* V_SKIP_LOG: skipped, and worth a log line without --verbose. */
+/*
+ * V_SKIP_LOG: skipped, and worth a log line without --verbose.  A step of
+ * the examination returns V_REAP when it found no reason to keep the box
+ * (the next step decides), anything else ends it.
+ */
 enum verdict { V_KEEP, V_SKIP, V_SKIP_LOG, V_ERROR, V_REAP };
 
-/*
- * Write the archive copy.  Returns 0 or -errno (ev.detail says more).  The
- * name comes from the file owner's uid (trusted: nobody creates a file
- * owned by another uid) and the header's comm (sanitized), pid (validated
- * by the reader) and creation time (plausible, else the file's mtime); the
- * copy is handed to the file owner (archive.c says why).
- */
-static int archive_box(struct box *b, const struct bb_box_info *info, int64_t when_ns)
+/* Open the reader on the examined descriptor: V_REAP, or why not. */
+static enum verdict open_reader(struct box *b)
 {
-	struct reap_ctx *c = b->c;
-	int r = -EEXIST;
-
-	for (unsigned n = 0; n < 1000 && r == -EEXIST; n++) {
-		r = reap_archive_name((uint32_t)b->st.st_uid, info->comm, info->pid, when_ns, n,
-				      b->aname, sizeof(b->aname));
-		if (r)
-			break;
-		if (c->o.dry_run)
-			break; /* the name it would get, if no other run races us */
-		b->afd = openat(c->archfd, b->aname,
-				O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		r = b->afd < 0 ? -errno : 0;
-	}
-	if (r) {
-		snprintf(b->err, sizeof(b->err), "cannot create archive %s: %s", b->aname,
-			 strerror(-r));
-		return r;
-	}
-	snprintf(b->apath, sizeof(b->apath), "%s/%s", c->o.archive, b->aname);
-	if (c->o.dry_run)
-		return 0;
-
-	r = bb_reader_save(b->r, b->afd);
-	if (r < 0)
-		snprintf(b->err, sizeof(b->err), "bb_reader_save: %s", r == -ESTALE ?
-			 "the box changed size while being read" : strerror(-r));
-	else if (!c->volatile_dir && fsync(b->afd) < 0)
-		r = -errno, snprintf(b->err, sizeof(b->err), "fsync: %s", strerror(errno));
-	if (!r)
-		r = reap_archive_give(b->afd, b->st.st_uid, b->st.st_gid, b->err, sizeof(b->err));
-	if (close(b->afd) < 0 && !r)
-		r = -errno, snprintf(b->err, sizeof(b->err), "close: %s", strerror(errno));
-	b->afd = -1;
-	if (r) {
-		unlinkat(c->archfd, b->aname, 0);
-		return r;
-	}
-	/*
-	 * A box on disk (--dir on a persistent file system) may only go once
-	 * its copy is durable: fsync the file (above) and the new name.  A
-	 * box in tmpfs (/dev/shm) dies with the machine anyway, so ordering
-	 * buys nothing there: one syncfs() at the end of the run instead of
-	 * two fsyncs per box (9 ms per box on a virtual disk, see the bench).
-	 */
-	if (!c->volatile_dir)
-		fsync(c->archfd);
-	c->archived++;
-	return 0;
-}
-
-static enum verdict examine(struct box *b)
-{
-	struct reap_ctx *c = b->c;
-	const struct bb_box_info *info;
 	struct reap_event *ev = &b->ev;
-	int64_t now = c->now_ns, last;
 	int r;
 
 	/*
@@ -189,32 +129,44 @@ static enum verdict examine(struct box *b)
 	 */
 	r = bb_reader_open_fd(b->fd, ev->name, BB_OPEN_ANY_OWNER, &b->r, b->err,
 			      sizeof(b->err));
-	if (r < 0) {
-		ev->detail = b->err[0] ? b->err : strerror(-r);
-		switch (r) {
-		case -ENODATA:
-			/* bb_init() writes the header before its magic: a
-			 * short file may be a box being born.  Leave it. */
-			ev->reason = "no complete header (yet): maybe a box being created";
-			return V_SKIP;
-		case -EBADMSG: case -EPROTONOSUPPORT: case -EPFNOSUPPORT:
-		case -EPERM: case -EINVAL: case -EISDIR: case -ELOOP:
-			ev->reason = "not a valid box";
-			return V_SKIP;
-		default:
-			ev->reason = "cannot open";
-			return V_ERROR;
-		}
+	if (r >= 0)
+		return V_REAP;
+	ev->detail = b->err[0] ? b->err : strerror(-r);
+	switch (r) {
+	case -ENODATA:
+		/* bb_init() writes the header before its magic: a
+		 * short file may be a box being born.  Leave it. */
+		ev->reason = "no complete header (yet): maybe a box being created";
+		return V_SKIP;
+	case -EBADMSG: case -EPROTONOSUPPORT: case -EPFNOSUPPORT:
+	case -EPERM: case -EINVAL: case -EISDIR: case -ELOOP:
+		ev->reason = "not a valid box";
+		return V_SKIP;
+	default:
+		ev->reason = "cannot open";
+		return V_ERROR;
 	}
-	info = bb_reader_info(b->r);
+}
+
+/* The header's facts into the event (copied: the event outlives the
+ * reader, closed before logging). */
+static void describe(struct box *b, const struct bb_box_info *info)
+{
+	struct reap_event *ev = &b->ev;
+
 	ev->have_box = true;
 	ev->pid = info->pid;
 	ev->starttime = info->starttime;
 	ev->uid = info->uid;
-	/* copied: the event outlives the reader (closed before logging) */
 	snprintf(b->comm, sizeof(b->comm), "%s", info->comm);
 	ev->comm = b->comm;
 	ev->phase = phase_name(info->phase);
+}
+
+/* Is the owner gone?  V_REAP, or V_KEEP (alive), V_ERROR (cannot tell). */
+static enum verdict judge_owner(struct box *b, const struct bb_box_info *info)
+{
+	struct reap_event *ev = &b->ev;
 
 	b->liveness = bb_reader_liveness(b->r);
 	if (b->liveness < 0) {
@@ -237,7 +189,74 @@ static enum verdict examine(struct box *b)
 		ev->reason = "owner alive";
 		return V_KEEP;
 	}
+	return V_REAP;
+}
 
+/* V_KEEP when the owner's last sign of life @last is younger than --min-age. */
+static enum verdict young(struct box *b, int64_t last)
+{
+	int64_t now = b->c->now_ns;
+
+	if (b->c->o.min_age_s && now - last < (int64_t)b->c->o.min_age_s * 1000000000) {
+		b->ev.age_s = (now - last) / 1000000000;
+		b->ev.reason = "younger than --min-age";
+		b->c->young++;
+		return V_KEEP;
+	}
+	return V_REAP;
+}
+
+/*
+ * What one owner may hold in the archive is its quota: a box that alone
+ * exceeds it is not copied (to be pruned at once, or to push the owner's
+ * other archives out), and its records are not read either: no run reads
+ * more of a box than the quota.  V_REAP, or V_SKIP_LOG.
+ */
+static enum verdict over_quota(struct box *b, const struct bb_box_info *info)
+{
+	struct reap_ctx *c = b->c;
+	uint64_t bytes = info->file_size < info->box_size ? info->file_size : info->box_size;
+
+	if (!c->o.archive || !c->o.max_bytes || bytes <= c->o.max_bytes)
+		return V_REAP;
+	snprintf(b->err, sizeof(b->err), "%llu bytes > --max-archive-bytes %llu",
+		 (unsigned long long)bytes, (unsigned long long)c->o.max_bytes);
+	b->ev.reason = "larger than its owner's archive quota: not archived, left in place";
+	b->ev.detail = b->err;
+	return V_SKIP_LOG;
+}
+
+/* --archive: the copy (reap_archive_box).  V_REAP, or V_ERROR: box kept. */
+static enum verdict archive(struct box *b, const struct bb_box_info *info)
+{
+	struct reap_ctx *c = b->c;
+	int64_t when = plausible((int64_t)info->created_ns, c->now_ns);
+
+	if (c->archfd < 0 && !(c->o.archive && c->o.dry_run))
+		return V_REAP;
+	if (!when)
+		when = ts_ns(&b->st.st_mtim);
+	if (reap_archive_box(c, b->r, &b->st, when, &b->copy, b->err, sizeof(b->err)) < 0) {
+		b->ev.reason = "archive failed, box kept";
+		b->ev.detail = b->err;
+		return V_ERROR;
+	}
+	b->ev.archive = b->copy.path;
+	return V_REAP;
+}
+
+static enum verdict examine(struct box *b)
+{
+	const struct bb_box_info *info;
+	int64_t now = b->c->now_ns, last;
+	enum verdict v;
+
+	if ((v = open_reader(b)) != V_REAP)
+		return v;
+	info = bb_reader_info(b->r);
+	describe(b, info);
+	if ((v = judge_owner(b, info)) != V_REAP)
+		return v;
 	/*
 	 * Age: time since the last sign of life of the owner, the latest of
 	 * the file's mtime (creation; stores through a tmpfs mapping do not
@@ -246,220 +265,204 @@ static enum verdict examine(struct box *b)
 	 * OOM killer, _exit, exec), the newest record's wall-clock time.  A
 	 * service that ran for days and was killed a minute ago is a minute
 	 * old: the grace period is for the human who investigates.  The walk
-	 * is only paid for a box that is old enough by the cheap stamps.
+	 * is only paid for a box that is old enough by the cheap stamps, and
+	 * within its owner's archive quota.
 	 */
 	last = max64(plausible(ts_ns(&b->st.st_mtim), now),
 		     max64(plausible((int64_t)info->created_ns, now),
 			   plausible((int64_t)info->phase_ns, now)));
-	if (c->o.min_age_s && now - last < (int64_t)c->o.min_age_s * 1000000000) {
-		ev->age_s = (now - last) / 1000000000;
-		ev->reason = "younger than --min-age";
-		return V_KEEP;
+	if ((v = young(b, last)) != V_REAP || (v = over_quota(b, info)) != V_REAP)
+		return v;
+	if (b->c->o.min_age_s && b->liveness == BB_LIVENESS_ORPHANED) {
+		struct newest nw = { .now = now, .ns = 0 };
+
+		bb_reader_walk(b->r, 0, newest_cb, &nw);
+		last = max64(last, nw.ns);
+		if ((v = young(b, last)) != V_REAP)
+			return v;
 	}
-	/*
-	 * What one owner may hold in the archive is its quota: a box that
-	 * alone exceeds it is not copied (to be pruned at once, or to push
-	 * the owner's other archives out), and its records are not read
-	 * either: no run reads more of a box than the quota.
-	 */
-	if (c->o.archive && c->o.max_bytes) {
-		uint64_t bytes = info->file_size < info->box_size ? info->file_size
-								   : info->box_size;
+	b->ev.age_s = last ? (now - last) / 1000000000 : -1;
+	b->ev.reason = b->ev.liveness;
+	return archive(b, info);
+}
 
-		if (bytes > c->o.max_bytes) {
-			snprintf(b->err, sizeof(b->err), "%llu bytes > --max-archive-bytes %llu",
-				 (unsigned long long)bytes, (unsigned long long)c->o.max_bytes);
-			ev->reason = "larger than its owner's archive quota: not archived, left in place";
-			ev->detail = b->err;
-			return V_SKIP_LOG;
-		}
+/*
+ * A first look without following or opening anything, then the entry
+ * opened (O_NOFOLLOW: a symlink swapped in since fails with ELOOP;
+ * O_NONBLOCK: a FIFO swapped in cannot block the run) and looked at again
+ * on the descriptor: from here on every decision is about this inode.
+ * V_REAP when it is a regular file ours to judge, else why not.
+ */
+static enum verdict open_entry(struct box *b)
+{
+	struct reap_ctx *c = b->c;
+	struct reap_event *ev = &b->ev;
+	struct stat st;
+
+	if (fstatat(b->dirfd, b->name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		ev->reason = errno == ENOENT ? "vanished" : "cannot stat";
+		ev->detail = strerror(errno);
+		return errno == ENOENT ? V_SKIP : V_ERROR;
 	}
-	if (c->o.min_age_s) {
-		int64_t min_ns = (int64_t)c->o.min_age_s * 1000000000;
-
-		if (now - last >= min_ns && b->liveness == BB_LIVENESS_ORPHANED) {
-			struct newest nw = { .now = now, .ns = 0 };
-
-			bb_reader_walk(b->r, 0, newest_cb, &nw);
-			last = max64(last, nw.ns);
-		}
-		if (now - last < min_ns) {
-			ev->age_s = (now - last) / 1000000000;
-			ev->reason = "younger than --min-age";
-			return V_KEEP;
-		}
+	if (!S_ISREG(st.st_mode)) {
+		ev->reason = S_ISLNK(st.st_mode) ? "symlink, not followed" :
+			     S_ISDIR(st.st_mode) ? "directory" : "not a regular file";
+		return V_SKIP;
 	}
-	ev->age_s = last ? (now - last) / 1000000000 : -1;
-	ev->reason = ev->liveness;
-
-	if (c->archfd >= 0 || (c->o.archive && c->o.dry_run)) {
-		int64_t when = plausible((int64_t)info->created_ns, now);
-
-		if (!when)
-			when = ts_ns(&b->st.st_mtim);
-		r = archive_box(b, info, when);
-		if (r < 0) {
-			ev->reason = "archive failed, box kept";
-			ev->detail = b->err;
-			return V_ERROR;
-		}
-		ev->archive = b->apath;
+	if (!c->root && st.st_uid != c->uid) {
+		ev->reason = "another user's file";
+		return V_SKIP;
 	}
+	b->fd = openat(b->dirfd, b->name,
+		       O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (b->fd < 0) {
+		int e = errno;
+
+		ev->detail = strerror(e);
+		ev->reason = e == ENOENT ? "vanished" : e == ELOOP ? "symlink, not followed" :
+			     "cannot open";
+		return (e == ENOENT || e == ELOOP || e == ENXIO) ? V_SKIP : V_ERROR;
+	}
+	if (fstat(b->fd, &b->st) < 0) {
+		ev->reason = "cannot stat";
+		ev->detail = strerror(errno);
+		return V_ERROR;
+	}
+	if (!S_ISREG(b->st.st_mode)) {
+		ev->reason = "not a regular file";
+		return V_SKIP;
+	}
+	if (!c->root && b->st.st_uid != c->uid) {
+		ev->reason = "another user's file";
+		return V_SKIP;
+	}
+	ev->size = (uint64_t)b->st.st_size;
 	return V_REAP;
+}
+
+#ifdef BB_HAVE_JOURNAL
+/* --journal: its entry (journal.c), once, before the box can go: one that
+ * cannot be sent keeps the box for the next run, archive undone. */
+static enum verdict journal(struct box *b, enum verdict v)
+{
+	struct reap_ctx *c = b->c;
+
+	if (!c->o.journal || !b->r || b->liveness <= 0 ||
+	    reap_journal_box(c, b->r, &b->st, b->liveness, b->ev.archive, &b->ev) >= 0 ||
+	    v != V_REAP)
+		return v;
+	if (b->ev.archive && !c->o.dry_run) {
+		unlinkat(c->archfd, b->copy.name, 0);
+		c->archived--;
+	}
+	b->ev.archive = NULL;
+	b->ev.reason = "kept: its journal entry could not be sent";
+	return V_KEEP;
+}
+#endif
+
+/*
+ * Remove the box (--dry-run: say it would) and say so.  V_REAP when done
+ * and said, else what became of it.
+ *
+ * Unlink only the inode we examined.  reap_unlink_same() re-reads the
+ * name with fstatat(AT_SYMLINK_NOFOLLOW) and compares dev/ino with our
+ * descriptor's.  A window remains between that fstatat() and the
+ * unlinkat(): a name cannot be removed atomically "if it is still inode X"
+ * on Linux.  What can a racer do in it?  unlinkat() never follows a
+ * symlink and removes a directory entry, never an inode another name still
+ * holds.  In a sticky directory (/dev/shm is 1777) only the owner of an
+ * entry (or of the directory, or CAP_FOWNER) may remove or rename it, and
+ * rename() over an existing name needs that right on the name being
+ * replaced too; so swapping what this name refers to requires owning the
+ * entry that was there, i.e. the box's owner, who may unlink it anyway.
+ * With protected_hardlinks, a user cannot make a name for another user's
+ * 0600 box either.  In a world-writable directory without the sticky bit
+ * anyone may remove any entry already.  Either way the race gains the
+ * racer nothing they could not do themselves.
+ */
+static enum verdict remove_box(struct box *b)
+{
+	struct reap_ctx *c = b->c;
+	int r;
+
+	if (c->o.dry_run) {
+		b->ev.decision = "would-reap";
+		c->reaped++;
+		reap_emit(c, &b->ev, true);
+		return V_REAP;
+	}
+	r = reap_unlink_same(b->dirfd, b->name, b->st.st_dev, b->st.st_ino);
+	if (r == 0) {
+		b->ev.decision = "reaped";
+		c->reaped++;
+		reap_emit(c, &b->ev, true);
+		return V_REAP;
+	}
+	if (r == -ENOENT || r == -ESTALE) {
+		b->ev.reason = r == -ENOENT ? "vanished before unlink" :
+			       "name replaced by another file before unlink, left alone";
+		b->ev.decision = "skipped";
+		c->skipped++;
+		reap_emit(c, &b->ev, true);
+		return V_REAP;
+	}
+	b->ev.reason = "cannot unlink";
+	b->ev.detail = strerror(-r);
+	return V_ERROR;
+}
+
+/* Count and say a decision other than a removal (said by remove_box). */
+static void report(struct box *b, enum verdict v)
+{
+	struct reap_ctx *c = b->c;
+
+	switch (v) {
+	case V_KEEP:
+		b->ev.decision = "kept";
+		c->kept++;
+		reap_emit(c, &b->ev, false);
+		break;
+	case V_SKIP:
+	case V_SKIP_LOG:
+		b->ev.decision = "skipped";
+		c->skipped++;
+		reap_emit(c, &b->ev, v == V_SKIP_LOG);
+		break;
+	case V_ERROR:
+	default:
+		b->ev.decision = "error";
+		c->errors++;
+		reap_emit(c, &b->ev, true);
+		break;
+	case V_REAP:
+		break;
+	}
 }
 
 static int reap_one(int dirfd, const char *name, void *arg)
 {
 	struct reap_ctx *c = arg;
 	struct box b = {
-		.c = c, .dirfd = dirfd, .name = name, .fd = -1, .afd = -1,
+		.c = c, .dirfd = dirfd, .name = name, .fd = -1,
 		.ev = { .dir = c->o.dir, .name = name, .age_s = -1 },
 	};
 	enum verdict v;
-	struct stat st;
-	int r;
 
 	c->entries++;
-	/* cheap first look, without following or opening anything */
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-		b.ev.reason = errno == ENOENT ? "vanished" : "cannot stat";
-		b.ev.detail = strerror(errno);
-		v = errno == ENOENT ? V_SKIP : V_ERROR;
-		goto done;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		b.ev.reason = S_ISLNK(st.st_mode) ? "symlink, not followed" :
-			      S_ISDIR(st.st_mode) ? "directory" : "not a regular file";
-		v = V_SKIP;
-		goto done;
-	}
-	if (!c->root && st.st_uid != c->uid) {
-		b.ev.reason = "another user's file";
-		v = V_SKIP;
-		goto done;
-	}
-
-	/*
-	 * O_NOFOLLOW: a symlink swapped in since the fstatat fails (ELOOP).
-	 * O_NONBLOCK: a FIFO swapped in cannot block the run.  From here on
-	 * every decision is about this descriptor's inode.
-	 */
-	b.fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	if (b.fd < 0) {
-		int e = errno;
-
-		b.ev.detail = strerror(e);
-		b.ev.reason = e == ENOENT ? "vanished" : e == ELOOP ? "symlink, not followed" :
-			      "cannot open";
-		v = (e == ENOENT || e == ELOOP || e == ENXIO) ? V_SKIP : V_ERROR;
-		goto done;
-	}
-	if (fstat(b.fd, &b.st) < 0) {
-		b.ev.reason = "cannot stat";
-		b.ev.detail = strerror(errno);
-		v = V_ERROR;
-		goto done;
-	}
-	if (!S_ISREG(b.st.st_mode)) {
-		b.ev.reason = "not a regular file";
-		v = V_SKIP;
-		goto done;
-	}
-	if (!c->root && b.st.st_uid != c->uid) {
-		b.ev.reason = "another user's file";
-		v = V_SKIP;
-		goto done;
-	}
-	b.ev.size = (uint64_t)b.st.st_size;
-
-	v = examine(&b);
+	v = open_entry(&b);
+	if (v == V_REAP)
+		v = examine(&b);
 #ifdef BB_HAVE_JOURNAL
-	/* its journal entry (journal.c), once, before the box can go: one
-	 * that cannot be sent keeps the box for the next run, archive undone */
-	if (c->o.journal && b.r && b.liveness > 0 &&
-	    reap_journal_box(c, b.r, &b.st, b.liveness, b.ev.archive, &b.ev) < 0 &&
-	    v == V_REAP) {
-		if (b.ev.archive && !c->o.dry_run) {
-			unlinkat(c->archfd, b.aname, 0);
-			c->archived--;
-		}
-		b.ev.archive = NULL;
-		b.ev.reason = "kept: its journal entry could not be sent";
-		v = V_KEEP;
-	}
+	v = journal(&b, v);
 #endif
 	if (b.r) {
 		bb_reader_close(b.r);
 		b.r = NULL;
 	}
-	if (v != V_REAP)
-		goto done;
-	if (c->o.dry_run) {
-		b.ev.decision = "would-reap";
-		c->reaped++;
-		reap_emit(c, &b.ev, true);
-		goto out;
-	}
-
-	/*
-	 * Unlink only the inode we examined.  reap_unlink_same() re-reads the
-	 * name with fstatat(AT_SYMLINK_NOFOLLOW) and compares dev/ino with
-	 * our descriptor's.  A window remains between that fstatat() and the
-	 * unlinkat(): a name cannot be removed atomically "if it is still
-	 * inode X" on Linux.  What can a racer do in it?  unlinkat() never
-	 * follows a symlink and removes a directory entry, never an inode
-	 * another name still holds.  In a sticky directory (/dev/shm is 1777)
-	 * only the owner of an entry (or of the directory, or CAP_FOWNER) may
-	 * remove or rename it, and rename() over an existing name needs that
-	 * right on the name being replaced too; so swapping what this name
-	 * refers to requires owning the entry that was there, i.e. the box's
-	 * owner, who may unlink it anyway.  With protected_hardlinks, a user
-	 * cannot make a name for another user's 0600 box either.  In a
-	 * world-writable directory without the sticky bit anyone may remove
-	 * any entry already.  Either way the race gains the racer nothing
-	 * they could not do themselves.
-	 */
-	r = reap_unlink_same(dirfd, name, b.st.st_dev, b.st.st_ino);
-	if (r == 0) {
-		b.ev.decision = "reaped";
-		c->reaped++;
-		reap_emit(c, &b.ev, true);
-		goto out;
-	}
-	if (r == -ENOENT || r == -ESTALE) {
-		b.ev.reason = r == -ENOENT ? "vanished before unlink" :
-			      "name replaced by another file before unlink, left alone";
-		b.ev.decision = "skipped";
-		c->skipped++;
-		reap_emit(c, &b.ev, true);
-		goto out;
-	}
-	b.ev.reason = "cannot unlink";
-	b.ev.detail = strerror(-r);
-	v = V_ERROR;
-done:
-	switch (v) {
-	case V_KEEP:
-		b.ev.decision = "kept";
-		c->kept++;
-		reap_emit(c, &b.ev, false);
-		break;
-	case V_SKIP:
-	case V_SKIP_LOG:
-		b.ev.decision = "skipped";
-		c->skipped++;
-		reap_emit(c, &b.ev, v == V_SKIP_LOG);
-		break;
-	case V_ERROR:
-	default:
-		b.ev.decision = "error";
-		c->errors++;
-		reap_emit(c, &b.ev, true);
-		break;
-	case V_REAP:
-		break;
-	}
-out:
+	if (v == V_REAP)
+		v = remove_box(&b);
+	report(&b, v);
 	if (b.fd >= 0)
 		close(b.fd);
 	return 0;
@@ -520,6 +523,11 @@ int main(int argc, char **argv)
 		c.errors++;
 #endif
 
+	/* a dry run that would remove nothing says why, when that is the age */
+	if (c.o.dry_run && !c.reaped && c.young)
+		reap_log("nothing would be reaped: %u %s whose owner is gone %s younger than "
+			 "--min-age (%llu s)", c.young, c.young == 1 ? "box" : "boxes",
+			 c.young == 1 ? "is" : "are", (unsigned long long)c.o.min_age_s);
 	if (c.o.verbose)
 		reap_log("%u entries: %u %s, %u kept, %u skipped, %u errors, %u archives %s, "
 			 "%u journal entries sent",

@@ -83,133 +83,90 @@ int reap_parse_num(const char *s, const char *suffixes, const uint64_t *mult,
 	return 0;
 }
 
-int reap_parse_opts(int argc, char **argv, struct reap_opts *o)
-{
-	enum { OPT_JOURNAL = 256, OPT_JBOX_MAX, OPT_JBUDGET, OPT_JRECORDS, OPT_JRATE,
-	       OPT_JSTATE };
-	static const struct option lo[] = {
-		{ "journal", optional_argument, NULL, OPT_JOURNAL },
-		{ "journal-box-max", required_argument, NULL, OPT_JBOX_MAX },
-		{ "journal-box-budget", required_argument, NULL, OPT_JBUDGET },
-		{ "journal-records", required_argument, NULL, OPT_JRECORDS },
-		{ "journal-rate", required_argument, NULL, OPT_JRATE },
-		{ "journal-state", required_argument, NULL, OPT_JSTATE },
-		{ "dir", required_argument, NULL, 'd' },
-		{ "min-age", required_argument, NULL, 'm' },
-		{ "archive", required_argument, NULL, 'a' },
-		{ "keep", required_argument, NULL, 'k' },
-		{ "max-archive-bytes", required_argument, NULL, 'b' },
-		{ "dry-run", no_argument, NULL, 'n' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	static const uint64_t tmult[] = { 1, 60, 3600, 86400 };
-	static const uint64_t bmult[] = {
-		UINT64_C(1) << 10, UINT64_C(1) << 10, UINT64_C(1) << 20, UINT64_C(1) << 20,
-		UINT64_C(1) << 30, UINT64_C(1) << 30, UINT64_C(1) << 40, UINT64_C(1) << 40,
-	};
-	uint64_t v;
-	int ch;
+enum { OPT_JOURNAL = 256, OPT_JBOX_MAX, OPT_JBUDGET, OPT_JRECORDS, OPT_JRATE, OPT_JSTATE };
 
-	*o = (struct reap_opts){ .dir = BB_DEFAULT_DIR, .min_age_s = REAP_DEFAULT_MIN_AGE,
-				 .keep = -1, .journal_box_max = REAP_JOURNAL_BOX_MAX,
-				 .journal_records = REAP_JOURNAL_RECORDS,
-				 .journal_rate = REAP_JOURNAL_RATE,
-				 .journal_budget = REAP_JOURNAL_BUDGET };
-	while ((ch = getopt_long(argc, argv, "d:m:a:k:b:nvjhV", lo, NULL)) != -1) {
-		switch (ch) {
-		case 'd':
-			o->dir = optarg;
-			break;
-		case 'm':
-			/* bounded so that min_age_s * 1e9 fits in an int64_t */
-			if (reap_parse_num(optarg, "smhd", tmult, &v) || v > INT64_MAX / 1000000000) {
-				fprintf(stderr, "bb-reap: --min-age: invalid duration '%s'\n", optarg);
-				return -1;
-			}
-			o->min_age_s = v;
-			break;
-		case 'a':
-			o->archive = optarg;
-			break;
-		case 'k':
-			if (reap_parse_num(optarg, "", NULL, &v) || v < 1 || v > LONG_MAX) {
-				fprintf(stderr, "bb-reap: --keep: expected a count >= 1, not '%s'\n",
-					optarg);
-				return -1;
-			}
-			o->keep = (long)v;
-			break;
-		case 'b':
-			if (reap_parse_num(optarg, "kKmMgGtT", bmult, &v) || v == 0) {
-				fprintf(stderr, "bb-reap: --max-archive-bytes: invalid size '%s'\n",
-					optarg);
-				return -1;
-			}
-			o->max_bytes = v;
-			break;
-		case OPT_JOURNAL:
-			if (!optarg || !strcmp(optarg, "summary")) {
-				o->journal = REAP_JOURNAL_SUMMARY;
-			} else if (!strcmp(optarg, "box")) {
-				o->journal = REAP_JOURNAL_BOX;
-			} else {
-				fprintf(stderr, "bb-reap: --journal: 'summary' or 'box', not '%s'\n",
-					optarg);
-				return -1;
-			}
-			break;
-		case OPT_JBOX_MAX:
-		case OPT_JBUDGET:
-			if (reap_parse_num(optarg, "kKmMgGtT", bmult, &v) ||
-			    (ch == OPT_JBOX_MAX && v > REAP_JOURNAL_BOX_CAP)) {
-				fprintf(stderr, "bb-reap: %s: invalid size '%s'%s\n",
-					ch == OPT_JBOX_MAX ? "--journal-box-max" : "--journal-box-budget",
-					optarg, ch == OPT_JBOX_MAX ? " (at most 256M)" : "");
-				return -1;
-			}
-			*(ch == OPT_JBOX_MAX ? &o->journal_box_max : &o->journal_budget) = v;
-			break;
-		case OPT_JRECORDS:
-		case OPT_JRATE:
-			if (reap_parse_num(optarg, "", NULL, &v) || v > 100000) {
-				fprintf(stderr, "bb-reap: %s: expected a count up to 100000, not '%s'\n",
-					ch == OPT_JRECORDS ? "--journal-records" : "--journal-rate",
-					optarg);
-				return -1;
-			}
-			*(ch == OPT_JRECORDS ? &o->journal_records : &o->journal_rate) = (unsigned)v;
-			break;
-		case OPT_JSTATE:
-			o->journal_state = optarg;
-			break;
-		case 'n':
-			o->dry_run = true;
-			break;
-		case 'v':
-			o->verbose = true;
-			break;
-		case 'j':
-			o->json = true;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		case 'V':
-			printf("bb-reap (libblackbox) %d.%d.%d\n", BB_VERSION_MAJOR,
-			       BB_VERSION_MINOR, BB_VERSION_PATCH);
-			exit(0);
-		default:
+static const uint64_t tmult[] = { 1, 60, 3600, 86400 };
+static const uint64_t bmult[] = {
+	UINT64_C(1) << 10, UINT64_C(1) << 10, UINT64_C(1) << 20, UINT64_C(1) << 20,
+	UINT64_C(1) << 30, UINT64_C(1) << 30, UINT64_C(1) << 40, UINT64_C(1) << 40,
+};
+
+/* --min-age, --keep, --max-archive-bytes.  0, or -1 after saying why. */
+static int parse_age_and_archive(int ch, const char *arg, struct reap_opts *o)
+{
+	uint64_t v;
+
+	switch (ch) {
+	case 'm':
+		/* bounded so that min_age_s * 1e9 fits in an int64_t */
+		if (reap_parse_num(arg, "smhd", tmult, &v) || v > INT64_MAX / 1000000000) {
+			fprintf(stderr, "bb-reap: --min-age: invalid duration '%s'\n", arg);
 			return -1;
 		}
+		o->min_age_s = v;
+		return 0;
+	case 'k':
+		if (reap_parse_num(arg, "", NULL, &v) || v < 1 || v > LONG_MAX) {
+			fprintf(stderr, "bb-reap: --keep: expected a count >= 1, not '%s'\n", arg);
+			return -1;
+		}
+		o->keep = (long)v;
+		return 0;
+	default: /* 'b' */
+		if (reap_parse_num(arg, "kKmMgGtT", bmult, &v) || v == 0) {
+			fprintf(stderr, "bb-reap: --max-archive-bytes: invalid size '%s'\n", arg);
+			return -1;
+		}
+		o->max_bytes = v;
+		return 0;
 	}
-	if (optind < argc) {
-		fprintf(stderr, "bb-reap: unexpected argument '%s'\n", argv[optind]);
-		return -1;
+}
+
+/* --journal and its --journal-* options.  0, or -1 after saying why. */
+static int parse_journal(int ch, const char *arg, struct reap_opts *o)
+{
+	uint64_t v;
+
+	switch (ch) {
+	case OPT_JOURNAL:
+		if (!arg || !strcmp(arg, "summary")) {
+			o->journal = REAP_JOURNAL_SUMMARY;
+		} else if (!strcmp(arg, "box")) {
+			o->journal = REAP_JOURNAL_BOX;
+		} else {
+			fprintf(stderr, "bb-reap: --journal: 'summary' or 'box', not '%s'\n", arg);
+			return -1;
+		}
+		return 0;
+	case OPT_JBOX_MAX:
+	case OPT_JBUDGET:
+		if (reap_parse_num(arg, "kKmMgGtT", bmult, &v) ||
+		    (ch == OPT_JBOX_MAX && v > REAP_JOURNAL_BOX_CAP)) {
+			fprintf(stderr, "bb-reap: %s: invalid size '%s'%s\n",
+				ch == OPT_JBOX_MAX ? "--journal-box-max" : "--journal-box-budget",
+				arg, ch == OPT_JBOX_MAX ? " (at most 256M)" : "");
+			return -1;
+		}
+		*(ch == OPT_JBOX_MAX ? &o->journal_box_max : &o->journal_budget) = v;
+		return 0;
+	case OPT_JRECORDS:
+	case OPT_JRATE:
+		if (reap_parse_num(arg, "", NULL, &v) || v > 100000) {
+			fprintf(stderr, "bb-reap: %s: expected a count up to 100000, not '%s'\n",
+				ch == OPT_JRECORDS ? "--journal-records" : "--journal-rate", arg);
+			return -1;
+		}
+		*(ch == OPT_JRECORDS ? &o->journal_records : &o->journal_rate) = (unsigned)v;
+		return 0;
+	default: /* OPT_JSTATE */
+		o->journal_state = arg;
+		return 0;
 	}
+}
+
+/* What no single option can check.  0, or -1 after saying why. */
+static int check_opts(const struct reap_opts *o)
+{
 	if (!*o->dir || (o->archive && !*o->archive)) {
 		fprintf(stderr, "bb-reap: empty directory name\n");
 		return -1;
@@ -229,4 +186,66 @@ int reap_parse_opts(int argc, char **argv, struct reap_opts *o)
 		return -1;
 	}
 	return 0;
+}
+
+int reap_parse_opts(int argc, char **argv, struct reap_opts *o)
+{
+	static const struct option lo[] = {
+		{ "journal", optional_argument, NULL, OPT_JOURNAL },
+		{ "journal-box-max", required_argument, NULL, OPT_JBOX_MAX },
+		{ "journal-box-budget", required_argument, NULL, OPT_JBUDGET },
+		{ "journal-records", required_argument, NULL, OPT_JRECORDS },
+		{ "journal-rate", required_argument, NULL, OPT_JRATE },
+		{ "journal-state", required_argument, NULL, OPT_JSTATE },
+		{ "dir", required_argument, NULL, 'd' },
+		{ "min-age", required_argument, NULL, 'm' },
+		{ "archive", required_argument, NULL, 'a' },
+		{ "keep", required_argument, NULL, 'k' },
+		{ "max-archive-bytes", required_argument, NULL, 'b' },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int ch;
+
+	*o = (struct reap_opts){ .dir = BB_DEFAULT_DIR, .min_age_s = REAP_DEFAULT_MIN_AGE,
+				 .keep = -1, .journal_box_max = REAP_JOURNAL_BOX_MAX,
+				 .journal_records = REAP_JOURNAL_RECORDS,
+				 .journal_rate = REAP_JOURNAL_RATE,
+				 .journal_budget = REAP_JOURNAL_BUDGET };
+	while ((ch = getopt_long(argc, argv, "d:m:a:k:b:nvjhV", lo, NULL)) != -1) {
+		switch (ch) {
+		case 'd': o->dir = optarg; break;
+		case 'a': o->archive = optarg; break;
+		case 'n': o->dry_run = true; break;
+		case 'v': o->verbose = true; break;
+		case 'j': o->json = true; break;
+		case 'm': case 'k': case 'b':
+			if (parse_age_and_archive(ch, optarg, o) < 0)
+				return -1;
+			break;
+		case OPT_JOURNAL: case OPT_JBOX_MAX: case OPT_JBUDGET:
+		case OPT_JRECORDS: case OPT_JRATE: case OPT_JSTATE:
+			if (parse_journal(ch, optarg, o) < 0)
+				return -1;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("bb-reap (libblackbox) %d.%d.%d\n", BB_VERSION_MAJOR,
+			       BB_VERSION_MINOR, BB_VERSION_PATCH);
+			exit(0);
+		default:
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "bb-reap: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	return check_opts(o);
 }

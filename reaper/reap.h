@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -50,8 +51,9 @@ struct reap_ctx {
 	uid_t    uid;             /* real uid of the caller */
 	bool     root;            /* euid 0: every uid's boxes, else our own only */
 	int64_t  now_ns;          /* CLOCK_REALTIME at start, one "now" per run */
-	bool     volatile_dir;    /* the box directory is tmpfs/ramfs (see archive_box) */
+	bool     volatile_dir;    /* the box directory is tmpfs/ramfs (see reap_archive_box) */
 	unsigned entries, reaped, kept, skipped, errors, pruned, archived;
+	unsigned young;           /* kept: owner gone, younger than --min-age */
 	struct reap_reported *reported_file; /* --journal: what was reported (reported.c) */
 	unsigned reported;
 	uint32_t rated[64];       /* owners told this run that they hit --journal-rate */
@@ -94,10 +96,15 @@ void reap_emit(const struct reap_ctx *c, const struct reap_event *ev, bool alway
 
 /* archive.c */
 int  reap_archive_open(struct reap_ctx *c);
-int  reap_archive_name(uint32_t uid, const char *comm, int32_t pid, int64_t when_ns,
-		       unsigned n, char *buf, size_t len);
+struct bb_reader;
+struct stat;
+struct reap_copy {            /* one box's copy in --archive */
+	char name[256];       /* in the archive directory */
+	char path[PATH_MAX];  /* --archive DIR/name */
+};
+int  reap_archive_box(struct reap_ctx *c, struct bb_reader *r, const struct stat *st,
+		      int64_t when_ns, struct reap_copy *a, char *err, size_t errlen);
 bool reap_archive_name_ours(const char *name);
-int  reap_archive_give(int fd, uid_t uid, gid_t gid, char *err, size_t errlen);
 int  reap_prune(struct reap_ctx *c);
 int  reap_unlink_same(int dirfd, const char *name, dev_t dev, ino_t ino);
 
@@ -109,8 +116,6 @@ int  reap_unlink_same(int dirfd, const char *name, dev_t dev, ino_t ino);
  * uid's header, the owner's --journal-rate), or -errno when it could not
  * be sent (counted in c->errors): the caller keeps the box.
  */
-struct bb_reader;
-struct stat;
 int  reap_journal_box(struct reap_ctx *c, struct bb_reader *r, const struct stat *st,
 		      int liveness, const char *archive, const struct reap_event *base);
 

@@ -24,7 +24,7 @@ meson setup --wipe build-asan -Db_sanitize=address,undefined -Db_lundef=false 2>
 ninja -C build-asan
 meson test -C build-asan --print-errorlogs --num-processes 2 --timeout-multiplier 3
 
-# ---- ThreadSanitizer (issue 5): the concurrency torture under TSan -------
+# ---- ThreadSanitizer: the concurrency torture under TSan -----------------
 # Only the 'torture' suite: bb-torture is a plain program (threads, fork,
 # SIGKILL); Criterion itself does not start under TSan ("Could not
 # initialize inheritable arena").  The seqlock's intentional races are
@@ -39,7 +39,7 @@ TSAN_OPTIONS="halt_on_error=1 history_size=7 suppressions=$PWD/tests/tsan.supp" 
 	--num-processes 2 --timeout-multiplier 3
 # ---- end of the ThreadSanitizer block -------------------------------------
 
-# ---- Debian packages (issue 7) --------------------------------------------
+# ---- Debian packages ------------------------------------------------------
 # dpkg-buildpackage -us -uc -b from a copy of the tree (the package build
 # runs the functional suites again, with Debian's hardening flags), lintian
 # when it is installed, then libblackbox0, libblackbox-dev and

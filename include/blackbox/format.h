@@ -46,6 +46,9 @@ extern "C" {
 
 /* Box file name: <BB_NAME_PREFIX><pid>.<starttime>.<n>, n = 0, 1, ... */
 #define BB_NAME_PREFIX      "blackbox."
+/* A copy bb-reap --archive made:
+ * <BB_ARCHIVE_PREFIX><uid>-<comm>-<pid>-<YYYYmmddTHHMMSSZ>[.<n>].box */
+#define BB_ARCHIVE_PREFIX   "blackbox-"
 
 /* bb_header.clock */
 enum bb_clock {

@@ -189,7 +189,8 @@ int bb_reader_open_pid(pid_t pid, const char *dir, unsigned flags,
 #define BB_BOX_CHOSEN       0x8u /* the box bb_reader_open_pid() opens for
 				    its pid */
 
-/* One directory entry under BB_NAME_PREFIX, as bb_reader_scan() judged it. */
+/* One directory entry under BB_NAME_PREFIX or BB_ARCHIVE_PREFIX, as
+ * bb_reader_scan() judged it. */
 struct bb_box_entry {
 	char               name[256];    /* the directory entry */
 	int                error;        /* 0: a box (the fields below are valid);
@@ -204,7 +205,8 @@ struct bb_box_entry {
 
 /*
  * bb_reader_scan - open every entry of @dir (NULL = BB_DEFAULT_DIR) whose
- * name starts with BB_NAME_PREFIX, read its header and ring table (nothing
+ * name starts with BB_NAME_PREFIX (a box) or BB_ARCHIVE_PREFIX (a copy
+ * bb-reap --archive made), read its header and ring table (nothing
  * else: no ring data) and judge the claims: *@entries gets @count entries
  * (free with bb_reader_scan_free()), boxes first, by pid, then created_ns,
  * sequence and name; entries that are not boxes last, with their error.
@@ -254,7 +256,9 @@ bool bb_pid_maps_file(pid_t pid, uint64_t starttime, uint64_t dev, uint64_t ino)
 struct bb_record {
 	uint32_t       ring;        /* index in the ring table */
 	int32_t        tid;         /* thread that wrote it; 0 if unknown */
-	const char    *thread_name; /* its name at claim, "" if unknown */
+	const char    *thread_name; /* its name at claim, "" if unknown (shared and
+				       important rings: the name of the private
+				       ring its tid holds) */
 	uint64_t       pos;         /* byte position in its ring */
 	uint64_t       ts;          /* timestamp in ns of the box's clock; a TSC
 				       box's ticks converted to CLOCK_MONOTONIC ns */

@@ -4,7 +4,7 @@
 #   - MemoryMax= and TimeoutStartSec= (Type=oneshot: RuntimeMaxSec= would
 #     not apply) are set, so that no run can grow or last without limit;
 #   - `systemd-analyze security --offline` rates its exposure at most 2.0
-#     (1.8 today, every remaining exposure explained in the unit): a change
+#     (every remaining exposure explained in the unit): a change
 #     that loosens the sandbox fails here.
 set -eu
 analyze=${1:?usage: bounds.sh SYSTEMD-ANALYZE UNIT}

@@ -4,7 +4,7 @@
  * scripts/corpus-check.sh, which runs two builds of bb-extract over it in
  * every output mode and compares what they print.
  *
- * Boxes are built by hand (tests/reader/synth.h), so they hold what the
+ * Boxes are built by hand (tests/helpers/synth.h), so they hold what the
  * writer would never write as well as what it writes: every tag with
  * values at every CBOR size boundary, doubles that print differently in
  * shortest and 17-digit form, halves and singles, text with invalid
@@ -22,7 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../reader/synth.h"
+#include "../helpers/synth.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 

@@ -20,8 +20,8 @@
 
 #include <blackbox/reader.h>
 
-#include "../cbor_gen.h"
-#include "../common.h"
+#include "../helpers/cbor_gen.h"
+#include "../helpers/common.h"
 #include "emit.h"
 #include "out.h"
 
@@ -487,7 +487,7 @@ static char *record(bool cbor, bool general_only, unsigned tag, const uint8_t *v
 	return sink_close(&s, len);
 }
 
-/* the values: tests/cbor_gen.h */
+/* the values: tests/helpers/cbor_gen.h */
 
 Test(emit_fast, same_bytes_as_the_general_path)
 {

@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../common.h"
+#include "../helpers/common.h"
 
 #define RUN_TIMEOUT_S 60 /* bb-extract must finish within this: no hang */
 
@@ -574,6 +574,60 @@ Test(extract, follow_sees_new_records_and_ends_with_the_writer)
 	out = slurp(errp, NULL);
 	cr_assert(strstr(out, "orphaned"), "%s", out);
 	free(out);
+	unlink(outp);
+	unlink(errp);
+}
+
+/*
+ * Does @pid catch @sig yet (its handler shows in /proc/<pid>/status,
+ * SigCgt)?  Waits up to @sec seconds; false if it never does or exits.
+ * The readiness signal of a program that stops on a signal: sending it
+ * before the handler is set kills the program instead.
+ */
+static bool wait_catches(pid_t pid, int sig, int sec)
+{
+	char path[64], line[256];
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	for (int i = 0; i < sec * 100; i++) {
+		FILE *f = fopen(path, "r");
+		unsigned long long mask = 0;
+
+		if (!f)
+			return false;
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "SigCgt: %llx", &mask) == 1)
+				break;
+		fclose(f);
+		if (mask & (1ull << (sig - 1)))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+Test(extract, follow_stops_on_sigint_with_its_report)
+{
+	const char *args[] = { "-t", "1", "-n", "5", "wait", NULL };
+	struct writer w = start_writer(args);
+	char outp[4200], errp[4200];
+	const char *fargs[] = { "--follow", "--dir", dir, pidstr(w.pid), NULL };
+	pid_t ex;
+	char *err;
+	int status;
+
+	snprintf(outp, sizeof(outp), "%s.follow.out", dir);
+	snprintf(errp, sizeof(errp), "%s.follow.err", dir);
+	ex = spawn_extract(fargs, outp, errp);
+	cr_assert(wait_catches(ex, SIGINT, RUN_TIMEOUT_S), "bb-extract never caught SIGINT");
+	kill(ex, SIGINT);
+	status = wait_timeout(ex, RUN_TIMEOUT_S);
+	/* not killed by it (128 + 2): it ends the follow, with the report */
+	cr_assert_eq(status, 0, "status %d", status);
+	err = slurp(errp, NULL);
+	cr_assert(strstr(err, "records intact"), "no report:\n%s", err);
+	free(err);
+	kill_writer(&w);
 	unlink(outp);
 	unlink(errp);
 }

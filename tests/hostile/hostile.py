@@ -423,6 +423,23 @@ def truncate_loop(path, size, seconds):
         n += 1
 
 
+def catches_sigint(p, timeout=30):
+    """Wait until process @p catches SIGINT (SigCgt in /proc/<pid>/status):
+    its readiness to be stopped as a person would.  Returns early if it
+    exits (a box gone, a run that failed: nothing left to stop)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and p.poll() is None:
+        try:
+            with open("/proc/%d/status" % p.pid) as f:
+                for line in f:
+                    if line.startswith("SigCgt:") and \
+                            int(line.split()[1], 16) & (1 << (signal.SIGINT - 1)):
+                        return
+        except OSError:
+            return
+        time.sleep(0.01)
+
+
 def case_truncation_loop(ctx):
     """4. A user keeps an idle process mapping a 32 MiB box and truncates
     and regrows the file in a loop: 1000 runs of root's tools, every mode
@@ -457,7 +474,7 @@ def case_truncation_loop(ctx):
         for i in range(10):  # --follow: stopped by SIGINT, as a person would
             p = subprocess.Popen([EXTRACT, "--dir", ctx.shm, "--follow", pid],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(0.15)
+            catches_sigint(p)
             p.send_signal(signal.SIGINT)
             rc = p.wait(timeout=30)
             statuses["follow %d" % rc] = statuses.get("follow %d" % rc, 0) + 1

@@ -71,6 +71,22 @@ if command -v readelf >/dev/null 2>&1; then
 	[ "$needed" = "libc.so.6 " ] || fail "libblackbox.so.0 needs more than libc: $needed"
 fi
 
+# The installed tools find the library without LD_LIBRARY_PATH: a prefix
+# other than /usr gives them its library directory as their run path.
+prefix=$(pkg-config --variable=prefix blackbox)
+prefix=${prefix#"$dest"}
+reap=$(find "$dest" -type f -name bb-reap | head -n 1)
+[ -n "$reap" ] || fail "no bb-reap installed"
+if [ "$prefix" != /usr ] && command -v readelf >/dev/null 2>&1; then
+	for bin in "$extract" "$reap"; do
+		rp=$(readelf -d "$bin" | sed -n 's/.*(R[UN]*PATH).*\[\(.*\)\]/\1/p')
+		case ":$rp:" in
+		*":${libdir#"$dest"}:"*) echo "== $(basename "$bin") run path: $rp" ;;
+		*) fail "$bin: run path '$rp' lacks ${libdir#"$dest"} (prefix $prefix)" ;;
+		esac
+	done
+fi
+
 # Out of tree: a copy of the example, no include path into the source tree.
 mkdir "$tmp/consumer"
 cp "$src/examples/worker.c" "$tmp/consumer/"

@@ -499,6 +499,10 @@ class Test:
         ls = run(jd + ["--list"]).stdout.decode().splitlines()
         check(len(ls) == 5 and all(any(" %d " % p.pid in l for l in ls) for p in (a, b, c, d)),
               "--list: %r" % ls)
+        # every state word whole (A crashed by SIGSEGV, B killed: orphaned)
+        check(any(" %d " % a.pid in l and " crashed (SIGSEGV) " in l for l in ls) and
+              any(" %d " % b.pid in l and " orphaned " in l for l in ls),
+              "--list states: %r" % ls)
         machine = ea["_MACHINE_ID"].decode()
         run(jd + ["--machine", machine, str(a.pid)])
         run(jd + ["--machine", "0" * 32, str(a.pid)], ok=(4,))

@@ -19,7 +19,7 @@
 #include <blackbox.h>
 #include <blackbox/reader.h>
 
-#include "../common.h"
+#include "../helpers/common.h"
 #include "collect.h"
 
 

@@ -26,7 +26,7 @@
 #include <blackbox/format.h>
 #include <blackbox/reader.h>
 
-#include "../common.h"
+#include "../helpers/common.h"
 #include "crash_util.h"
 
 TestSuite(crash, .init = bbt_setup_dir, .fini = bbt_teardown_dir, .timeout = 120);

@@ -25,7 +25,7 @@
 #include <blackbox.h>
 #include <blackbox/format.h>
 
-#include "../common.h"
+#include "../helpers/common.h"
 
 struct member {
 	const char *name;

@@ -44,7 +44,7 @@
 #include <blackbox.h>
 #include <blackbox/reader.h>
 
-#include "../common.h"
+#include "../helpers/common.h"
 
 #ifndef BB__HAVE_KV_FAST
 /* Not x86-64 (or not GCC/Clang): there is no inline path to test. */

@@ -31,7 +31,7 @@
 #include <blackbox/format.h>
 #include <blackbox/reader.h>
 
-#include "../common.h"
+#include "../helpers/common.h"
 #include "collect.h"
 
 TestSuite(integrity, .init = bbt_setup_dir, .fini = bbt_teardown_dir, .timeout = 120);

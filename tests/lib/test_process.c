@@ -17,7 +17,7 @@
 #include <blackbox.h>
 #include <blackbox/reader.h>
 
-#include "../common.h"
+#include "../helpers/common.h"
 #include "collect.h"
 
 

@@ -18,7 +18,7 @@
 #include <blackbox.h>
 #include <blackbox/reader.h>
 
-#include "../common.h"
+#include "../helpers/common.h"
 #include "collect.h"
 
 static char path[4096];

@@ -27,7 +27,7 @@
 #include <blackbox/format.h>
 #include <blackbox/reader.h>
 
-#include "../common.h"
+#include "../helpers/common.h"
 #include "crash_util.h"
 
 TestSuite(state, .init = bbt_setup_dir, .fini = bbt_teardown_dir, .timeout = 120);

@@ -11,8 +11,8 @@
 
 #include <blackbox/reader.h>
 
-#include "../common.h"
-#include "synth.h"
+#include "../helpers/common.h"
+#include "../helpers/synth.h"
 
 static char err[512];
 

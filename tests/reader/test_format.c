@@ -8,7 +8,7 @@
 
 #include <blackbox/reader.h>
 
-#include "synth.h"
+#include "../helpers/synth.h"
 
 static char out[512];
 

@@ -23,7 +23,7 @@
 #include <blackbox.h>
 #include <blackbox/reader.h>
 
-#include "../common.h"
+#include "../helpers/common.h"
 
 static atomic_int stop;
 

@@ -10,8 +10,8 @@
 
 #include <blackbox/reader.h>
 
-#include "../common.h"
-#include "synth.h"
+#include "../helpers/common.h"
+#include "../helpers/synth.h"
 
 static char *dir;
 static char err[512];

@@ -13,8 +13,8 @@
 
 #include <blackbox/reader.h>
 
-#include "../common.h"
-#include "synth.h"
+#include "../helpers/common.h"
+#include "../helpers/synth.h"
 
 static char err[512];
 
@@ -60,6 +60,7 @@ struct got {
 	int32_t tid[16];
 	bool copy[16];
 	uint32_t ring[16];
+	char thread[16][16];
 };
 
 static int collect_fn(const struct bb_record *rec, void *arg)
@@ -75,6 +76,7 @@ static int collect_fn(const struct bb_record *rec, void *arg)
 		g->tid[g->n] = rec->tid;
 		g->copy[g->n] = rec->important_copy;
 		g->ring[g->n] = rec->ring;
+		snprintf(g->thread[g->n], sizeof(g->thread[0]), "%s", rec->thread_name);
 	}
 	g->n++;
 	return 0;
@@ -227,6 +229,8 @@ Test(v2, important_copy_shown_once_merged_and_per_ring)
 				cr_expect_str_eq(g.text[k], "copy");
 				cr_expect_eq(g.tid[k], 101);
 				cr_expect_eq(g.ring[k], 2);
+				/* named as tid 101's private ring (ring 1) names it */
+				cr_expect_str_eq(g.thread[k], "t1");
 			}
 		}
 		cr_expect_eq(both, 1);

@@ -6,7 +6,7 @@
 
 #include <blackbox/reader.h>
 
-#include "synth.h"
+#include "../helpers/synth.h"
 
 #define MAXREC 4096
 

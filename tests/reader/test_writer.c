@@ -9,7 +9,7 @@
 #include <blackbox.h>
 #include <blackbox/reader.h>
 
-#include "../common.h"
+#include "../helpers/common.h"
 
 static char *dir;
 

@@ -30,7 +30,7 @@
 #include <blackbox/format.h>
 #include <blackbox/reader.h>
 
-#include "../common.h"
+#include "../helpers/common.h"
 
 /* Paths here are short temporary names; a cut one would fail an assertion. */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
@@ -725,6 +725,25 @@ Test(reap, archives_read_back)
 	}
 	closedir(d);
 	cr_expect_eq(n, 3);
+	/* bb-extract --list --dir ARCHIVE lists the copies: a header line and
+	 * one line per archive, each naming its file */
+	if (getenv("BB_EXTRACT") && *getenv("BB_EXTRACT")) {
+		char cmd[2 * PATH_MAX], line[8192];
+		unsigned lines = 0, named = 0;
+		FILE *l;
+
+		snprintf(cmd, sizeof(cmd), "'%s' --list --dir '%s' 2>&1", getenv("BB_EXTRACT"),
+			 f.arch);
+		l = popen(cmd, "r");
+		cr_assert(l);
+		while (fgets(line, sizeof(line), l)) {
+			lines++;
+			named += strstr(line, arch_prefix()) != NULL;
+		}
+		cr_expect_eq(pclose(l), 0, "bb-extract --list --dir %s failed", f.arch);
+		cr_expect_eq(lines, 4, "%u lines, not a header and 3 archives", lines);
+		cr_expect_eq(named, 3, "%u archives listed, not 3", named);
+	}
 	run_free(&r);
 	fx_fini(&f);
 }
@@ -832,6 +851,16 @@ Test(reap, min_age_counts_from_the_last_sign_of_life)
 	cr_expect(exists(f.shm, name), "default --min-age reaped a fresh box");
 	cr_expect(strstr(r.out, "\"decision\":\"kept\""), "stdout:\n%s", r.out);
 	cr_expect(strstr(r.out, "younger than --min-age"), "stdout:\n%s", r.out);
+	run_free(&r);
+
+	/* a dry run that would reap nothing says that the age is why */
+	r = run_reap(&f, "--dir", f.shm, "--dry-run");
+	cr_expect_eq(r.status, 0);
+	cr_expect(strstr(r.err, "bb-reap: nothing would be reaped: 1 box whose owner is gone "
+			  "is younger than --min-age (3600 s)\n"), "stderr:\n%s", r.err);
+	run_free(&r);
+	r = run_reap(&f, "--dir", f.shm);
+	cr_expect_str_empty(r.err, "a run that is not dry said:\n%s", r.err);
 	run_free(&r);
 
 	/*

@@ -2,7 +2,7 @@
 /*
  * test_cbor.c - the project's CBOR decoder against libcbor (cbor_diff.h):
  * every input of 1 and 2 bytes, every initial byte followed by a sample
- * of two more, then generated values (tests/cbor_gen.h: every head
+ * of two more, then generated values (tests/helpers/cbor_gen.h: every head
  * width, floats of every width, strings of valid and invalid UTF-8,
  * unassigned simple values, tags and indefinite lengths) and values
  * nested up to and past the limit, as written and corrupted (a byte
@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cbor_gen.h"
-#include "cbor_diff.h"
+#include "../helpers/cbor_gen.h"
+#include "../helpers/cbor_diff.h"
 
 static unsigned long checked, accepted, failures;
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Description: proof by torture (issue 5).  Kill a multi-threaded writer
+ * Description: proof by torture.  Kill a multi-threaded writer
  * with SIGKILL at random moments and prove what survives; let a writer
  * scribble over its own box and prove the readers never crash, never hang,
  * report the damage and print nothing that is not intact.

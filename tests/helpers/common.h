@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* tests/common.h - small helpers shared by the test suites (header-only). */
+/* tests/helpers/common.h - small helpers shared by the test suites (header-only). */
 #ifndef BB_TESTS_COMMON_H
 #define BB_TESTS_COMMON_H
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * emit.h - bb-extract's structured output: one emitter writes either JSON
+ * emit.h - the tools' structured output: one emitter writes either JSON
  * or CBOR (RFC 8949) from the same calls, so records, summaries and the
  * --list table have exactly the same fields in both formats.
  *

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * out.c - bb-extract's output buffers: plain write(2), or io_uring.
+ * out.c - the tools' output buffers: plain write(2), or io_uring.
  *
  * The io_uring path keeps BBX_OUT_NBUF buffers.  When one is full it is
  * queued as an IORING_OP_WRITE and formatting continues in the next free

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * json.c - JSON for bb-extract: strings (the project's escaper,
+ * json.c - JSON for the tools: strings (the project's escaper,
  * shared/json.h), hex for bytes, doubles (its printer, shared/double.h),
  * and one well-formed CBOR item (bb__cbor_skip() said so) as JSON.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fmt.h - bb-extract's number and time formatting: decimal integers, the
+ * fmt.h - the tools' number and time formatting: decimal integers, the
  * nanoseconds of a record with the seconds' digits cached, RFC 3339 time.
  * They write into a caller's buffer and return the number of bytes written
  * (no NUL).  The integer formatters are inline: every record calls them.

@@ -19,7 +19,7 @@
 
 #include <blackbox/format.h>
 
-#include "../common.h"
+#include "common.h"
 
 struct synth {
 	uint8_t *buf;

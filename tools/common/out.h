@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * out.h - bb-extract's buffered output: formatting goes into fixed 64 KiB
+ * out.h - the tools' buffered output: formatting goes into fixed 64 KiB
  * buffers; a full buffer is written either with write(2) or, when built
  * with liburing and allowed at run time, with io_uring so that the next
  * buffer is formatted while the previous ones are being written.

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * emit_int.h - what the files of bb-extract's emitter share (emit.c the
+ * emit_int.h - what the files of the tools' emitter share (emit.c the
  * emitter, emit_fast.c its fast paths, json.c JSON from CBOR, cbor_out.c
- * CBOR output).  Internal to them; bb-extract uses emit.h.  The pieces
+ * CBOR output).  Internal to them; the tools use emit.h.  The pieces
  * every record runs through are inline.  Values are decoded with the
  * project's CBOR decoder (shared/cbor.h), strings checked and escaped with
  * its UTF-8 check and JSON escaper (shared/utf8.h, shared/json.h).
@@ -16,11 +16,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../shared/cbor.h"
-#include "../shared/double.h"
-#include "../shared/hex.h"
-#include "../shared/json.h"
-#include "../shared/utf8.h"
+#include "../../shared/cbor.h"
+#include "../../shared/double.h"
+#include "../../shared/hex.h"
+#include "../../shared/json.h"
+#include "../../shared/utf8.h"
 #include "emit.h"
 
 #define ESC_CHUNK 4096 /* strings are escaped in pieces of this many bytes at most */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * emit.c - JSON and CBOR output for bb-extract (see emit.h).
+ * emit.c - JSON and CBOR output for the tools (see emit.h).
  *
  * Record values arrive as CBOR bytes that the reader proved intact (the
  * record's seq checked out), but intact is not the same as well formed: a

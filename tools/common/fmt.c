@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fmt.c - RFC 3339 time for bb-extract's records (fmt.h).
+ * fmt.c - RFC 3339 time for the tools' records (fmt.h).
  */
 #include <stdio.h>
 #include <string.h>

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * follow_bench BB_EXTRACT [ROUNDS] [CALLS] - writer cost while
- * `bb-extract --follow` streams the same box (issue 3: at most 5% above
- * the idle write benchmark).
+ * `bb-extract --follow` streams the same box, against the idle write
+ * benchmark (BENCHMARKS.md "Extraction").
  *
  * One process, one box (BLACKBOX_DIR if set, else /dev/shm): ROUNDS times,
  * a loop of CALLS bb_write_kv("req", "GET /index"), timed in the writer

@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * extract.c - bb-extract's work on boxes: open one (live or a snapshot),
+ * extract it (preamble, records, --follow, the report), save a copy
+ * (--save), extract every box of a directory (--all).  bb-extract.c reads
+ * the command line and calls these; journal.c calls them for a box from a
+ * journal entry.
+ */
+#include <blackbox.h>
+#include <blackbox/reader.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "extract.h"
+
+/* Poll period of --follow. */
+#define FOLLOW_POLL_NS (50 * 1000 * 1000)
+
+/* Where a box comes from: a pid, a path, or an entry of a directory. */
+struct src {
+	enum { SRC_PID, SRC_PATH, SRC_DIRENT } kind;
+	pid_t pid;
+	const char *path;   /* SRC_PATH */
+	const char *dir;    /* SRC_PID, SRC_DIRENT (NULL = default) */
+	int dirfd;          /* SRC_DIRENT */
+	const char *name;   /* SRC_DIRENT */
+};
+
+volatile sig_atomic_t bbx_stop_requested;
+
+/* ---- opening -------------------------------------------------------- */
+
+static int src_open(const struct src *s, unsigned flags, struct bb_reader **r,
+		    char *err, size_t errlen)
+{
+	switch (s->kind) {
+	case SRC_PID:
+		return bb_reader_open_pid(s->pid, s->dir, flags, r, err, errlen);
+	case SRC_PATH:
+		return bb_reader_open_path(s->path, flags, r, err, errlen);
+	default:
+		return bb_reader_openat(s->dirfd, s->name, flags, r, err, errlen);
+	}
+}
+
+static void src_label(const struct src *s, char *buf, size_t len)
+{
+	switch (s->kind) {
+	case SRC_PID:
+		snprintf(buf, len, "pid %d", (int)s->pid);
+		break;
+	case SRC_PATH:
+		snprintf(buf, len, "%s", s->path);
+		break;
+	default:
+		snprintf(buf, len, "%s/%s", s->dir ? s->dir : BB_DEFAULT_DIR, s->name);
+	}
+}
+
+/*
+ * Open a box and decide how to read it: the live mapping while its owner
+ * is alive (or for --follow), otherwise a snapshot (BB_OPEN_SNAPSHOT), so
+ * a post-mortem read sees an immutable copy that nobody can truncate or
+ * rewrite under us.  Returns 0 and *live, or a negative errno after
+ * saying what is wrong (unless @quiet_enodata and the box is still being
+ * created).
+ */
+static int open_box(const struct src *s, const struct opts *o, bool follow,
+		    struct bb_reader **out, int *live, bool quiet_enodata)
+{
+	unsigned flags = o->any_owner ? BB_OPEN_ANY_OWNER : 0;
+	char err[8192] = "", label[4200];
+	struct bb_reader *r, *snap;
+	int ret;
+
+	ret = src_open(s, flags, &r, err, sizeof(err));
+	if (ret < 0) {
+		if (ret == -ENODATA && quiet_enodata)
+			return ret;
+		src_label(s, label, sizeof(label));
+		if (ret == -ENOTUNIQ)
+			bbx_msg(NULL, "%s", err); /* names every claim */
+		else if (ret == -ESRCH && s->kind == SRC_PID && !err[0])
+			bbx_msg(label, "no box of this process in %s",
+			    s->dir ? s->dir : BB_DEFAULT_DIR);
+		else if (err[0]) /* the reader's message names the file */
+			bbx_msg(NULL, "%s%s", err, ret == -EPERM && !o->any_owner
+			    ? " (--any-owner reads it anyway)" : "");
+		else
+			bbx_msg(label, "%s", strerror(-ret));
+		return ret;
+	}
+	*live = bb_reader_liveness(r);
+	if (*live != BB_LIVENESS_ALIVE && !follow &&
+	    src_open(s, flags | BB_OPEN_SNAPSHOT, &snap, err, sizeof(err)) == 0) {
+		const struct bb_box_info *a = bb_reader_info(r), *b = bb_reader_info(snap);
+
+		/* the same file (not a newer box of the pid, not a replacement) */
+		if (a->file_dev == b->file_dev && a->file_ino == b->file_ino) {
+			bb_reader_close(r);
+			r = snap;
+		} else {
+			bb_reader_close(snap);
+		}
+	}
+	*out = r;
+	return 0;
+}
+
+/* The box of o->path, or of o->pid.  0, or a negative errno after saying
+ * what is wrong. */
+int bbx_open_one(const struct opts *o, struct bb_reader **r, int *live)
+{
+	struct src src = { .kind = o->path ? SRC_PATH : SRC_PID,
+			   .pid = o->pid, .path = o->path, .dir = o->dir };
+
+	return open_box(&src, o, o->follow, r, live, false);
+}
+
+/* ---- extraction ----------------------------------------------------- */
+
+static int walk(struct ctx *c, unsigned flags)
+{
+	bb_record_fn fn = c->opt->fmt == FMT_TEXT ? bbx_text_record : bbx_struct_record;
+	int ret = bb_reader_walk(c->r, BB_WALK_MERGE | flags, fn, c);
+
+	if (ret == -ENOMEM)
+		bbx_msg(c->info->path, "out of memory");
+	else if (ret == -ESTALE)
+		bbx_msg(c->info->path, "box changed size while being read");
+	else if (ret < 0 && ret != c->out->err)
+		bbx_msg(c->info->path, "%s", strerror(-ret));
+	return ret;
+}
+
+static void sleep_poll(void)
+{
+	struct timespec ts = { 0, FOLLOW_POLL_NS };
+
+	nanosleep(&ts, NULL); /* a signal cuts it short: fine */
+}
+
+/* --follow: walk again every poll period until the owner is gone. */
+static int follow(struct ctx *c)
+{
+	struct bb_ring_stats tot;
+	uint64_t seen;
+	int ret, live;
+
+	bb_reader_total_stats(c->r, &tot);
+	seen = tot.overwritten;
+	for (;;) {
+		if (bbx_out_flush(c->out))
+			return c->out->err;
+		live = bb_reader_liveness(c->r);
+		sleep_poll();
+		/* after the owner is gone (or on SIGINT) one last walk drains */
+		ret = walk(c, BB_WALK_FOLLOW);
+		if (ret)
+			return ret;
+		bb_reader_total_stats(c->r, &tot);
+		if (tot.overwritten != seen) {
+			/* stats count laps (gaps), not records: the records
+			 * in a gap were overwritten before anyone read them */
+			c->lapped += tot.overwritten - seen;
+			bbx_msg(c->info->path, "records lost: the writer overwrote "
+			    "them before they could be read");
+			seen = tot.overwritten;
+		}
+		if (live != BB_LIVENESS_ALIVE || bbx_stop_requested)
+			return 0;
+	}
+}
+
+/* Extract one open box.  Returns an exit code. */
+int bbx_extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r, int live,
+		bool with_pid)
+{
+	struct ctx c = { .opt = o, .out = out, .r = r, .with_pid = with_pid };
+	struct bb_ring_stats tot;
+	int ret, code;
+
+	c.info = bb_reader_info(r);
+	bbx_em_init(&c.em, out, o->fmt == FMT_CBOR);
+	if (with_pid && o->fmt == FMT_TEXT) {
+		char head[4400];
+		int n = snprintf(head, sizeof(head), "== %s: pid %d (%s), %s ==",
+				 c.info->path, (int)c.info->pid, c.info->comm,
+				 bb_liveness_name(live));
+
+		/* path and comm are anyone's bytes */
+		bbx_put_escaped(out, head, n > 0 ? (size_t)n : 0);
+		bbx_out_char(out, '\n');
+	}
+	ret = bbx_preamble(&c);
+	if (!ret)
+		ret = walk(&c, o->follow ? BB_WALK_FOLLOW : 0);
+	if (!ret && o->follow)
+		ret = follow(&c);
+	free(c.scratch);
+	if (ret == -ENOMEM)
+		return EXIT_FAILURE_;
+	if (ret < 0 && ret != out->err) /* the box, not the output: said already */
+		return bbx_out_flush(out), EXIT_NOBOX;
+	if (o->follow)
+		live = bb_reader_liveness(r);
+	bb_reader_total_stats(r, &tot);
+	code = bbx_is_damaged(&c, &tot) ? EXIT_DAMAGED : EXIT_CLEAN;
+	if (o->fmt == FMT_TEXT) {
+		if (bbx_out_flush(out) == 0)
+			bbx_summary_text(&c, live);
+	} else {
+		bbx_summary_struct(&c, live, code);
+	}
+	return code;
+}
+
+int bbx_save(const struct opts *o, struct bb_reader *r)
+{
+	const struct bb_box_info *in = bb_reader_info(r);
+	int fd, ret;
+
+	fd = open(o->save, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		bbx_msg(o->save, "%s%s", strerror(errno),
+		    errno == EEXIST ? " (never overwritten)" : "");
+		return EXIT_FAILURE_;
+	}
+	ret = bb_reader_save(r, fd);
+	if (!ret && fsync(fd) < 0)
+		ret = -errno;
+	if (close(fd) < 0 && !ret)
+		ret = -errno;
+	if (ret) {
+		bbx_msg(o->save, "cannot save %s: %s", in->path, ret == -ESTALE ?
+		    "box changed size while being read" : strerror(-ret));
+		unlink(o->save);
+		return EXIT_FAILURE_;
+	}
+	if (!o->quiet)
+		bbx_msg(in->path, "saved to %s", o->save);
+	return EXIT_CLEAN;
+}
+
+int bbx_all(const struct opts *o, struct bbx_out *out)
+{
+	const char *dir = o->dir ? o->dir : BB_DEFAULT_DIR;
+	struct bb_box_entry *v = NULL;
+	int code, worst = EXIT_CLEAN, dfd, opened = 0, failed = 0;
+	size_t n = 0;
+
+	code = bbx_scan(o, &v, &n);
+	if (code)
+		return code;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		bbx_msg(dir, "%s", strerror(errno));
+		bb_reader_scan_free(v);
+		return EXIT_NOBOX;
+	}
+	/* by pid and creation time (the scan's order) */
+	for (size_t i = 0; i < n && !bbx_stop_requested; i++) {
+		struct src src = { .kind = SRC_DIRENT, .dirfd = dfd,
+				   .name = v[i].name, .dir = o->dir };
+		struct bb_reader *r;
+		int live;
+
+		if (v[i].error) {
+			bbx_say_not_a_box(&v[i]);
+			failed += v[i].error != -ENODATA;
+			continue;
+		}
+		if (open_box(&src, o, false, &r, &live, true) < 0) {
+			failed++;
+			continue;
+		}
+		opened++;
+		code = bbx_extract(o, out, r, live, true);
+		bb_reader_close(r);
+		if (code == EXIT_FAILURE_ || out->err) {
+			close(dfd);
+			bb_reader_scan_free(v);
+			return EXIT_FAILURE_;
+		}
+		if (code > worst)
+			worst = code;
+	}
+	close(dfd);
+	bb_reader_scan_free(v);
+	if (!opened && failed)
+		return EXIT_NOBOX;
+	if (!opened && !o->quiet)
+		bbx_msg(dir, "no boxes");
+	return worst;
+}
