@@ -252,7 +252,7 @@ int bbx_journal_list(const struct bbx_jsel *s, struct bbx_out *out, struct bbx_e
 		return 4;
 	if (text)
 		bbx_out_str(out, "TIME                           HOST             PID      "
-			    "COMM             STATE              BOX          MACHINE  BOOT     "
+			    "COMM             LIVENESS           BOX          MACHINE  BOOT     "
 			    "UNIT\n");
 	SD_JOURNAL_FOREACH(j) {
 		read_entry(j, &e);

@@ -193,7 +193,7 @@ int bbx_list(const struct opts *o, struct bbx_out *out)
 	nowns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 	bbx_em_init(&em, out, o->fmt == FMT_CBOR);
 	if (o->fmt == FMT_TEXT)
-		bbx_out_str(out, "PID      COMM             STATE              SIZE     RINGS   "
+		bbx_out_str(out, "PID      COMM             LIVENESS           SIZE     RINGS   "
 			    "USED     DROPPED  AGE    CLOCK      OWNER    UNIT                     PATH\n");
 	for (size_t i = 0; i < n; i++) {
 		if (v[i].error)

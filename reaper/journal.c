@@ -18,7 +18,7 @@
  * (unitcheck.c); the message names the uid so that a box cannot pass for
  * another user's process.  Per owner, at most --journal-rate entries an
  * hour and --journal-box-budget bytes of boxes a day, counted from the
- * state file: one user's crashes cannot flood the journal nor spend
+ * reported file: one user's crashes cannot flood the journal nor spend
  * another's allowance.
  *
  * No symboliser runs here: a box names its modules' paths, and bb-reap runs
@@ -664,7 +664,7 @@ int reap_journal_box(struct reap_ctx *c, struct bb_reader *r, const struct stat 
 	if (ret < 0) {
 		/* sent, but a later run may send it again */
 		ev.decision = "error";
-		ev.reason = "journal entry sent, but not recorded in the state file";
+		ev.reason = "journal entry sent, but not recorded in the reported file";
 		ev.detail = strerror(-ret);
 		c->errors++;
 	}

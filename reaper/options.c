@@ -43,7 +43,7 @@ static void usage(FILE *f)
 "      --journal-rate N       per owner: at most N entries an hour\n"
 "                             (default %u; a later run reports the rest\n"
 "                             if they are still there)\n"
-"      --journal-state FILE   what was reported (default %s)\n"
+"      --journal-reported FILE   what was reported (default %s)\n"
 "  -n, --dry-run              report what would be done, touch nothing\n"
 "  -v, --verbose              also log the boxes and files left alone\n"
 "  -j, --json                 one JSON object per decision on stdout\n"
@@ -83,7 +83,7 @@ int reap_parse_num(const char *s, const char *suffixes, const uint64_t *mult,
 	return 0;
 }
 
-enum { OPT_JOURNAL = 256, OPT_JBOX_MAX, OPT_JBUDGET, OPT_JRECORDS, OPT_JRATE, OPT_JSTATE };
+enum { OPT_JOURNAL = 256, OPT_JBOX_MAX, OPT_JBUDGET, OPT_JRECORDS, OPT_JRATE, OPT_JREPORTED };
 
 static const uint64_t tmult[] = { 1, 60, 3600, 86400 };
 static const uint64_t bmult[] = {
@@ -158,8 +158,8 @@ static int parse_journal(int ch, const char *arg, struct reap_opts *o)
 		}
 		*(ch == OPT_JRECORDS ? &o->journal_records : &o->journal_rate) = (unsigned)v;
 		return 0;
-	default: /* OPT_JSTATE */
-		o->journal_state = arg;
+	default: /* OPT_JREPORTED */
+		o->journal_reported = arg;
 		return 0;
 	}
 }
@@ -181,8 +181,8 @@ static int check_opts(const struct reap_opts *o)
 		return -1;
 	}
 #endif
-	if (o->journal_state && !*o->journal_state) {
-		fprintf(stderr, "bb-reap: --journal-state: empty file name\n");
+	if (o->journal_reported && !*o->journal_reported) {
+		fprintf(stderr, "bb-reap: --journal-reported: empty file name\n");
 		return -1;
 	}
 	return 0;
@@ -196,7 +196,7 @@ int reap_parse_opts(int argc, char **argv, struct reap_opts *o)
 		{ "journal-box-budget", required_argument, NULL, OPT_JBUDGET },
 		{ "journal-records", required_argument, NULL, OPT_JRECORDS },
 		{ "journal-rate", required_argument, NULL, OPT_JRATE },
-		{ "journal-state", required_argument, NULL, OPT_JSTATE },
+		{ "journal-reported", required_argument, NULL, OPT_JREPORTED },
 		{ "dir", required_argument, NULL, 'd' },
 		{ "min-age", required_argument, NULL, 'm' },
 		{ "archive", required_argument, NULL, 'a' },
@@ -228,7 +228,7 @@ int reap_parse_opts(int argc, char **argv, struct reap_opts *o)
 				return -1;
 			break;
 		case OPT_JOURNAL: case OPT_JBOX_MAX: case OPT_JBUDGET:
-		case OPT_JRECORDS: case OPT_JRATE: case OPT_JSTATE:
+		case OPT_JRECORDS: case OPT_JRATE: case OPT_JREPORTED:
 			if (parse_journal(ch, optarg, o) < 0)
 				return -1;
 			break;

@@ -40,7 +40,7 @@ struct reap_opts {
 	unsigned    journal_records;  /* --journal-records */
 	unsigned    journal_rate;     /* --journal-rate */
 	uint64_t    journal_budget;   /* --journal-box-budget */
-	const char *journal_state;    /* --journal-state FILE, or NULL: the default */
+	const char *journal_reported;    /* --journal-reported FILE, or NULL: the default */
 };
 
 struct reap_reported;
@@ -119,7 +119,7 @@ int  reap_unlink_same(int dirfd, const char *name, dev_t dev, ino_t ino);
 int  reap_journal_box(struct reap_ctx *c, struct bb_reader *r, const struct stat *st,
 		      int liveness, const char *archive, const struct reap_event *base);
 
-/* reported.c: the file of boxes --journal reported (--journal-state) */
+/* reported.c: the file of boxes --journal reported (--journal-reported) */
 struct bb_box_info;
 struct reap_key {
 	uint32_t uid;             /* the box file's owner */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * reaper/reported.c - which boxes bb-reap --journal has reported: one small
- * state file, so that each box gets one journal entry across runs, whatever
+ * reported file, so that each box gets one journal entry across runs, whatever
  * --min-age, archiving and removal do with it, and never a write into the
  * box itself.
  *
@@ -40,9 +40,9 @@
 
 #include "reap.h"
 
-#define STATE_MAGIC      "# bb-reap journal state 1\n"
-#define STATE_READ_MAX   (16u << 20) /* bytes read at most: REAP_REPORTED_MAX lines fit */
-#define STATE_LINE_MAX   256u
+#define REPORTED_MAGIC      "# bb-reap reported boxes 1\n"
+#define REPORTED_READ_MAX   (16u << 20) /* bytes read at most: REAP_REPORTED_MAX lines fit */
+#define REPORTED_LINE_MAX   256u
 #define LOCK_WAIT_MS     60000       /* another run holds the file at most this long */
 
 struct reported_entry {
@@ -147,15 +147,15 @@ static int push(struct reap_reported *s, const struct reported_entry *e)
 
 static int load(struct reap_reported *s)
 {
-	char *buf = malloc(STATE_READ_MAX + 1), *p, *nl;
+	char *buf = malloc(REPORTED_READ_MAX + 1), *p, *nl;
 	size_t len = 0, bad = 0;
 	ssize_t r;
 	int ret = 0;
 
 	if (!buf)
 		return -ENOMEM;
-	while (len < STATE_READ_MAX) {
-		r = pread(s->fd, buf + len, STATE_READ_MAX - len, (off_t)len);
+	while (len < REPORTED_READ_MAX) {
+		r = pread(s->fd, buf + len, REPORTED_READ_MAX - len, (off_t)len);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
@@ -173,7 +173,7 @@ static int load(struct reap_reported *s)
 		*nl = '\0';
 		if (*p == '#' || !*p)
 			continue;
-		if ((size_t)(nl - p) >= STATE_LINE_MAX || !parse_line(p, &e)) {
+		if ((size_t)(nl - p) >= REPORTED_LINE_MAX || !parse_line(p, &e)) {
 			bad++;
 			continue;
 		}
@@ -182,14 +182,14 @@ static int load(struct reap_reported *s)
 			goto out;
 	}
 	if (bad)
-		reap_log("warning: journal state %s: %zu malformed lines ignored", s->path, bad);
+		reap_log("warning: reported file %s: %zu malformed lines ignored", s->path, bad);
 out:
 	free(buf);
 	return ret;
 }
 
 /*
- * Where the state lives unless --journal-state says: the service's state
+ * Where the reported file lives unless --journal-reported says: the service's state
  * directory ($STATE_DIRECTORY, the first one), /var/lib/blackbox for root,
  * a user's $XDG_STATE_HOME (~/.local/state) otherwise.
  */
@@ -265,8 +265,8 @@ int reap_reported_open(struct reap_ctx *c)
 	if (!s)
 		return -ENOMEM;
 	s->fd = -1;
-	if (c->o.journal_state) {
-		if (snprintf(s->path, sizeof(s->path), "%s", c->o.journal_state) >=
+	if (c->o.journal_reported) {
+		if (snprintf(s->path, sizeof(s->path), "%s", c->o.journal_reported) >=
 		    (int)sizeof(s->path))
 			r = -ENAMETOOLONG;
 		else
@@ -297,10 +297,10 @@ int reap_reported_open(struct reap_ctx *c)
 	c->reported_file = s;
 	return 0;
 fail:
-	reap_log("error: journal state %s: %s", s->path[0] ? s->path : "(no path)",
+	reap_log("error: reported file %s: %s", s->path[0] ? s->path : "(no path)",
 		 r == -EBUSY ? "locked by another bb-reap for too long" :
 		 r == -EPERM ? "not a regular file of ours, or writable by others" :
-		 r == -ENOENT ? "no state directory (give --journal-state FILE)" : strerror(-r));
+		 r == -ENOENT ? "no state directory (give --journal-reported FILE)" : strerror(-r));
 	if (s->fd >= 0)
 		close(s->fd);
 	free(s->v);
@@ -370,7 +370,7 @@ int reap_reported_add(struct reap_ctx *c, const struct reap_key *k, uint64_t byt
 {
 	struct reap_reported *s = c->reported_file;
 	struct reported_entry e = { .key = *k, .bytes = bytes };
-	char line[STATE_LINE_MAX];
+	char line[REPORTED_LINE_MAX];
 	struct stat st;
 	int n, r;
 
@@ -433,7 +433,7 @@ static void compact(struct reap_reported *s, int64_t now)
 /* The compacted state into a new file, renamed over the old one. */
 static int rewrite(struct reap_reported *s)
 {
-	char tmp[PATH_MAX + 16], line[STATE_LINE_MAX];
+	char tmp[PATH_MAX + 16], line[REPORTED_LINE_MAX];
 	char *buf = NULL;
 	size_t len = 0, cap = 0;
 	int fd, r = 0;
@@ -442,7 +442,7 @@ static int rewrite(struct reap_reported *s)
 		return -ENAMETOOLONG;
 	for (size_t i = 0; i <= s->n; i++) {
 		int n = i ? format_line(line, sizeof(line), &s->v[i - 1])
-			  : snprintf(line, sizeof(line), "%s", STATE_MAGIC);
+			  : snprintf(line, sizeof(line), "%s", REPORTED_MAGIC);
 
 		if (len + (size_t)n > cap) {
 			size_t ncap = cap ? 2 * cap : 65536;
@@ -488,7 +488,7 @@ int reap_reported_close(struct reap_ctx *c)
 		compact(s, c->now_ns / 1000000000);
 		r = rewrite(s);
 		if (r)
-			reap_log("error: journal state %s: cannot rewrite: %s", s->path,
+			reap_log("error: reported file %s: cannot rewrite: %s", s->path,
 				 strerror(-r));
 	}
 	close(s->fd); /* the lock goes with it, after the rename */

@@ -362,7 +362,7 @@ class Test:
                   "--json summary: %r" % sj)
 
         # bb-reap twice: reported once each, whatever keeps or removes them
-        reap = [self.reap, "--dir", self.boxes, "--journal=box", "--journal-state", self.state,
+        reap = [self.reap, "--dir", self.boxes, "--journal=box", "--journal-reported", self.state,
                 "--json"]
         r1 = run(reap + ["--min-age", "1h"])
         dec1 = [json.loads(l) for l in r1.stdout.splitlines()]
@@ -516,7 +516,7 @@ class Test:
         room reports it, once."""
         e = Proc(self, "wait")
         e.kill()
-        reap = [self.reap, "--dir", self.boxes, "--journal", "--journal-state", self.state,
+        reap = [self.reap, "--dir", self.boxes, "--journal", "--journal-reported", self.state,
                 "--json", "--min-age", "1h"]
         dec = [json.loads(l) for l in run(reap + ["--journal-rate", "2"]).stdout.splitlines()]
         de = [x for x in dec if x.get("pid") == e.pid]
@@ -538,7 +538,7 @@ class Test:
         is the summary, and says why."""
         f = Proc(self, "wait")
         f.kill()
-        r = run([self.reap, "--dir", self.boxes, "--journal=box", "--journal-state",
+        r = run([self.reap, "--dir", self.boxes, "--journal=box", "--journal-reported",
                  self.state, "--json", "--min-age", "1h", "--journal-box-budget", "1M"])
         dec = [json.loads(l) for l in r.stdout.splitlines()]
         df = [x for x in dec if x.get("pid") == f.pid and x["decision"] == "reported"]
