@@ -664,6 +664,15 @@ def debuginfod_case(t, prog, box, pid, dbg):
         srv.shutdown()
 
 
+def ppid_of(pid):
+    """The parent of /proc/PID, or None when it exited while /proc was listed."""
+    try:
+        with open("/proc/%s/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def nginx_case(t):
     """Debian's nginx (stripped, symbols exported dynamically), the box
     preloaded, a worker sent SIGSEGV: its static functions are "??", never
@@ -697,8 +706,7 @@ def nginx_case(t):
     try:
         for _ in range(300):  # until the worker has its box (or 30 s)
             kids = [int(p) for p in os.listdir("/proc") if p.isdigit() and
-                    open("/proc/%s/stat" % p).read().rsplit(")", 1)[1].split()[1]
-                    == str(master.pid)] if master.poll() is None else []
+                    ppid_of(p) == master.pid] if master.poll() is None else []
             boxes = [n for n in os.listdir(box) if kids and n.startswith("blackbox.%d." % kids[0])]
             if boxes:
                 worker = kids[0]
