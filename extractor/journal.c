@@ -804,7 +804,8 @@ int bbx_journal_box(const struct bbx_jsel *s, struct bbx_out *out, struct bbx_em
 		goto out;
 	}
 	if ((why = conflict(l))) {
-		snprintf(err, errlen, "pid %ld: %s", (long)s->pid, why);
+		/* the reason first, then each claim on a line of its own */
+		bbx_msg(NULL, "pid %ld: %s", (long)s->pid, why);
 		name_claims(l, &srcs);
 		code = EXIT_AMBIGUOUS;
 		goto out;

@@ -59,7 +59,7 @@ struct bbx_jbox {
  * entry is taken.  Returns BBX_J_BOX with @jb filled; or, for an entry
  * without BB_BOX, prints what it carries (text or @em) and returns 4 with
  * @err saying the box was not shipped; or 4 (no such entry, no journal),
- * 5 (several claims: @err says why, each is named with its cursor on
+ * 5 (several claims: why, and each claim with its cursor, are said on
  * standard error), 2 (a malformed id), 1 (out of memory).
  */
 int bbx_journal_box(const struct bbx_jsel *s, struct bbx_out *out, struct bbx_em *em,
