@@ -11,10 +11,12 @@
  *  - On this host, any local user can send an entry with our MESSAGE_ID
  *    and any BB_* fields; only the fields journald itself sets cannot be
  *    forged.  An entry is bb-reap's only when journald says it came from
- *    uid 0 over the native protocol (_UID=0, _TRANSPORT=journal): those
- *    are matched (sd_journal_add_match) and checked again on every entry
- *    read.  Then its BB_UID, the owner of the box file bb-reap read, is
- *    proven, and the box's symbols are parsed as that uid at most.
+ *    uid 0 over the native protocol: the matches _UID=0 and
+ *    _TRANSPORT=journal (open_src) are the one rule that lets an entry
+ *    in (--list --untrusted drops them, and flags each entry from what
+ *    sent_by_root() reads).  Then its BB_UID, the owner of the box file
+ *    bb-reap read, is proven, and the box's symbols are parsed as that
+ *    uid at most.
  *  - On a collector every field is the uploading host's word, the
  *    trusted ones included: what the collector knows is which journal
  *    file an entry is in, and systemd-journal-remote writes one file per
@@ -114,7 +116,8 @@ static bool id128(const char *s, char out[33])
 }
 
 /* Sent by root over the native protocol: journald's word, which no
- * sender can forge on the host that wrote the entry. */
+ * sender can forge on the host that wrote the entry (what --list
+ * --untrusted flags; the matches of open_src() are what filters). */
 static bool sent_by_root(sd_journal *j, char *uid, size_t uidlen, char *transport,
 			 size_t trlen)
 {
@@ -510,8 +513,6 @@ int bbx_journal_list(const struct bbx_jsel *s, struct bbx_out *out, struct bbx_e
 		}
 		SD_JOURNAL_FOREACH(j) {
 			read_entry(j, &e);
-			if (!e.trusted && !s->untrusted)
-				continue; /* the match said so: journald's files are not ours */
 			if (text)
 				list_text(out, &e, srcs.v[i].sender);
 			else
@@ -694,8 +695,7 @@ static int find_claims(const struct bbx_jsel *s, const struct jsrcs *srcs, struc
 		}
 		SD_JOURNAL_FOREACH(j) {
 			read_entry(j, &e);
-			/* the matches said so; journald's files are checked again */
-			if (!e.trusted || (s->pid && e.pid != s->pid))
+			if (s->pid && e.pid != s->pid)
 				continue;
 			if (s->cursor && sd_journal_test_cursor(j, s->cursor) <= 0)
 				continue;

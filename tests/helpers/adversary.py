@@ -139,8 +139,8 @@ class Box:
     """A bbh_box process (the victim's or the attacker's) and its box."""
 
     def __init__(self, ctx, mode, nobody=False, size=None, marker="box", comm=None,
-                 thread=None, key=None, value=None, wait_init=False):
-        argv = [ctx.helper]
+                 thread=None, key=None, value=None, wait_init=False, exe=None):
+        argv = [exe or ctx.helper]
         for opt, v in (("--size", size), ("--comm", comm), ("--thread", thread),
                        ("--key", key), ("--value", value), ("--marker", marker)):
             if v is not None:

@@ -253,15 +253,26 @@ def collector_entry(sender_host, machine, pid, uid, data, boot, usec, extra=()):
 
 def case_symbol_identity(ctx):
     """3. A box taken out of a journal entry names a root-only binary (0700
-    directory) as a module.  On the host, such an entry from uid 65534 is
-    not read at all; on a collector its symbols are parsed as nobody
-    (65534), never as the uid the box's header names (0): the file is not
-    read.  A non-root reader of the collector's files (another uid) never
-    parses the files such a box names with its own rights."""
+    directory) as a module.  Root's own box, from bb-reap's entry, is
+    parsed as root (BB_UID of a trusted entry); such an entry from uid
+    65534 is not read at all; on a collector its symbols are parsed as
+    nobody (65534), never as the uid the box's header names (0): the file
+    is not read.  A non-root reader of the collector's files (another uid)
+    never parses the files such a box names with its own rights."""
     secret = os.path.join(ctx.tmp, "secret")
     os.mkdir(secret, 0o700)
     secretd = os.path.join(secret, "secretd")
     shutil.copy(HELPER, secretd)
+    # root's own service running it: its trusted entry's box is root's,
+    # parsed as root (the owner the entry proves), so it gets its names
+    svc = Box(ctx, "crash", marker="root-service", exe=secretd)
+    reap(ctx, "--min-age", "0")
+    wait_entries(1, "BB_PID=%d" % svc.pid)
+    r = run([EXTRACT, "--journal", "--json", str(svc.pid)])
+    frames = crash_of(r.out).get("frames", [])
+    check(r.status == 0 and any(f.get("module") == secretd and f.get("function") == "main"
+                                for f in frames), "root's box from its trusted entry: %r" % r)
+
     data = crafted_modules_box(ctx, "secret-box", 4242, secretd)
     as_nobody(send_native, [
         ("MESSAGE_ID", MESSAGE_ID), ("MESSAGE", "secretd[4242] (uid 0) crashed"),
