@@ -714,11 +714,17 @@ def nginx_case(t):
     master = subprocess.Popen([nginx, "-p", d, "-c", os.path.join(d, "nginx.conf")], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     worker = None
+
+    def parent_of(pid):  # None once it is gone (other processes come and go)
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                return f.read().rsplit(")", 1)[1].split()[1]
+        except (OSError, IndexError):
+            return None
     try:
         for _ in range(300):  # until the worker has its box (or 30 s)
             kids = [int(p) for p in os.listdir("/proc") if p.isdigit() and
-                    open("/proc/%s/stat" % p).read().rsplit(")", 1)[1].split()[1]
-                    == str(master.pid)] if master.poll() is None else []
+                    parent_of(p) == str(master.pid)] if master.poll() is None else []
             boxes = [n for n in os.listdir(box) if kids and n.startswith("blackbox.%d." % kids[0])]
             if boxes:
                 worker = kids[0]
