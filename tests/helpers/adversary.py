@@ -7,6 +7,7 @@ terminal must never see.  Box is given a context with .helper (bbh_box),
 
 import os
 import signal
+import sys
 import struct
 import subprocess
 import tempfile
@@ -232,3 +233,31 @@ def terminal_unsafe(b, json=False):
                 (not json and (o == 0x7f or o in UNSAFE_CP))):
             return "raw U+%04X at %d: %r" % (o, i, s[max(0, i - 30):i + 30])
     return None
+
+
+def run_cases(ctx, cases):
+    """Each case(ctx) in its own private sticky box directory (ctx.shm,
+    like /dev/shm), reported PASS, SKIP or FAIL with its notes (ctx.notes);
+    returns (failed, skipped)."""
+    failed = skipped = 0
+    for case in cases:
+        ctx.shm = os.path.join(ctx.tmp, "shm-" + case.__name__[5:])
+        os.mkdir(ctx.shm)
+        os.chmod(ctx.shm, 0o1777)
+        t0 = time.monotonic()
+        try:
+            case(ctx)
+            print("PASS %s (%.1f s)" % (case.__name__, time.monotonic() - t0))
+        except Skipped as e:
+            skipped += 1
+            print("SKIP %s: %s" % (case.__name__, e))
+        except Exception as e:
+            failed += 1
+            print("FAIL %s: %s" % (case.__name__, e))
+            if not isinstance(e, Failed):
+                traceback.print_exc()
+        for n in ctx.notes:
+            print("     " + n)
+        del ctx.notes[:]
+        sys.stdout.flush()
+    return failed, skipped

@@ -33,11 +33,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
 from adversary import (H_COMM, H_UID, NOBODY, Box, Failed, Skipped, as_nobody,  # noqa: E402
-                       check, forge, run, starttime, terminal_unsafe)
+                       check, forge, run, run_cases, starttime, terminal_unsafe)
 from journalns import (MESSAGE_ID, Daemons, bind_catalog, enter, entries,  # noqa: E402
                        export_entry, mount, parse_export, private_dirs, remote_import,
                        wait_for)
@@ -583,26 +582,7 @@ def inside():
         if why:
             print("SKIP: " + why)
             return 77
-        for case in CASES:
-            ctx.shm = os.path.join(ctx.tmp, "shm-" + case.__name__[5:])
-            os.mkdir(ctx.shm)
-            os.chmod(ctx.shm, 0o1777)
-            t0 = time.monotonic()
-            try:
-                case(ctx)
-                print("PASS %s (%.1f s)" % (case.__name__, time.monotonic() - t0))
-            except Skipped as e:
-                skipped += 1
-                print("SKIP %s: %s" % (case.__name__, e))
-            except Exception as e:
-                failed += 1
-                print("FAIL %s: %s" % (case.__name__, e))
-                if not isinstance(e, Failed):
-                    traceback.print_exc()
-            for n in ctx.notes:
-                print("     " + n)
-            del ctx.notes[:]
-            sys.stdout.flush()
+        failed, skipped = run_cases(ctx, CASES)
     finally:
         if getattr(ctx, "daemons", None):
             ctx.daemons.stop_all()

@@ -34,12 +34,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
-from adversary import (H_BOX_SIZE, H_MOD_OFF, H_MOD_SIZE, MIB, NOBODY, Box, Failed,  # noqa: E402
-                       Skipped, as_nobody, as_nobody_background, check, forge, header, run,
-                       starttime, stop, terminal_unsafe)
+from adversary import (H_BOX_SIZE, H_MOD_OFF, H_MOD_SIZE, MIB, NOBODY, Box,  # noqa: E402
+                       Failed, Skipped, as_nobody, as_nobody_background, check, forge,
+                       header, run, run_cases, starttime, stop, terminal_unsafe)
 
 EXTRACT, REAP, HELPER, LIB = sys.argv[1:5]
 SANITIZED = len(sys.argv) > 5 and sys.argv[5] not in ("", "none")
@@ -555,26 +554,7 @@ def main():
         return 77
     failed = skipped = 0
     try:
-        for case in CASES:
-            ctx.shm = os.path.join(ctx.tmp, "shm-" + case.__name__[5:])
-            os.mkdir(ctx.shm)
-            os.chmod(ctx.shm, 0o1777)  # like /dev/shm, private
-            t0 = time.monotonic()
-            try:
-                case(ctx)
-                print("PASS %s (%.1f s)" % (case.__name__, time.monotonic() - t0))
-            except Skipped as e:
-                skipped += 1
-                print("SKIP %s: %s" % (case.__name__, e))
-            except Exception as e:
-                failed += 1
-                print("FAIL %s: %s" % (case.__name__, e))
-                if not isinstance(e, Failed):
-                    traceback.print_exc()
-            for n in ctx.notes:
-                print("     " + n)
-            del ctx.notes[:]
-            sys.stdout.flush()
+        failed, skipped = run_cases(ctx, CASES)
     finally:
         shutil.rmtree(ctx.tmp, ignore_errors=True)
     print("%d cases, %d failed, %d skipped" % (len(CASES), failed, skipped))
