@@ -43,7 +43,7 @@ static void usage(FILE *f)
 "Usage: %s [OPTION]... PID\n"
 "       %s [OPTION]... --path FILE\n"
 "       %s [OPTION]... --all | --list\n"
-"       %s [OPTION]... --journal | --journal-directory DIR  --list | PID\n"
+"       %s [OPTION]... --journal | --journal-directory DIR  --list | PID | --cursor C\n"
 "Read the flight-recorder box of process PID (the box it maps now, or the\n"
 "newest one it left), of a box file, or of every box in the directory.\n"
 "The crash record (if any) comes first, then the state table, then the\n"
