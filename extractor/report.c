@@ -190,7 +190,8 @@ void bbx_summary_text(struct ctx *c, int live)
 	bb_reader_total_stats(c->r, &tot);
 	if (c->opt->quiet && !bbx_is_damaged(c, &tot))
 		return;
-	if (in->phase == BB_PHASE_CRASHED)
+	/* signal 0: bb_crash_record(), and no fatal signal after it */
+	if (in->phase == BB_PHASE_CRASHED && in->phase_signal)
 		snprintf(sig, sizeof(sig), " (signal %d)", in->phase_signal);
 	if (in->file_uid != in->uid) /* --any-owner: whose file it really is */
 		snprintf(owner, sizeof(owner), " (file owner uid %u)", in->file_uid);

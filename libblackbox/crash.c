@@ -174,6 +174,13 @@ static bool bb__pc_in_object(uint64_t pc)
 
 /* ---- the stack walk -------------------------------------------------------- */
 
+/* libgcc's unwinder, loaded at bb_init() (bb__unwind_load()); NULL until
+ * then or when it cannot be loaded (a walk then keeps no frame). */
+typedef _Unwind_Reason_Code (*bb__backtrace_fn)(_Unwind_Trace_Fn, void *);
+typedef _Unwind_Ptr (*bb__getipinfo_fn)(struct _Unwind_Context *, int *);
+static bb__backtrace_fn bb__unwind_backtrace;
+static bb__getipinfo_fn bb__unwind_getipinfo;
+
 struct bb__walk {
 	uint64_t from;          /* fatal: keep from the frame with this IP ... */
 	bool     from_signal;   /* ... signal: from the first signal frame */
@@ -195,7 +202,7 @@ static _Unwind_Reason_Code bb__walk_frame(struct _Unwind_Context *ctx, void *arg
 	/* exact: the frame was interrupted by a signal, its IP is the
 	 * instruction itself, not a return address (libgcc knows it from the
 	 * signal trampoline's unwind rule). */
-	uint64_t ip = (uint64_t)_Unwind_GetIPInfo(ctx, &exact);
+	uint64_t ip = (uint64_t)bb__unwind_getipinfo(ctx, &exact);
 
 	if (!w->keeping) {
 		if (w->from_signal ? exact != 0 : ip == w->from) {
@@ -228,11 +235,12 @@ static _Unwind_Reason_Code bb__walk_frame(struct _Unwind_Context *ctx, void *arg
  * for code built without frame pointers, i.e. all of Debian; it crosses
  * signal frames (libgcc recognises the kernel's sigreturn trampoline) and
  * reads only the stack being walked, so it works on the alternate stack
- * after a stack overflow.  libblackbox links libgcc_s directly (no dlopen
- * at the first call, unlike glibc's backtrace()); the one first-call cost
- * left, libgcc's register size table, is paid by the warm-up walk in
- * bb__crash_init().  After that a walk allocates nothing and takes no
- * lock: libgcc finds the unwind table of an address with
+ * after a stack overflow.  Its first-call costs are paid in bb_init()
+ * (bb__crash_init()): libgcc_s is dlopen()ed there, as glibc's
+ * backtrace() would do at its first call (the library itself needs no
+ * more than libc), and a warm-up walk sets up libgcc's register size
+ * table.  After that a walk allocates nothing and takes no lock: libgcc
+ * finds the unwind table of an address with
  * _dl_find_object() (glibc >= 2.35 with gcc >= 12, Debian 12's pair),
  * which is lock-free and async-signal-safe; an older pair would fall back
  * to dl_iterate_phdr(), whose loader lock could deadlock only if the crash
@@ -246,7 +254,43 @@ static _Unwind_Reason_Code bb__walk_frame(struct _Unwind_Context *ctx, void *arg
  */
 static __attribute__((noinline)) void bb__walk(struct bb__walk *w)
 {
-	_Unwind_Backtrace(bb__walk_frame, w);
+	/* Acquire pairs with the release store in bb__unwind_load(): both
+	 * pointers are set. */
+	bb__backtrace_fn bt = BB__LOAD_ACQUIRE(&bb__unwind_backtrace);
+
+	if (bt)
+		bt(bb__walk_frame, w);
+}
+
+/* Load libgcc's unwinder (not AS-safe: dlopen; bb_init() only).  The
+ * handle is kept for the life of the process.  Returns true when this
+ * loaded libgcc_s into the process (it was not there before). */
+static bool bb__unwind_load(void)
+{
+	void *h, *bts, *ips;
+	bb__backtrace_fn bt;
+	bool loaded = false;
+
+	if (BB__LOAD_ACQUIRE(&bb__unwind_backtrace))
+		return false;
+	h = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_NOLOAD);
+	if (!h) {
+		h = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
+		loaded = h != NULL;
+	}
+	if (!h)
+		return false;   /* no unwinder: a crash record keeps its first frame only */
+	bts = dlsym(h, "_Unwind_Backtrace");
+	ips = dlsym(h, "_Unwind_GetIPInfo");
+	if (!bts || !ips)
+		return loaded;
+	/* memcpy: ISO C has no cast from dlsym()'s object pointer to a
+	 * function pointer (POSIX guarantees the representation). */
+	memcpy(&bt, &bts, sizeof(bt));
+	memcpy(&bb__unwind_getipinfo, &ips, sizeof(bb__unwind_getipinfo));
+	/* Release: a walk that sees bt sees _Unwind_GetIPInfo too. */
+	BB__STORE_RELEASE(&bb__unwind_backtrace, bt);
+	return loaded;
 }
 
 /* The kept frames, in order, into @out; their count.  *@omit_at and
@@ -710,9 +754,17 @@ int bb__crash_init(const struct bb_options *o)
 	struct bb__walk warm;
 	int ret;
 
-	/* Warm-up: the first walk sets up libgcc's unwinder; do it here,
-	 * not in the handler or in bb_crash_record() (bb__walk()).  Every
-	 * box gets it: bb_crash_record() works without the handler. */
+	/* Load and warm up the unwinder here, not in the handler or in
+	 * bb_crash_record() (bb__walk()).  Every box gets it:
+	 * bb_crash_record() works without the handler. */
+	if (bb__unwind_load()) {
+		/* the box's module list was gathered before: add libgcc_s.
+		 * Acquire pairs with bb__open()'s release store of the box. */
+		struct bb__box *box = BB__LOAD_ACQUIRE(&bb__box);
+
+		if (box)
+			bb__modules_gather(box);
+	}
 	memset(&warm, 0, sizeof(warm));
 	warm.from_signal = true;   /* no signal frame: passes our frames only */
 	bb__walk(&warm);
