@@ -25,7 +25,7 @@ st=0
 cat "$tmp/out" "$tmp/err"
 # SIGABRT is 6: a shell reports 128 + 6.
 [ "$st" = 134 ] || fail "the example did not die of SIGABRT (exit status $st)"
-pid=$(sed -n 's/^pid \([0-9]*\) box .*/\1/p' "$tmp/out")
+pid=$(sed -n 's/^pid \([0-9]*\)$/\1/p' "$tmp/out")
 [ -n "$pid" ] || fail "the example printed no pid"
 
 echo "== bb-extract --list"

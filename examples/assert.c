@@ -83,17 +83,14 @@ int main(void)
 	 * box also says which signal ended the process (SIGABRT). */
 	struct bb_options o = { .flags = BB_OPT_CRASH_HANDLER };
 	static struct config c = { .workers = 64, .max_workers = 16 };
-	char path[4096];
 	pthread_t th;
-	int ret;
+	int ret = bb_init_opts(&o);
 
-	ret = bb_init_opts(&o);
 	if (ret < 0) {
 		fprintf(stderr, "bb_init_opts: %s\n", strerror(-ret));
 		return 1;
 	}
-	bb_path(path, sizeof(path));
-	printf("pid %d box %s\n", (int)getpid(), path);
+	printf("pid %d\n", (int)getpid());
 	fflush(stdout);
 	bb_write_kv("event", "service started");
 	ret = pthread_create(&th, NULL, loader, &c);

@@ -100,33 +100,20 @@ static int bb__sig_index(int sig)
 
 /* The interrupted instruction and stack pointer from the kernel's saved
  * context (0 where unknown). */
-static uint64_t bb__uc_pc(const ucontext_t *uc)
+static void bb__uc_regs(const ucontext_t *uc, uint64_t *pc, uint64_t *sp)
 {
+	*pc = *sp = 0;
 	if (!uc)
-		return 0;
+		return;
 #if defined(__x86_64__)
-	return (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+	*pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+	*sp = (uint64_t)uc->uc_mcontext.gregs[REG_RSP];
 #elif defined(__i386__)
-	return (uint64_t)uc->uc_mcontext.gregs[REG_EIP];
+	*pc = (uint64_t)uc->uc_mcontext.gregs[REG_EIP];
+	*sp = (uint64_t)uc->uc_mcontext.gregs[REG_ESP];
 #elif defined(__aarch64__)
-	return (uint64_t)uc->uc_mcontext.pc;
-#else
-	return 0;
-#endif
-}
-
-static uint64_t bb__uc_sp(const ucontext_t *uc)
-{
-	if (!uc)
-		return 0;
-#if defined(__x86_64__)
-	return (uint64_t)uc->uc_mcontext.gregs[REG_RSP];
-#elif defined(__i386__)
-	return (uint64_t)uc->uc_mcontext.gregs[REG_ESP];
-#elif defined(__aarch64__)
-	return (uint64_t)uc->uc_mcontext.sp;
-#else
-	return 0;
+	*pc = (uint64_t)uc->uc_mcontext.pc;
+	*sp = (uint64_t)uc->uc_mcontext.sp;
 #endif
 }
 
@@ -141,9 +128,11 @@ static uint64_t bb__uc_caller(const ucontext_t *uc)
 {
 #if defined(__x86_64__) || defined(__i386__)
 	uintptr_t ra = 0;
-	struct iovec here = { &ra, sizeof(ra) };
-	struct iovec there = { (void *)(uintptr_t)bb__uc_sp(uc), sizeof(ra) };
+	uint64_t pc, sp;
+	struct iovec here = { &ra, sizeof(ra) }, there;
 
+	bb__uc_regs(uc, &pc, &sp);
+	there = (struct iovec){ (void *)(uintptr_t)sp, sizeof(ra) };
 	if (!uc || syscall(SYS_process_vm_readv, getpid(), &here, 1UL, &there, 1UL, 0UL) !=
 	    (long)sizeof(ra))
 		return 0;
@@ -429,8 +418,7 @@ static int bb__crash_write(struct bb__box *box, const struct bb__crash_in *in)
 	if (in->fatal) {
 		w.from = in->from;
 	} else {
-		pc = bb__uc_pc(in->uc);
-		sp = bb__uc_sp(in->uc);
+		bb__uc_regs(in->uc, &pc, &sp);
 		has_addr = bb__has_addr(in->sig, in->si);
 		w.from_signal = true;
 		w.tramp = (uint64_t)(uintptr_t)in->tramp;

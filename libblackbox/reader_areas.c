@@ -35,6 +35,17 @@ BB_EXPORT const char *bb_crash_status_name(int status)
 	}
 }
 
+/* A text value into @dst (@size bytes), cut to fit, NUL-terminated; its
+ * length kept. */
+static size_t copy_text(char *dst, size_t size, const uint8_t *t, size_t tn)
+{
+	if (tn >= size)
+		tn = size - 1;
+	memcpy(dst, t, tn);
+	dst[tn] = '\0';
+	return tn;
+}
+
 /* Decode the crash map of FORMAT §11 into @c; keys it does not know are
  * skipped.  Returns NULL or what is wrong. */
 static const char *crash_decode(struct bb__cbor *in, struct bb_crash *c)
@@ -63,22 +74,17 @@ static const char *crash_decode(struct bb__cbor *in, struct bb_crash *c)
 			if (bb__cbor_int(in, &i) || i < INT32_MIN || i > INT32_MAX)
 				return "\"code\" is not a 32-bit integer";
 			c->code = (int32_t)i;
-		} else if (key_is(k, kn, "addr")) {
-			if (bb__cbor_uint(in, &c->addr))
-				return "\"addr\" is not an unsigned integer";
-			c->has_addr = true;
-		} else if (key_is(k, kn, "sp")) {
-			if (bb__cbor_uint(in, &c->sp))
-				return "\"sp\" is not an unsigned integer";
-			c->has_sp = true;
+		} else if (key_is(k, kn, "addr") || key_is(k, kn, "sp")) {
+			bool sp = kn == 2;
+
+			if (bb__cbor_uint(in, sp ? &c->sp : &c->addr))
+				return sp ? "\"sp\" is not an unsigned integer"
+					  : "\"addr\" is not an unsigned integer";
+			*(sp ? &c->has_sp : &c->has_addr) = true;
 		} else if (key_is(k, kn, "reason")) {
 			if (bb__cbor_string(in, 3, &t, &tn))
 				return "\"reason\" is not a text string";
-			if (tn >= sizeof(c->reason))
-				tn = sizeof(c->reason) - 1;
-			memcpy(c->reason, t, tn);
-			c->reason[tn] = '\0';
-			c->reason_len = (uint32_t)tn;
+			c->reason_len = (uint32_t)copy_text(c->reason, sizeof(c->reason), t, tn);
 		} else if (key_is(k, kn, "tid")) {
 			if (bb__cbor_int(in, &i) || i < INT32_MIN || i > INT32_MAX)
 				return "\"tid\" is not a 32-bit integer";
@@ -86,10 +92,7 @@ static const char *crash_decode(struct bb__cbor *in, struct bb_crash *c)
 		} else if (key_is(k, kn, "thread")) {
 			if (bb__cbor_string(in, 3, &t, &tn))
 				return "\"thread\" is not a text string";
-			if (tn >= sizeof(c->thread))
-				tn = sizeof(c->thread) - 1;
-			memcpy(c->thread, t, tn);
-			c->thread[tn] = '\0';
+			copy_text(c->thread, sizeof(c->thread), t, tn);
 		} else if (key_is(k, kn, "frames")) {
 			if (bb__cbor_container(in, 4, &nf))
 				return "\"frames\" is not an array";

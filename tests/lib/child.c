@@ -36,7 +36,6 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -116,20 +115,6 @@ static size_t app_alt_size;
 static volatile sig_atomic_t report_entries;
 static bool report_nested;
 
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
-{
-	char line[256];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (n > 0 && write(1, line, (size_t)n) < 0)
-		_exit(6);
-}
-
 /*
  * What the handler sees, as lines that must not depend on libblackbox
  * being there: the signal, its code and address (or whether a sent signal
@@ -151,28 +136,28 @@ static void report_handler(int sig, siginfo_t *si, void *uc)
 	if (entry == 1 && report_nested) {
 		volatile uintptr_t bad = 24;
 
-		say("report entry 1 faults\n");
+		dprintf(1, "report entry 1 faults\n");
 		*(volatile int *)bad = 1;   /* SA_NODEFER: into entry 2 */
 	}
 	sigaltstack(NULL, &ss);
 	sigprocmask(SIG_BLOCK, NULL, &blocked);
 	sigaction(sig, NULL, &now);
-	say("report entry %d sig %d code %d\n", entry, sig, si->si_code);
+	dprintf(1, "report entry %d sig %d code %d\n", entry, sig, si->si_code);
 	if (si->si_code > 0)
-		say("report addr %p\n", si->si_addr);
+		dprintf(1, "report addr %p\n", si->si_addr);
 	else
-		say("report sender is self %d\n", si->si_pid == getpid());
-	say("report onstack %d own stack %d\n", !!(ss.ss_flags & SS_ONSTACK),
+		dprintf(1, "report sender is self %d\n", si->si_pid == getpid());
+	dprintf(1, "report onstack %d own stack %d\n", !!(ss.ss_flags & SS_ONSTACK),
 	    app_alt && (uint8_t *)&here >= app_alt && (uint8_t *)&here < app_alt + app_alt_size);
-	say("report blocked SEGV %d BUS %d ILL %d FPE %d ABRT %d TRAP %d\n",
+	dprintf(1, "report blocked SEGV %d BUS %d ILL %d FPE %d ABRT %d TRAP %d\n",
 	    sigismember(&blocked, SIGSEGV), sigismember(&blocked, SIGBUS),
 	    sigismember(&blocked, SIGILL), sigismember(&blocked, SIGFPE),
 	    sigismember(&blocked, SIGABRT), sigismember(&blocked, SIGTRAP));
-	say("report disposition %s\n", now.sa_handler == SIG_DFL ? "default" :
+	dprintf(1, "report disposition %s\n", now.sa_handler == SIG_DFL ? "default" :
 	    (now.sa_flags & SA_SIGINFO) && now.sa_sigaction == report_handler ? "own" :
 	    "other");
 	memset((char *)big, 'm', sizeof(big));
-	say("report complete %d\n", big[sizeof(big) - 1] == 'm');
+	dprintf(1, "report complete %d\n", big[sizeof(big) - 1] == 'm');
 	if (sig == SIGABRT)
 		return;   /* abort() goes on: SIG_DFL, raise again */
 	signal(sig, SIG_DFL);
@@ -248,9 +233,9 @@ static __attribute__((noinline)) void check_failed(const char *expr, int line)
 		snprintf(reason, sizeof(reason), "CHECK(%s) failed at child.c:%d", expr, line);
 	}
 	rc = bb_crash_record(reason);
-	say("record %d\n", rc);
+	dprintf(1, "record %d\n", rc);
 	if (!strcmp(fatal_kind, "fatal-twice"))
-		say("again %d\n", bb_crash_record("the second reason"));
+		dprintf(1, "again %d\n", bb_crash_record("the second reason"));
 	if (!strcmp(fatal_kind, "fatal-exit"))
 		exit(3);
 	abort();
@@ -265,7 +250,7 @@ static int fatal(const char *kind)
 		return 3;
 	bb_write_kv("before", kind);
 	say_addr(NULL);
-	say("fn %#lx\n", (unsigned long)(uintptr_t)check_failed);
+	dprintf(1, "fn %#lx\n", (unsigned long)(uintptr_t)check_failed);
 	if (len > cap)
 		check_failed("len <= cap", __LINE__);
 	return 4;

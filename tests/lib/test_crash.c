@@ -449,83 +449,71 @@ static void check_report(const char *kind, int sig, bool recorded, struct run *o
 	bb_reader_close(r);
 }
 
-Test(crash, report_handler_installed_before_bb_init)
-{
-	struct run on;
-
+/* The report-* kinds of tests/lib/child.c, with what their report must
+ * say (besides being the same with libblackbox as without). */
+static const struct report_case {
+	const char *kind;
+	int sig;
+	bool recorded;          /* the box holds a crash record */
+	const char *says[2];    /* in the report */
+} report_cases[] = {
 	/* Redis's order: its SA_NODEFER handler first, then bb_init().  It
 	 * runs after ours returned, on the thread's stack, SIGSEGV not
-	 * blocked. */
-	check_report("report-before", SIGSEGV, true, &on);
-	cr_assert(strstr(on.out, "report onstack 0 own stack 0\n"), "%s", on.out);
-	cr_assert(strstr(on.out, "report blocked SEGV 0 BUS 0"), "%s", on.out);
-	cr_assert(strstr(on.out, "report disposition own\n"), "%s", on.out);
-}
-
-Test(crash, report_handler_installed_after_bb_init_and_rearmed)
-{
-	struct run on;
-
+	 * blocked, still its disposition. */
+	{ "report-before", SIGSEGV, true,
+	  { "report onstack 0 own stack 0\nreport blocked SEGV 0 BUS 0",
+	    "report disposition own\n" } },
 	/* bb_init() first, the program's handler after it, then
-	 * bb_crash_rearm(): the same as the other order. */
-	check_report("report-after", SIGSEGV, true, &on);
-	cr_assert(strstr(on.out, "report blocked SEGV 0 BUS 0"), "%s", on.out);
-}
-
-Test(crash, report_handler_installed_after_bb_init_replaces_ours)
-{
-	struct run on;
-
+	 * bb_crash_rearm(): as the other order. */
+	{ "report-after", SIGSEGV, true, { "report blocked SEGV 0 BUS 0", NULL } },
 	/* Without bb_crash_rearm() the program's handler is the only one:
 	 * its report, no crash record (documented). */
-	check_report("report-late", SIGSEGV, false, &on);
-}
-
-Test(crash, report_handler_on_its_own_alternate_stack)
-{
-	struct run on;
-
+	{ "report-late", SIGSEGV, false, { NULL, NULL } },
 	/* SA_ONSTACK with a 2 MiB alternate stack of its own (set up before
 	 * bb_init(), which leaves it alone): the handler runs on it. */
-	check_report("report-onstack", SIGSEGV, true, &on);
-	cr_assert(strstr(on.out, "report onstack 1 own stack 1\n"), "%s", on.out);
-}
-
-Test(crash, report_handler_with_sa_onstack_and_no_alternate_stack)
-{
-	struct run on;
-
-	/* SA_ONSTACK but no alternate stack of its own: without
-	 * libblackbox it runs on the thread's stack; libblackbox's 64 KiB
-	 * alternate stack must not become its stack (1 MiB would not fit). */
-	check_report("report-onstack-noalt", SIGSEGV, true, &on);
-	cr_assert(strstr(on.out, "report onstack 0 own stack 0\n"), "%s", on.out);
-}
-
-Test(crash, report_handler_that_faults_inside_itself)
-{
-	struct run on;
-
+	{ "report-onstack", SIGSEGV, true, { "report onstack 1 own stack 1\n", NULL } },
+	/* SA_ONSTACK but no alternate stack of its own: without libblackbox
+	 * it runs on the thread's stack; libblackbox's 64 KiB alternate stack
+	 * must not become its stack (1 MiB would not fit). */
+	{ "report-onstack-noalt", SIGSEGV, true, { "report onstack 0 own stack 0\n", NULL } },
 	/* SA_NODEFER lets the handler survive a fault of its own (Redis's
 	 * "crashed running signal handler"): entry 2 reports it.  The crash
-	 * record is the first fault's. */
-	check_report("report-nested", SIGSEGV, true, &on);
-	cr_assert(strstr(on.out, "report entry 1 faults\nreport entry 2 sig 11 code 1\n"
-			 "report addr 0x18\n"), "%s", on.out);
-}
+	 * record is the first fault's (check_report()). */
+	{ "report-nested", SIGSEGV, true,
+	  { "report entry 1 faults\nreport entry 2 sig 11 code 1\nreport addr 0x18\n", NULL } },
+	/* abort()'s SIGABRT is a sent signal: queued again with its siginfo,
+	 * the handler sees this process as the sender, SA_RESETHAND reset the
+	 * disposition, SIGABRT is blocked while it runs. */
+	{ "report-abort", SIGABRT, true,
+	  { "report entry 1 sig 6 code -6\nreport sender is self 1\n",
+	    "ABRT 1 TRAP 0\nreport disposition default\n" } },
+};
 
-Test(crash, report_handler_for_abort)
+static void report_case(const char *kind)
 {
+	const struct report_case *rc = NULL;
 	struct run on;
 
-	/* abort()'s SIGABRT is a sent signal: queued again with its
-	 * siginfo, the handler sees this process as the sender, SA_RESETHAND
-	 * reset the disposition, SIGABRT is blocked while it runs. */
-	check_report("report-abort", SIGABRT, true, &on);
-	cr_assert(strstr(on.out, "report entry 1 sig 6 code -6\nreport sender is self 1\n"),
-		  "%s", on.out);
-	cr_assert(strstr(on.out, "ABRT 1 TRAP 0\nreport disposition default\n"), "%s", on.out);
+	for (size_t i = 0; i < sizeof(report_cases) / sizeof(report_cases[0]); i++)
+		if (!strcmp(report_cases[i].kind, kind))
+			rc = &report_cases[i];
+	cr_assert_not_null(rc, "no case %s", kind);
+	check_report(kind, rc->sig, rc->recorded, &on);
+	for (size_t i = 0; i < 2; i++)
+		cr_assert(!rc->says[i] || strstr(on.out, rc->says[i]), "%s: no \"%s\" in\n%s", kind,
+			  rc->says[i], on.out);
 }
+
+Test(crash, report_handler_installed_before_bb_init) { report_case("report-before"); }
+Test(crash, report_handler_installed_after_bb_init_and_rearmed) { report_case("report-after"); }
+Test(crash, report_handler_installed_after_bb_init_replaces_ours) { report_case("report-late"); }
+Test(crash, report_handler_on_its_own_alternate_stack) { report_case("report-onstack"); }
+Test(crash, report_handler_with_sa_onstack_and_no_alternate_stack)
+{
+	report_case("report-onstack-noalt");
+}
+Test(crash, report_handler_that_faults_inside_itself) { report_case("report-nested"); }
+Test(crash, report_handler_for_abort) { report_case("report-abort"); }
 
 /* ---- bb_crash_record ---------------------------------------------------------- */
 
