@@ -543,8 +543,9 @@ static void bb__step_aside(int sig, const struct sigaction *prev, const siginfo_
 			   ucontext_t *uc)
 {
 	bool handler = prev->sa_handler != SIG_DFL && prev->sa_handler != SIG_IGN;
-	bool recurs = si && si->si_code > 0 && si->si_code != BUS_MCEERR_AO &&
-		      (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE);
+	bool recurs = si && si->si_code > 0 &&
+		      (sig == SIGSEGV || sig == SIGILL || sig == SIGFPE ||
+		       (sig == SIGBUS && si->si_code != BUS_MCEERR_AO));
 	uint8_t *alt = bb__tls.altstack;
 
 	if (handler && (prev->sa_flags & SA_ONSTACK) && uc && alt &&
