@@ -390,7 +390,8 @@ int reap_prune(struct reap_ctx *c)
 		c->errors++;
 		goto out;
 	}
-	qsort(v, n, sizeof(*v), arch_cmp);
+	if (n) /* qsort(NULL, 0, ...) is undefined */
+		qsort(v, n, sizeof(*v), arch_cmp);
 	/* each owner's archives on their own */
 	for (i = 0; i < n;) {
 		size_t j = i;
