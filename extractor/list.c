@@ -99,10 +99,11 @@ static void list_one(const struct opts *o, struct bbx_out *out, struct bbx_em *e
 	int n;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, e->name);
-	/* "crashed (SIGSEGV)" */
+	/* "crashed (SIGSEGV)"; "crashed" alone after bb_crash_record() with
+	 * no fatal signal after it (signal 0) */
 	if (e->liveness == BB_LIVENESS_CRASHED && sig)
 		snprintf(st, sizeof(st), "%s (%s)", live, sig);
-	else if (e->liveness == BB_LIVENESS_CRASHED)
+	else if (e->liveness == BB_LIVENESS_CRASHED && signal)
 		snprintf(st, sizeof(st), "%s (signal %d)", live, signal);
 	else
 		snprintf(st, sizeof(st), "%s", live);

@@ -114,18 +114,26 @@ static int frame_loc(char *line, int n, const struct bbx_loc *l, bool has_off,
  * they are inlined into last:
  *   "  #0  0x...  /usr/bin/prog+0x1149  check at /src/prog.c:7 (inlined)"
  *   "        called from main+0x19 at /src/prog.c:20"
+ * A signal trampoline is "<signal handler>" (a handler ran above it).  @i
+ * is the frame's depth in the stack.
  */
-static void text_frame(struct bbx_out *o, size_t i, const struct bbx_frame *f)
+static void text_frame(struct bbx_out *o, uint64_t i, const struct bbx_frame *f)
 {
 	char line[BBX_FRAME_LINE];
 	int n;
 
-	n = snprintf(line, sizeof(line), "  #%-2zu 0x%016llx", i, (unsigned long long)f->addr);
+	n = snprintf(line, sizeof(line), "  #%-2llu 0x%016llx", (unsigned long long)i,
+		     (unsigned long long)f->addr);
 	if (f->module)
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "  %s+0x%llx", f->module,
 			      (unsigned long long)f->offset);
 	else
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "  ?");
+	if (f->trampoline) {
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "  <signal handler>");
+		frame_line(o, line, n);
+		return;
+	}
 	if (!f->examined && !f->at.function && !f->at.file) {
 		frame_line(o, line, n);
 		return;
@@ -141,6 +149,45 @@ static void text_frame(struct bbx_out *o, size_t i, const struct bbx_frame *f)
 	frame_line(o, line, n);
 }
 
+/*
+ * The frames as text, innermost first, numbered by their depth in the
+ * stack.  A frame repeated more than twice in a row (a recursion) is
+ * printed once, then
+ *   "  #2-#63  (the same frame, 62 more times)"
+ * and the frames the record left out (a stack deeper than it holds)
+ *   "  #64-#16308  (16245 frames not recorded)"
+ */
+static void text_frames(struct bbx_out *o, const struct bb_crash *cr,
+			const struct bbx_frame *fr)
+{
+	char line[128];
+	uint64_t skip = 0;
+	int n;
+
+	for (uint32_t i = 0; i < cr->nframes; i++) {
+		uint32_t k = i;
+
+		if (cr->frames_omitted && i == cr->omitted_at) {
+			skip = cr->frames_omitted;
+			n = snprintf(line, sizeof(line), "  #%u-#%llu  (%u frames not recorded)\n",
+				     i, (unsigned long long)(i + skip - 1), cr->frames_omitted);
+			bbx_out_put(o, line, (size_t)n);
+		}
+		text_frame(o, i + skip, &fr[i]);
+		while (k + 1 < cr->nframes && cr->frames[k + 1] == cr->frames[i] &&
+		       cr->frame_flags[k + 1] == cr->frame_flags[i] &&
+		       !(cr->frames_omitted && k + 1 == cr->omitted_at))
+			k++;
+		if (k < i + 2)
+			continue;
+		n = snprintf(line, sizeof(line), "  #%llu-#%llu  (the same frame, %u more times)\n",
+			     (unsigned long long)(i + 1 + skip), (unsigned long long)(k + skip),
+			     k - i);
+		bbx_out_put(o, line, (size_t)n);
+		i = k;
+	}
+}
+
 static void struct_loc(struct bbx_em *em, const struct bbx_loc *l)
 {
 	if (l->function)
@@ -152,7 +199,8 @@ static void struct_loc(struct bbx_em *em, const struct bbx_loc *l)
 }
 
 /* JSON / CBOR: addr, module, build_id, offset, function, function_offset,
- * file, line, inlined (innermost first); each absent when unknown. */
+ * file, line, inlined (innermost first); each absent when unknown; "exact"
+ * for an interrupted instruction, "signal_handler" for a trampoline. */
 static void struct_frame(struct bbx_em *em, const struct bbx_frame *f)
 {
 	bbx_em_map(em);
@@ -164,6 +212,14 @@ static void struct_frame(struct bbx_em *em, const struct bbx_frame *f)
 			bbx_em_bytes(em, f->build_id, f->build_id_len);
 		}
 		bbx_em_kv_u64(em, "offset", f->offset);
+	}
+	if (f->exact) {
+		bbx_em_key(em, "exact");
+		bbx_em_bool(em, true);
+	}
+	if (f->trampoline) {
+		bbx_em_key(em, "signal_handler");
+		bbx_em_bool(em, true);
 	}
 	if (f->at.function) {
 		bbx_em_kv_str(em, "function", f->at.function);
@@ -187,11 +243,117 @@ static void struct_frame(struct bbx_em *em, const struct bbx_frame *f)
 	bbx_em_end(em);
 }
 
+/* The text block's first lines: what happened, to which thread, when.
+ *   "*** crashed: SIGSEGV (11), code SEGV_MAPERR (1), fault address 0x10, thread 42 (w), at T"
+ *   "*** stack overflow: fault address 0x7ffd1000 is 8 bytes below the stack pointer 0x7ffd1008"
+ *   "*** fatal: thread 42 (w), at T"
+ *   "*** reason: <the text bb_crash_record() was given>"
+ * The thread name and the reason are the box's: escaped, one line each. */
+static void text_head(struct bbx_out *o, const struct bb_crash *cr, const char *t)
+{
+	const char *sig = bbx_signal_name(cr->signal), *code = bbx_sigcode_name(cr->signal, cr->code);
+	char line[512], addr[48] = "";
+	int n;
+
+	if (cr->kind == BB_CRASH_KIND_FATAL) {
+		n = snprintf(line, sizeof(line), "*** fatal: thread %d (%s), at %s",
+			     (int)cr->tid, cr->thread[0] ? cr->thread : "-", t);
+	} else {
+		/* only a fault the kernel raised has an address (a record
+		 * from before the writer left it out says 0 for the others) */
+		if (cr->has_addr && cr->code > 0)
+			snprintf(addr, sizeof(addr), ", fault address 0x%llx",
+				 (unsigned long long)cr->addr);
+		n = snprintf(line, sizeof(line), "*** crashed%s: %s (%d), code %s (%d)%s, "
+			     "thread %d (%s), at %s",
+			     cr->kind == BB_CRASH_KIND_SIGNAL ? "" : " (a crash record of an unknown kind)",
+			     sig ? sig : "signal", (int)cr->signal, code ? code : "?", (int)cr->code,
+			     addr, (int)cr->tid, cr->thread[0] ? cr->thread : "-", t);
+	}
+	if (n >= (int)sizeof(line))
+		n = (int)sizeof(line) - 1;
+	bbx_put_escaped(o, line, n > 0 ? (size_t)n : 0);
+	bbx_out_char(o, '\n');
+	if (cr->stack_overflow) {
+		uint64_t d = cr->addr > cr->sp ? cr->addr - cr->sp : cr->sp - cr->addr;
+
+		char where[48] = "at";
+
+		if (d)
+			snprintf(where, sizeof(where), "%llu bytes %s", (unsigned long long)d,
+				 cr->addr < cr->sp ? "below" : "above");
+		n = snprintf(line, sizeof(line), "*** stack overflow: fault address 0x%llx is %s "
+			     "the stack pointer 0x%llx\n", (unsigned long long)cr->addr, where,
+			     (unsigned long long)cr->sp);
+		bbx_out_put(o, line, (size_t)n);
+	}
+	if (cr->kind == BB_CRASH_KIND_FATAL) {
+		bbx_out_str(o, "*** reason: ");
+		if (cr->reason_len)
+			bbx_put_escaped(o, cr->reason, cr->reason_len);
+		else
+			bbx_out_str(o, "(none given)");
+		bbx_out_char(o, '\n');
+	}
+}
+
+/* JSON / CBOR: one {"type":"crash"} record; what a kind has (FORMAT.md
+ * §11), "addr" only when the kernel gave one. */
+static void struct_crash(struct bbx_em *em, const struct bb_crash *cr, const char *t,
+			 const struct bbx_frame *fr, const char *note)
+{
+	const char *sig = bbx_signal_name(cr->signal), *code = bbx_sigcode_name(cr->signal, cr->code);
+
+	bbx_em_map(em);
+	bbx_em_kv_str(em, "type", "crash");
+	bbx_em_kv_str(em, "status", "complete");
+	bbx_em_kv_str(em, "kind", cr->kind == BB_CRASH_KIND_SIGNAL ? "signal" :
+		      cr->kind == BB_CRASH_KIND_FATAL ? "fatal" : "unknown");
+	bbx_em_key(em, "ts");
+	bbx_em_cstr(em, t);
+	if (cr->kind == BB_CRASH_KIND_FATAL) {
+		bbx_em_key(em, "reason");
+		bbx_em_str(em, cr->reason, cr->reason_len);
+	} else {
+		bbx_em_kv_i64(em, "signal", cr->signal);
+		if (sig)
+			bbx_em_kv_str(em, "signal_name", sig);
+		bbx_em_kv_i64(em, "code", cr->code);
+		if (code)
+			bbx_em_kv_str(em, "code_name", code);
+		if (cr->has_addr && cr->code > 0)
+			bbx_em_kv_u64(em, "addr", cr->addr);
+		if (cr->has_sp)
+			bbx_em_kv_u64(em, "sp", cr->sp);
+		if (cr->stack_overflow) {
+			bbx_em_key(em, "stack_overflow");
+			bbx_em_bool(em, true);
+		}
+	}
+	bbx_em_kv_i64(em, "tid", cr->tid);
+	bbx_em_kv_str(em, "thread", cr->thread);
+	bbx_em_key(em, "frames");
+	bbx_em_array(em);
+	for (uint32_t i = 0; i < cr->nframes; i++)
+		struct_frame(em, &fr[i]);
+	bbx_em_end(em);
+	if (cr->frames_omitted) {
+		bbx_em_kv_u64(em, "frames_omitted", cr->frames_omitted);
+		bbx_em_kv_u64(em, "omitted_at", cr->omitted_at);
+	}
+	if (note[0])
+		bbx_em_kv_str(em, "symbols_note", note);
+	bbx_em_end(em);
+	bbx_em_eol(em);
+}
+
 /*
- * The crash block, first of all output: signal, code, fault address,
- * thread, frames as module+offset and, when the binaries allow, function
- * and file:line.  Text: a few lines; JSON / CBOR: one {"type":"crash"}
- * record.  A torn or corrupt crash area is reported as such.
+ * The crash block, first of all output: what happened (a signal: its
+ * code, fault address, a stack overflow; bb_crash_record(): the reason),
+ * the thread, the frames as module+offset and, when the binaries allow,
+ * function and file:line.  Text: a few lines; JSON / CBOR: one
+ * {"type":"crash"} record.  A torn or corrupt crash area is reported as
+ * such.
  */
 static int emit_crash(struct ctx *c)
 {
@@ -200,7 +362,6 @@ static int emit_crash(struct ctx *c)
 	struct bbx_frame *fr = NULL;
 	struct bbx_sym_opts so;
 	char note[1024] = "", err[256] = "", t[BBX_TIME_MAX];
-	const char *sig, *code;
 	size_t nmods = 0;
 	int rc = 0;
 
@@ -228,56 +389,19 @@ static int emit_crash(struct ctx *c)
 	if (cr->nframes && !(fr = calloc(cr->nframes, sizeof(*fr))))
 		return -ENOMEM;
 	if (fr)
-		rc = bbx_symbolise(fr, cr->frames, cr->nframes, mods, nmods, &so, note,
-				   sizeof(note));
+		rc = bbx_symbolise(fr, cr->frames, cr->frame_flags, cr->nframes, mods, nmods, &so,
+				   note, sizeof(note));
 	if (rc)
 		goto out;
-	sig = bbx_signal_name(cr->signal);
-	code = bbx_sigcode_name(cr->signal, cr->code);
 	t[bbx_fmt_time(t, cr->wall_ns)] = '\0';
 	if (c->opt->fmt == FMT_TEXT) {
-		char line[512];
-		int n = snprintf(line, sizeof(line),
-				 "*** crashed: %s (%d), code %s (%d), fault address 0x%llx, "
-				 "thread %d (%s), at %s\n",
-				 sig ? sig : "signal", (int)cr->signal, code ? code : "?",
-				 (int)cr->code, (unsigned long long)cr->addr, (int)cr->tid,
-				 cr->thread[0] ? cr->thread : "-", t);
-
-		if (n >= (int)sizeof(line))
-			n = (int)sizeof(line) - 1;
-		/* the thread name is the box's: escaped, the line ends it */
-		bbx_put_escaped(c->out, line, n > 0 ? (size_t)n - 1 : 0);
-		bbx_out_char(c->out, '\n');
-		for (uint32_t i = 0; i < cr->nframes; i++)
-			text_frame(c->out, i, &fr[i]);
+		text_head(c->out, cr, t);
+		text_frames(c->out, cr, fr);
 		if (note[0] && !c->opt->quiet)
 			bbx_msg(c->info->path, "symbols: %s", note);
 		goto out;
 	}
-	bbx_em_map(&c->em);
-	bbx_em_kv_str(&c->em, "type", "crash");
-	bbx_em_kv_str(&c->em, "status", "complete");
-	bbx_em_key(&c->em, "ts");
-	bbx_em_cstr(&c->em, t);
-	bbx_em_kv_i64(&c->em, "signal", cr->signal);
-	if (sig)
-		bbx_em_kv_str(&c->em, "signal_name", sig);
-	bbx_em_kv_i64(&c->em, "code", cr->code);
-	if (code)
-		bbx_em_kv_str(&c->em, "code_name", code);
-	bbx_em_kv_u64(&c->em, "addr", cr->addr);
-	bbx_em_kv_i64(&c->em, "tid", cr->tid);
-	bbx_em_kv_str(&c->em, "thread", cr->thread);
-	bbx_em_key(&c->em, "frames");
-	bbx_em_array(&c->em);
-	for (uint32_t i = 0; i < cr->nframes; i++)
-		struct_frame(&c->em, &fr[i]);
-	bbx_em_end(&c->em);
-	if (note[0])
-		bbx_em_kv_str(&c->em, "symbols_note", note);
-	bbx_em_end(&c->em);
-	bbx_em_eol(&c->em);
+	struct_crash(&c->em, cr, t, fr, note);
 out:
 	bbx_frames_free(fr, cr->nframes);
 	free(fr);

@@ -193,7 +193,8 @@ void bbx_summary_text(struct ctx *c, int live)
 	bb_reader_total_stats(c->r, &tot);
 	if (c->opt->quiet && !bbx_is_damaged(c, &tot))
 		return;
-	if (in->phase == BB_PHASE_CRASHED)
+	/* signal 0: bb_crash_record(), and no fatal signal after it */
+	if (in->phase == BB_PHASE_CRASHED && in->phase_signal)
 		snprintf(sig, sizeof(sig), " (signal %d)", in->phase_signal);
 	if (c->opt->entry) /* a box from a journal entry: no file owner */
 		snprintf(owner, sizeof(owner), " (%s)", c->opt->entry_proof);

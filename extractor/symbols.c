@@ -175,11 +175,11 @@ static void start_module(struct job *j, struct bbx_frame *f, size_t n,
 	j->child.why[0] = '\0';
 	memset(&j->q, 0, sizeof(j->q));
 	for (size_t i = 0; i < n && j->q.n < BBX_SYM_MAX_FRAMES; i++) {
-		if (f[i].module != m->path)
+		if (f[i].module != m->path || f[i].trampoline)
 			continue;
 		j->idx[j->q.n] = i;
 		j->q.off[j->q.n] = f[i].offset;
-		j->q.ret[j->q.n++] = i > 0;
+		j->q.ret[j->q.n++] = !f[i].exact;
 	}
 	if (m->path[0] != '/')
 		why = "not a file path";
@@ -252,7 +252,7 @@ static int64_t run_spent_ms;
 static bool module_used(const struct bb_module *m, const struct bbx_frame *f, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (f[i].module == m->path)
+		if (f[i].module == m->path && !f[i].trampoline)
 			return true;
 	return false;
 }
@@ -382,7 +382,7 @@ static int symbolise_modules(struct bbx_frame *f, size_t n, const struct bb_modu
 
 #endif /* BB_HAVE_LIBDW */
 
-int bbx_symbolise(struct bbx_frame *f, const uint64_t *addrs, size_t n,
+int bbx_symbolise(struct bbx_frame *f, const uint64_t *addrs, const uint8_t *flags, size_t n,
 		  const struct bb_module *mods, size_t nmods,
 		  const struct bbx_sym_opts *o, char *note, size_t notelen)
 {
@@ -391,6 +391,8 @@ int bbx_symbolise(struct bbx_frame *f, const uint64_t *addrs, size_t n,
 		const struct bb_module *m = bb_module_find(mods, nmods, addrs[i]);
 
 		f[i].addr = addrs[i];
+		f[i].exact = flags[i] & BB_CRASH_FRAME_EXACT;
+		f[i].trampoline = flags[i] & BB_CRASH_FRAME_SIGNAL;
 		if (m) {
 			f[i].module = m->path;
 			f[i].offset = addrs[i] - m->bias;

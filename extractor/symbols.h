@@ -36,6 +36,9 @@ struct bbx_frame {
 	const uint8_t *build_id; /* that module's build id as recorded, or NULL */
 	size_t         build_id_len;
 	uint64_t       offset;   /* addr - load bias of that module */
+	bool           exact;    /* addr is an interrupted instruction, looked up
+				    as is (else a return address: addr - 1) */
+	bool           trampoline; /* a signal trampoline: not looked up */
 	bool           examined; /* the module's file was read: a frame without
 				    a function lies in no symbol (unknown) */
 	struct bbx_loc at;       /* the function (only one whose symbol contains
@@ -67,8 +70,10 @@ struct bbx_sym_opts {
 
 /*
  * bbx_symbolise - fill @f[0..n) for the crash frames @addrs (innermost
- * first: frame 0 is the faulting PC, the others return addresses, looked
- * up at addr - 1 so that the function and line are the call's).
+ * first) with their BB_CRASH_FRAME_* @flags: an exact frame (an
+ * interrupted instruction) is looked up at its address, the others are
+ * return addresses, looked up at addr - 1 so that the function and line
+ * are the call's; a signal trampoline is not looked up.
  * Never fails extraction: a module without a recorded build id, a file
  * missing, not regular, unreadable by the box's owner, with another build
  * id, a child that fails, crashes, times out or answers nonsense, a module
@@ -76,7 +81,7 @@ struct bbx_sym_opts {
  * module+offset and append why to @note (may be NULL).
  * Returns 0 or -ENOMEM.
  */
-int bbx_symbolise(struct bbx_frame *f, const uint64_t *addrs, size_t n,
+int bbx_symbolise(struct bbx_frame *f, const uint64_t *addrs, const uint8_t *flags, size_t n,
 		  const struct bb_module *mods, size_t nmods,
 		  const struct bbx_sym_opts *o, char *note, size_t notelen);
 

@@ -283,25 +283,77 @@ int bb_write_event_important(const char *name, const struct bb_field *fields, si
  *
  * Catches SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP and SIGSYS.  On
  * the first of them in the process it writes one crash record into the
- * box's header (signal, si_code, fault address, thread id and name, the
- * faulting PC and the stack's return addresses; docs/FORMAT.md §11) and
- * marks the box CRASHED with the signal number.  Then the signal does what
- * it would have done without libblackbox: a handler the application
- * installed before bb_init() is called (with the same siginfo and
- * context); otherwise the previous disposition is restored and the signal
- * happens again (a fault recurs on return, a sent signal is re-sent), so
- * the exit status and any core dump are unchanged.  A signal the
+ * box's header (signal, si_code, the fault address when the kernel gave
+ * one, the stack pointer, thread id and name, the interrupted instruction
+ * and the stack's return addresses; docs/FORMAT.md §11) and marks the box
+ * CRASHED with the signal number.  It runs on the thread's alternate
+ * signal stack with every caught signal blocked.
+ *
+ * Then it steps aside: it puts back the disposition it replaced, exactly
+ * as it was, and returns, and the signal happens again (a fault recurs
+ * when the instruction is resumed; any other signal is queued again to the
+ * thread with its original siginfo).  A handler the program installed
+ * before bb_init() therefore runs as if libblackbox were not there: after
+ * ours has returned, on the stack it asked for (the thread's stack, or
+ * with SA_ONSTACK the alternate stack the program set up), with its own
+ * mask and flags (SA_NODEFER, SA_RESETHAND ...), the same siginfo and the
+ * interrupted context.  Without one, the default action happens: the exit
+ * status and any core dump are unchanged.  Once it has stepped aside for a
+ * signal, libblackbox is no longer that signal's handler (bb_crash_rearm()
+ * installs it again, for a program that survives).  A signal the
  * application ignores that was sent with kill() is not a crash.
+ *
+ * Order: call bb_init() after the program installs its own handlers for
+ * these signals.  A handler installed later replaces libblackbox's for
+ * that signal, and that signal then leaves no crash record: call
+ * bb_crash_rearm() after installing it (or bb_crash_record() from it).
  *
  * Stack overflows: the thread calling bb_init(), and every thread when it
  * claims its ring (its first write), gets an alternate signal stack of
  * max(4 * SIGSTKSZ, 64 KiB) plus a guard page (mmap; unmapped when the
  * thread exits).  A thread that already has one keeps its own.  A thread
  * that never writes has none: an overflow there dies without a record.
- *
- * Install your own handlers for these signals before bb_init() to be
- * chained; one installed after replaces ours for that signal.
+ * The stack walk keeps the innermost 64 and the outermost 64 frames, so a
+ * runaway recursion still shows where it started.
  */
+
+/*
+ * bb_crash_rearm - install the crash handler again for each signal whose
+ * handler is no longer libblackbox's (the program installed its own after
+ * bb_init(), or the handler stepped aside after a signal the program
+ * survived).  The handler found there becomes the one libblackbox steps
+ * aside to.  Call it after the program installs its handlers, from one
+ * thread, while no crash is under way.
+ * Returns 0 (also when the crash handler is off: nothing to do), or a
+ * negative errno from sigaction(2) (the signals it had changed are
+ * restored).  AS-safe (sigaction only).
+ */
+int bb_crash_rearm(void);
+
+/*
+ * bb_crash_record - record that the process is about to end without a
+ * fatal signal reaching libblackbox: a panic, a failed assertion, a fatal
+ * error before exit() or abort().  Writes the crash record (kind "fatal",
+ * @reason, the calling thread's id and name, its stack from the caller of
+ * bb_crash_record() outwards, the time) and marks the box CRASHED with
+ * signal 0.  Works with or without the crash handler.  The box then stays
+ * marked crashed: exit() and bb_close() leave it in place.
+ *
+ * @reason: text, at most BB_CRASH_REASON_MAX bytes are kept (cut at a
+ * UTF-8 character boundary); NULL for none.
+ *
+ * One crash record per process, the first wins: a second call, or a call
+ * after a fatal signal was recorded, changes nothing and returns -EEXIST
+ * (waiting up to 2 s for another thread still writing one).  A fatal
+ * signal after it (the abort() that follows) keeps the record and adds its
+ * number to the header, so the box says both why and how the process died.
+ *
+ * Returns 0, -EEXIST, or -ENODEV without a box (0 when disabled).
+ * AS-safe: no lock, no malloc; usable from a signal handler.
+ */
+#define BB_CRASH_REASON_MAX 255u
+
+int bb_crash_record(const char *reason);
 
 /*
  * State table: the latest value of each key, kept in the box outside the

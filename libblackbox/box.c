@@ -147,6 +147,11 @@ static void bb__atexit(void)
 
 	if (!box || box->pid != getpid())
 		return;
+	/* A crash record was written (bb_crash_record() before exit()): the
+	 * box keeps saying so, and stays for the reader.  Relaxed: only the
+	 * value is used, nothing is read after it. */
+	if (BB__LOAD_RELAXED(&box->hdr->phase) == BB_PHASE_CRASHED)
+		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	/* phase_ns first, then phase with release: a reader that loads phase
 	 * with acquire (reader_validate.c) sees the time of that phase (FORMAT.md §3). */
@@ -606,11 +611,16 @@ BB_EXPORT int bb_close(void)
 	/* Writers that load NULL from here on return -ENODEV; the caller
 	 * guarantees none is mid-write (blackbox.h), so unmapping is safe. */
 	BB__STORE_RELEASE(&bb__box, (struct bb__box *)NULL);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	/* As in bb__atexit(): the time, then the phase with release. */
-	BB__STORE_RELAXED(&box->hdr->phase_ns, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
-	BB__STORE_RELEASE(&box->hdr->phase, (uint32_t)BB_PHASE_CLOSED);
-	bb__remove(box);
+	/* A crashed box (bb_crash_record(), then a clean-up path) keeps its
+	 * phase and its file, as in bb__atexit() (relaxed, as there). */
+	if (BB__LOAD_RELAXED(&box->hdr->phase) != BB_PHASE_CRASHED) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		/* As in bb__atexit(): the time, then the phase with release. */
+		BB__STORE_RELAXED(&box->hdr->phase_ns,
+				  (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
+		BB__STORE_RELEASE(&box->hdr->phase, (uint32_t)BB_PHASE_CLOSED);
+		bb__remove(box);
+	}
 	bb__unmap(box);
 	bb__tls.f.ring = NULL;
 	return 0;
@@ -633,6 +643,11 @@ BB_EXPORT int bb_path(char *buf, size_t len)
 }
 
 /* ---- slow paths of a write ---------------------------------------------- */
+
+bool bb__disabled(void)
+{
+	return bb__g.disabled;
+}
 
 /* No box: disabled (0), the child of a fork creating its box lazily, or an
  * error. */

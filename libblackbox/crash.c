@@ -1,21 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * crash.c - the crash handler: on a fatal signal, write one crash
- * record into the header's crash area (docs/FORMAT.md §11 "Crash area"),
- * mark the box CRASHED, then let the signal do exactly what it would have
- * done without us (chain to the previous handler, or the default action).
+ * crash.c - the crash record: on a fatal signal (the crash handler) or when
+ * the program says it is dying (bb_crash_record()), write one record into
+ * the header's crash area (docs/FORMAT.md §11 "Crash area") and mark the
+ * box CRASHED.  After a signal, step aside so that the signal does exactly
+ * what it would have done without us: the previous disposition is put back
+ * and the signal happens again, so a handler the program installed runs as
+ * the kernel would have run it (its stack, mask and flags), and a default
+ * action kills with the original exit status and core.
  *
  * Also the per-thread alternate signal stacks that make the handler run on
- * a stack overflow.
+ * a stack overflow, and bb_crash_rearm().
  *
- * What runs in the handler is AS-safe in the sense that matters here: no
- * malloc, no lock the interrupted code can hold, no stdio.  System calls
- * are allowed (the process is dying): sigaction, tgkill, prctl, nanosleep.
- * The one non-POSIX-AS-safe call is backtrace(); see bb__frames() for why
- * it is safe after the warm-up in bb__crash_init().
+ * What runs in the handler and in bb_crash_record() is async-signal-safe:
+ * no malloc, no stdio, no lock the interrupted code can hold.  Each call
+ * says why where it is made; the unwinder's case is at bb__walk().
  */
+#include <dlfcn.h>
 #include <errno.h>
-#include <execinfo.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +25,10 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/ucontext.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+#include <unwind.h>
 
 #include "crc32c.h"
 #include "writer.h"
@@ -36,11 +40,13 @@ static const int bb__crash_sigs[] = {
 };
 #define BB__NSIGS (sizeof(bb__crash_sigs) / sizeof(bb__crash_sigs[0]))
 
-/* The dispositions we replaced, by index in bb__crash_sigs.  Written once,
- * before our handler is installed (sigaction is the barrier: a handler
- * cannot run before the sigaction call that installs it returns). */
+/* The dispositions we replaced, by index in bb__crash_sigs.  Written
+ * before our handler is installed for that signal (sigaction is the
+ * barrier: a handler cannot run before the sigaction call that installs
+ * it returns); bb_crash_rearm() writes one only while ours is not the
+ * signal's disposition. */
 static struct sigaction bb__prev[BB__NSIGS];
-static bool bb__installed;        /* handler installed (bb_init thread only) */
+static bool bb__installed;        /* handler turned on (bb_init thread only) */
 static bool bb__altstacks;        /* give each claiming thread an alt stack */
 static size_t bb__alt_size;       /* usable bytes of an alt stack */
 static size_t bb__page;
@@ -48,9 +54,35 @@ static size_t bb__page;
  * crashing thread wait (bounded) for the first to finish. */
 static int32_t bb__crash_tid;
 
-/* Frames kept: 128 * 9 bytes of CBOR at most, well inside the area. */
-#define BB__CRASH_FRAMES 128
-_Static_assert(BB_RECORD_HDR_SIZE + 112 + 3 + BB__CRASH_FRAMES * 9 + BB_CRC_SIZE <= BB_CRASH_SIZE,
+/*
+ * Frames kept: the innermost BB__CRASH_FIRST and the outermost
+ * BB__CRASH_LAST of at most BB__CRASH_WALK walked, so that a deep
+ * recursion (a stack overflow) still shows where it started.  Signal
+ * trampolines among them: at most BB__CRASH_TRAMPS.
+ */
+#define BB__CRASH_FIRST  64u
+#define BB__CRASH_LAST   64u
+#define BB__CRASH_FRAMES (BB__CRASH_FIRST + BB__CRASH_LAST)
+#define BB__CRASH_WALK   (1u << 20)
+#define BB__CRASH_TRAMPS 8u
+/* Our own frames above the first kept one (handler, record writer,
+ * walker, unwinder): a walk that has not found the start by then gives
+ * up rather than keep a stack that is not the caller's. */
+#define BB__CRASH_OWN    32u
+
+/* Upper bound of the record: envelope, map head, every key of both kinds
+ * (text key + largest value), CRC.  Widths: a uint64 is 9 bytes of CBOR,
+ * an int32 5, a text head 2 up to 255 bytes, 3 for a frame count. */
+#define BB__KEY(s)       (1u + sizeof(s) - 1)
+_Static_assert(BB_RECORD_HDR_SIZE + 1 +
+	       BB__KEY("kind") + 7 + BB__KEY("signal") + 5 + BB__KEY("code") + 5 +
+	       BB__KEY("addr") + 9 + BB__KEY("sp") + 9 +
+	       BB__KEY("reason") + 2 + BB_CRASH_REASON_MAX +
+	       BB__KEY("tid") + 5 + BB__KEY("thread") + 16 +
+	       BB__KEY("frames") + 3 + BB__CRASH_FRAMES * 9 +
+	       BB__KEY("omitted") + 1 + 5 + 9 +
+	       BB__KEY("trampolines") + 1 + BB__CRASH_TRAMPS * 2 +
+	       BB_CRC_SIZE <= BB_CRASH_SIZE,
 	       "crash record fits the crash area");
 
 static int32_t bb__tid(void)
@@ -66,68 +98,236 @@ static int bb__sig_index(int sig)
 	return -1;
 }
 
-/* The faulting instruction from the kernel's saved context. */
-static uint64_t bb__uc_pc(const void *ucv)
+/* The interrupted instruction and stack pointer from the kernel's saved
+ * context (0 where unknown). */
+static void bb__uc_regs(const ucontext_t *uc, uint64_t *pc, uint64_t *sp)
 {
-	const ucontext_t *uc = ucv;
-
+	*pc = *sp = 0;
 	if (!uc)
-		return 0;
+		return;
 #if defined(__x86_64__)
-	return (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+	*pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+	*sp = (uint64_t)uc->uc_mcontext.gregs[REG_RSP];
 #elif defined(__i386__)
-	return (uint64_t)uc->uc_mcontext.gregs[REG_EIP];
+	*pc = (uint64_t)uc->uc_mcontext.gregs[REG_EIP];
+	*sp = (uint64_t)uc->uc_mcontext.gregs[REG_ESP];
 #elif defined(__aarch64__)
-	return (uint64_t)uc->uc_mcontext.pc;
-#else
-	return 0;
+	*pc = (uint64_t)uc->uc_mcontext.pc;
+	*sp = (uint64_t)uc->uc_mcontext.sp;
 #endif
 }
 
 /*
- * bb__frames - the crashing thread's return addresses, innermost first,
- * frame 0 being the faulting PC from the ucontext.
- *
- * Why backtrace() and why it is safe here.  glibc's backtrace() drives
- * libgcc's _Unwind_Backtrace over the .eh_frame tables, which (unlike a
- * frame-pointer walk) works for code built without frame pointers, i.e.
- * all of Debian.  Its two hazards in a signal handler are both first-call
- * costs, paid by the warm-up call in bb__crash_init(): glibc dlopen()s
- * libgcc_s (malloc, the loader lock) and libgcc initialises its register
- * size table once.  After that a call allocates nothing and takes no lock:
- * FDE lookup goes through _dl_find_object() (glibc >= 2.35 with gcc >= 12,
- * Debian 12's pair), which is lock-free; an older libgcc would fall back
- * to dl_iterate_phdr(), whose loader lock could deadlock only if the crash
- * hit inside the loader itself.  The unwinder crosses the signal frame
- * (__restore_rt is recognised by libgcc) and reads only the crashed stack,
- * so it works on the alternate stack after a stack overflow.  A stack the
- * crash scribbled over can make the unwinder fault: that second fault is
- * blocked (sa_mask) so the kernel kills the process with it at once, never
- * a loop; the header already says CRASHED by then (bb__crash_record()).
- *
- * backtrace() starts inside this handler; the frames up to and including
- * the faulting PC (reported exactly, not as a return address, for a
- * signal frame) are dropped, and the PC itself is frame 0.  If the PC is
- * not among them (a jump to address 0 has no unwind info), every frame
- * after our own is kept.
+ * The return address of a call into a bad address, when the interrupted
+ * PC lies in no loaded object (a NULL or garbage function pointer): on
+ * x86 the call left it at the stack pointer, on arm64 in the link
+ * register.  Read with process_vm_readv() on ourselves, a system call that
+ * returns EFAULT where a load would fault again.  0 when unknown.
  */
-static int bb__frames(uint64_t pc, uint64_t *out, int max)
+static uint64_t bb__uc_caller(const ucontext_t *uc)
 {
-	void *bt[BB__CRASH_FRAMES + 8];
-	int n = backtrace(bt, (int)(sizeof(bt) / sizeof(bt[0])));
-	int from = n > 0 ? 1 : 0, k = 0;
+#if defined(__x86_64__) || defined(__i386__)
+	uintptr_t ra = 0;
+	uint64_t pc, sp;
+	struct iovec here = { &ra, sizeof(ra) }, there;
 
-	for (int i = 0; i < n; i++) {
-		if ((uint64_t)(uintptr_t)bt[i] == pc) {
-			from = i + 1;
-			break;
+	bb__uc_regs(uc, &pc, &sp);
+	there = (struct iovec){ (void *)(uintptr_t)sp, sizeof(ra) };
+	if (!uc || syscall(SYS_process_vm_readv, getpid(), &here, 1UL, &there, 1UL, 0UL) !=
+	    (long)sizeof(ra))
+		return 0;
+	return (uint64_t)ra;
+#elif defined(__aarch64__)
+	return uc ? (uint64_t)uc->uc_mcontext.regs[30] : 0;
+#else
+	(void)uc;
+	return 0;
+#endif
+}
+
+/* @pc lies in a loaded object (so the unwinder can look at it without
+ * faulting).  _dl_find_object() is documented async-signal-safe and
+ * lock-free (glibc >= 2.35); without it, assume yes (the unwinder's own
+ * lookup then decides, as before). */
+static bool bb__pc_in_object(uint64_t pc)
+{
+#ifdef DLFO_STRUCT_HAS_EH_DBASE
+	struct dl_find_object dlfo;
+
+	return _dl_find_object((void *)(uintptr_t)pc, &dlfo) == 0;
+#else
+	(void)pc;
+	return true;
+#endif
+}
+
+/* ---- the stack walk -------------------------------------------------------- */
+
+/* libgcc's unwinder, loaded at bb_init() (bb__unwind_load()); NULL until
+ * then or when it cannot be loaded (a walk then keeps no frame). */
+typedef _Unwind_Reason_Code (*bb__backtrace_fn)(_Unwind_Trace_Fn, void *);
+typedef _Unwind_Ptr (*bb__getipinfo_fn)(struct _Unwind_Context *, int *);
+static bb__backtrace_fn bb__unwind_backtrace;
+static bb__getipinfo_fn bb__unwind_getipinfo;
+
+struct bb__walk {
+	uint64_t from;          /* fatal: keep from the frame with this IP ... */
+	bool     from_signal;   /* ... signal: from the first signal frame */
+	uint64_t tramp;         /* our handler's return address (signal) */
+	bool     stop_at_tramp; /* the interrupted PC is in no object: stop */
+	bool     keeping;
+	uint32_t own;           /* frames passed before the first kept */
+	uint32_t depth;         /* frames kept or counted */
+	uint64_t first[BB__CRASH_FIRST];
+	uint64_t last[BB__CRASH_LAST]; /* ring: depth d at d % BB__CRASH_LAST */
+	uint32_t tramps[BB__CRASH_TRAMPS]; /* depths of signal trampolines */
+	uint32_t ntramps;
+};
+
+static _Unwind_Reason_Code bb__walk_frame(struct _Unwind_Context *ctx, void *arg)
+{
+	struct bb__walk *w = arg;
+	int exact = 0;
+	/* exact: the frame was interrupted by a signal, its IP is the
+	 * instruction itself, not a return address (libgcc knows it from the
+	 * signal trampoline's unwind rule). */
+	uint64_t ip = (uint64_t)bb__unwind_getipinfo(ctx, &exact);
+
+	if (!w->keeping) {
+		if (w->from_signal ? exact != 0 : ip == w->from) {
+			w->keeping = true;
+		} else {
+			/* Unwinding on from our trampoline would make libgcc
+			 * read the code at the interrupted PC, which faults
+			 * when it lies in no object. */
+			if (w->tramp && ip == w->tramp && w->stop_at_tramp)
+				return _URC_END_OF_STACK;
+			return ++w->own > BB__CRASH_OWN ? _URC_END_OF_STACK : _URC_NO_REASON;
 		}
 	}
-	out[k++] = pc;
-	for (int i = from; i < n && k < max; i++)
-		out[k++] = (uint64_t)(uintptr_t)bt[i];
-	return k;
+	if (!ip)   /* the outermost frame's return address */
+		return _URC_END_OF_STACK;
+	if (exact && w->depth > 0 && w->ntramps < BB__CRASH_TRAMPS)
+		w->tramps[w->ntramps++] = w->depth - 1;   /* the frame before: a trampoline */
+	if (w->depth < BB__CRASH_FIRST)
+		w->first[w->depth] = ip;
+	else
+		w->last[w->depth % BB__CRASH_LAST] = ip;
+	return ++w->depth >= BB__CRASH_WALK ? _URC_END_OF_STACK : _URC_NO_REASON;
 }
+
+/*
+ * bb__walk - walk the calling thread's stack into @w.
+ *
+ * Why libgcc's unwinder, and why it is safe here.  _Unwind_Backtrace()
+ * walks the .eh_frame tables, which (unlike a frame-pointer walk) works
+ * for code built without frame pointers, i.e. all of Debian; it crosses
+ * signal frames (libgcc recognises the kernel's sigreturn trampoline) and
+ * reads only the stack being walked, so it works on the alternate stack
+ * after a stack overflow.  Its first-call costs are paid in bb_init()
+ * (bb__crash_init()): libgcc_s is dlopen()ed there, as glibc's
+ * backtrace() would do at its first call (the library itself needs no
+ * more than libc), and a warm-up walk sets up libgcc's register size
+ * table.  After that a walk allocates nothing and takes no lock: libgcc
+ * finds the unwind table of an address with
+ * _dl_find_object() (glibc >= 2.35 with gcc >= 12, Debian 12's pair),
+ * which is lock-free and async-signal-safe; an older pair would fall back
+ * to dl_iterate_phdr(), whose loader lock could deadlock only if the crash
+ * hit inside the loader itself.
+ *
+ * A stack the crash scribbled over can make the unwinder fault: in the
+ * handler that second fault is blocked (sa_mask), so the kernel kills the
+ * process with it at once, never a loop; the header already says CRASHED
+ * (bb__crash_write()).  The walk is bounded (BB__CRASH_WALK frames), so a
+ * stack whose frames point at each other cannot make it loop either.
+ */
+static __attribute__((noinline)) void bb__walk(struct bb__walk *w)
+{
+	/* Acquire pairs with the release store in bb__unwind_load(): both
+	 * pointers are set. */
+	bb__backtrace_fn bt = BB__LOAD_ACQUIRE(&bb__unwind_backtrace);
+
+	if (bt)
+		bt(bb__walk_frame, w);
+}
+
+/* Load libgcc's unwinder (not AS-safe: dlopen; bb_init() only).  The
+ * handle is kept for the life of the process.  Returns true when this
+ * loaded libgcc_s into the process (it was not there before). */
+static bool bb__unwind_load(void)
+{
+	void *h, *bts, *ips;
+	bb__backtrace_fn bt;
+	bool loaded = false;
+
+	if (BB__LOAD_ACQUIRE(&bb__unwind_backtrace))
+		return false;
+	h = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_NOLOAD);
+	if (!h) {
+		h = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
+		loaded = h != NULL;
+	}
+	if (!h)
+		return false;   /* no unwinder: a crash record keeps its first frame only */
+	bts = dlsym(h, "_Unwind_Backtrace");
+	ips = dlsym(h, "_Unwind_GetIPInfo");
+	if (!bts || !ips)
+		return loaded;
+	/* memcpy: ISO C has no cast from dlsym()'s object pointer to a
+	 * function pointer (POSIX guarantees the representation). */
+	memcpy(&bt, &bts, sizeof(bt));
+	memcpy(&bb__unwind_getipinfo, &ips, sizeof(bb__unwind_getipinfo));
+	/* Release: a walk that sees bt sees _Unwind_GetIPInfo too. */
+	BB__STORE_RELEASE(&bb__unwind_backtrace, bt);
+	return loaded;
+}
+
+/* The kept frames, in order, into @out; their count.  *@omit_at and
+ * *@omitted: the frames left out between the innermost and the outermost
+ * ones (0 when none). */
+static uint32_t bb__walk_frames(const struct bb__walk *w, uint64_t *out, uint32_t *omit_at,
+				uint32_t *omitted)
+{
+	uint32_t keep_from = w->depth > BB__CRASH_FRAMES ? w->depth - BB__CRASH_LAST
+				: BB__CRASH_FIRST;
+	uint32_t n = 0;
+
+	for (uint32_t d = 0; d < w->depth && d < BB__CRASH_FIRST; d++)
+		out[n++] = w->first[d];
+	for (uint32_t d = keep_from; d < w->depth; d++)
+		out[n++] = w->last[d % BB__CRASH_LAST];
+	*omit_at = BB__CRASH_FIRST;
+	*omitted = w->depth > BB__CRASH_FRAMES ? keep_from - BB__CRASH_FIRST : 0;
+	return n;
+}
+
+/* The index among the kept frames of the frame at depth @d, or -1. */
+static int bb__kept_index(const struct bb__walk *w, uint32_t d)
+{
+	uint32_t keep_from = w->depth > BB__CRASH_FRAMES ? w->depth - BB__CRASH_LAST
+				: BB__CRASH_FIRST;
+
+	if (d < BB__CRASH_FIRST)
+		return (int)d;
+	if (d >= keep_from && d < w->depth)
+		return (int)(BB__CRASH_FIRST + d - keep_from);
+	return -1;
+}
+
+/* ---- the record -------------------------------------------------------------- */
+
+/* What a crash record says; the rest (thread, time, stack) is taken where
+ * it is written. */
+struct bb__crash_in {
+	bool fatal;               /* bb_crash_record(), else a signal */
+	int sig;
+	const siginfo_t *si;
+	const ucontext_t *uc;
+	void *tramp;              /* the handler's return address */
+	const char *reason;       /* fatal: NULL or the reason, cut */
+	size_t reason_len;
+	uint64_t from;            /* fatal: the return address into the caller */
+};
 
 static uint8_t *bb__crash_text(uint8_t *p, const char *s, size_t n)
 {
@@ -140,89 +340,166 @@ static uint64_t bb__realtime_ns(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(CLOCK_REALTIME, &ts);   /* AS-safe (POSIX) */
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* si_addr means something: a fault the kernel raised at an address (not
+ * a signal someone sent, whose union holds the sender's pid and uid, and
+ * not SI_KERNEL, which the kernel sends without an address: an int3, a
+ * general protection fault). */
+static bool bb__has_addr(int sig, const siginfo_t *si)
+{
+	if (!si || si->si_code <= 0 || si->si_code == SI_KERNEL)
+		return false;
+	return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE ||
+	       sig == SIGTRAP;
+}
+
 /*
- * Write the crash record and mark the header.  The first fatal signal in
- * the process wins the crash area (a CAS from EMPTY to BUSY); a later or
- * concurrent one leaves it alone.
+ * Write the crash record and mark the header.  The first crash in the
+ * process wins the area (a CAS from EMPTY to BUSY): a later or concurrent
+ * one leaves it alone, waiting (bounded) for another thread still writing
+ * it, and returns -EEXIST; a later signal only adds its number to the
+ * header when the record came from bb_crash_record() (phase_signal 0).
  */
-static void bb__crash_record(struct bb__box *box, int sig, const siginfo_t *si, const void *uc)
+static int bb__crash_write(struct bb__box *box, const struct bb__crash_in *in)
 {
 	struct bb_header *h = box->hdr;
 	struct bb_record_hdr *rec = (struct bb_record_hdr *)(void *)h->crash;
 	uint32_t *seq = &rec->seq;
-	uint32_t expect = BB_CRASH_SEQ_EMPTY;
+	uint32_t expect = BB_CRASH_SEQ_EMPTY, nkeys, nf, omit_at, omitted;
 	int32_t tid = bb__tls.tid ? bb__tls.tid : bb__tid();
-	uint64_t frames[BB__CRASH_FRAMES];
+	uint64_t frames[BB__CRASH_FRAMES], pc = 0, sp = 0;
+	struct bb__walk w;
 	char name[16] = "";
-	uint64_t addr = 0;
+	int tramps[BB__CRASH_TRAMPS];
+	uint32_t ntramps = 0;
+	bool has_addr = false;
 	uint8_t *p;
 	uint32_t len, crc;
-	int nf;
 
 	if (!BB__CAS_ACQUIRE(seq, &expect, (uint32_t)BB_CRASH_SEQ_BUSY)) {
 		int32_t writer = BB__LOAD_RELAXED(&bb__crash_tid);
+		int32_t none = 0;
 
 		/* Another thread crashed first and is writing: give it a
-		 * bounded time (2 s) to finish before our own signal kills
-		 * the process.  A crash inside our own handler never gets
-		 * here: every caught signal is blocked while it runs. */
+		 * bounded time (2 s) to finish before our own death.  A crash
+		 * inside our own handler never gets here: every caught signal
+		 * is blocked while it runs.  nanosleep is AS-safe. */
 		for (int i = 0; i < 2000 && writer != tid &&
 		     BB__LOAD_ACQUIRE(seq) == BB_CRASH_SEQ_BUSY; i++) {
 			struct timespec ms = { 0, 1000000 };
 
 			nanosleep(&ms, NULL);
 		}
-		return;
+		/* The record says why (bb_crash_record()); the header now
+		 * also says which signal ended the process.  Nothing is
+		 * ordered by this store (acquire is merely what the macro
+		 * offers): a reader sees 0 or the signal. */
+		if (!in->fatal)
+			(void)BB__CAS_ACQUIRE(&h->phase_signal, &none, (int32_t)in->sig);
+		return -EEXIST;
 	}
 	BB__STORE_RELAXED(&bb__crash_tid, tid);
 
 	/* The header first: if unwinding a scribbled stack faults below,
-	 * the box still says "crashed by signal N" (with the crash area
-	 * busy: "crash record torn", FORMAT.md §11).  phase_ns, then phase
-	 * with release, as bb__atexit() does: a reader that loads phase with
-	 * acquire sees the time and the signal of that phase. */
-	BB__STORE_RELAXED(&h->phase_signal, (int32_t)sig);
+	 * the box still says "crashed" (with the crash area busy: "crash
+	 * record torn", FORMAT.md §11).  phase_ns, then phase with release,
+	 * as bb__atexit() does: a reader that loads phase with acquire sees
+	 * the time and the signal of that phase. */
+	BB__STORE_RELAXED(&h->phase_signal, (int32_t)(in->fatal ? 0 : in->sig));
 	BB__STORE_RELAXED(&h->phase_ns, bb__realtime_ns());
 	BB__STORE_RELEASE(&h->phase, (uint32_t)BB_PHASE_CRASHED);
 
-	/* si_addr is meaningful for faults raised by the kernel (si_code >
-	 * 0); for kill/raise/abort the union holds the sender's pid/uid. */
-	if (si && si->si_code > 0 && sig != SIGABRT)
-		addr = (uint64_t)(uintptr_t)si->si_addr;
-	prctl(PR_GET_NAME, name, 0, 0, 0);
+	prctl(PR_GET_NAME, name, 0, 0, 0);   /* a system call: AS-safe */
 	name[15] = '\0';
-	nf = bb__frames(bb__uc_pc(uc), frames, BB__CRASH_FRAMES);
+	memset(&w, 0, sizeof(w));
+	if (in->fatal) {
+		w.from = in->from;
+	} else {
+		bb__uc_regs(in->uc, &pc, &sp);
+		has_addr = bb__has_addr(in->sig, in->si);
+		w.from_signal = true;
+		w.tramp = (uint64_t)(uintptr_t)in->tramp;
+		w.stop_at_tramp = in->uc && !bb__pc_in_object(pc);
+	}
+	bb__walk(&w);
+	nf = bb__walk_frames(&w, frames, &omit_at, &omitted);
+	if (!nf && !in->fatal) {
+		/* The walk did not cross the signal frame: the PC alone and,
+		 * for a call into no object, its caller. */
+		uint64_t caller = w.stop_at_tramp ? bb__uc_caller(in->uc) : 0;
+
+		frames[nf++] = pc;
+		if (caller && bb__pc_in_object(caller))
+			frames[nf++] = caller;
+	} else if (!nf) {
+		frames[nf++] = in->from;
+	}
+	for (uint32_t i = 0; i < w.ntramps; i++) {
+		int k = bb__kept_index(&w, w.tramps[i]);
+
+		if (k >= 0 && (uint32_t)k < nf)
+			tramps[ntramps++] = k;
+	}
 
 	/* Orders the BUSY mark (the CAS) before the bytes below, as the
 	 * release fence after a record's busy seq in bb__reserve(): a live
 	 * reader whose copy saw them sees BUSY on its re-read. */
 	BB__FENCE_RELEASE();
+	nkeys = 4 + (in->fatal ? (in->reason ? 1u : 0u) : 2u + has_addr + (sp != 0)) +
+		(omitted != 0) + (ntramps != 0);
 	p = h->crash + BB_RECORD_HDR_SIZE;
-	*p++ = 0xa6;  /* map(6) */
-	p = bb__crash_text(p, "signal", 6);
-	p = bb__cbor_put_head(0, (uint64_t)sig, p);
-	p = bb__crash_text(p, "code", 4);
-	p = bb__cbor_put_int(si ? si->si_code : 0, p);
-	p = bb__crash_text(p, "addr", 4);
-	p = bb__cbor_put_head(0, addr, p);
+	p = bb__cbor_put_head(5, nkeys, p);
+	p = bb__crash_text(p, "kind", 4);
+	if (in->fatal) {
+		p = bb__crash_text(p, "fatal", 5);
+		if (in->reason) {
+			p = bb__crash_text(p, "reason", 6);
+			p = bb__crash_text(p, in->reason, in->reason_len);
+		}
+	} else {
+		p = bb__crash_text(p, "signal", 6);
+		p = bb__crash_text(p, "signal", 6);
+		p = bb__cbor_put_head(0, (uint64_t)in->sig, p);
+		p = bb__crash_text(p, "code", 4);
+		p = bb__cbor_put_int(in->si ? in->si->si_code : 0, p);
+		if (has_addr) {
+			p = bb__crash_text(p, "addr", 4);
+			p = bb__cbor_put_head(0, (uint64_t)(uintptr_t)in->si->si_addr, p);
+		}
+		if (sp) {
+			p = bb__crash_text(p, "sp", 2);
+			p = bb__cbor_put_head(0, sp, p);
+		}
+	}
 	p = bb__crash_text(p, "tid", 3);
 	p = bb__cbor_put_int(tid, p);
 	p = bb__crash_text(p, "thread", 6);
 	p = bb__crash_text(p, name, strlen(name));
 	p = bb__crash_text(p, "frames", 6);
-	p = bb__cbor_put_head(4, (uint64_t)nf, p);
-	for (int i = 0; i < nf; i++)
+	p = bb__cbor_put_head(4, nf, p);
+	for (uint32_t i = 0; i < nf; i++)
 		p = bb__cbor_put_head(0, frames[i], p);
+	if (omitted) {
+		p = bb__crash_text(p, "omitted", 7);
+		*p++ = 0x82;   /* array(2): [index, count] */
+		p = bb__cbor_put_head(0, omit_at, p);
+		p = bb__cbor_put_head(0, omitted, p);
+	}
+	if (ntramps) {
+		p = bb__crash_text(p, "trampolines", 11);
+		p = bb__cbor_put_head(4, ntramps, p);
+		for (uint32_t i = 0; i < ntramps; i++)
+			p = bb__cbor_put_head(0, (uint64_t)tramps[i], p);
+	}
 
 	len = (uint32_t)(p - h->crash) + BB_CRC_SIZE;
 	rec->len = (uint16_t)len;
 	rec->tag = BB_TAG_CRASH;
 	rec->flags = BB_RF_CRC;
-	rec->ts = bb__now(&box->f);
+	rec->ts = bb__now(&box->f);   /* the record clock: rdtsc or clock_gettime */
 	crc = bb__record_crc(BB_CRASH_SEQ_DONE, rec, len);
 	/* Little-endian on every target (FORMAT.md §11). */
 	p[0] = (uint8_t)crc;
@@ -232,22 +509,76 @@ static void bb__crash_record(struct bb__box *box, int sig, const siginfo_t *si, 
 	/* Release: the whole record is visible to a reader that loads DONE
 	 * with acquire (and to a post-mortem reader, trivially). */
 	BB__STORE_RELEASE(seq, (uint32_t)BB_CRASH_SEQ_DONE);
+	return 0;
+}
+
+/* ---- the handler ------------------------------------------------------------- */
+
+/*
+ * Step aside after a signal: put the previous disposition back exactly as
+ * it was (handler, sa_mask, SA_NODEFER, SA_RESETHAND, SA_ONSTACK ...) and
+ * make the signal happen again once we return, so that it is delivered as
+ * if we had never been there.
+ *
+ * A fault the kernel raised at an instruction (SIGSEGV, SIGBUS, SIGILL,
+ * SIGFPE with si_code > 0) recurs by itself: sigreturn resumes the
+ * faulting instruction, which faults again straight into the previous
+ * disposition, with the kernel's own siginfo, context and core.  Any
+ * other signal does not (kill(), abort()'s SIGABRT, an int3 SIGTRAP, a
+ * seccomp SIGSYS, an action-optional machine check): it is queued again
+ * to this thread with its original siginfo (rt_tgsigqueueinfo: a thread
+ * may send itself any si_code), or sent plainly when that fails; blocked
+ * while we run, it is delivered as sigreturn restores the interrupted mask.
+ *
+ * The stack: a previous handler installed with SA_ONSTACK runs on the
+ * thread's alternate stack.  When that stack is the one libblackbox gave
+ * the thread (the program set none up), the handler would have run on the
+ * thread's stack without us: sigreturn is told to leave our alternate
+ * stack off.  Ours is armed with SS_AUTODISARM, so the kernel switched it
+ * off when it entered our handler and switches back to what uc_stack says
+ * when the handler returns (the kernel refuses to change a stack that is
+ * not disarmed from sigreturn, as we are still on it then).
+ */
+static void bb__step_aside(int sig, const struct sigaction *prev, const siginfo_t *si,
+			   ucontext_t *uc)
+{
+	bool handler = prev->sa_handler != SIG_DFL && prev->sa_handler != SIG_IGN;
+	bool recurs = si && si->si_code > 0 &&
+		      (sig == SIGSEGV || sig == SIGILL || sig == SIGFPE ||
+		       (sig == SIGBUS && si->si_code != BUS_MCEERR_AO));
+	uint8_t *alt = bb__tls.altstack;
+
+	if (handler && (prev->sa_flags & SA_ONSTACK) && uc && alt &&
+	    uc->uc_stack.ss_sp == (void *)(alt + bb__page)) {
+		uc->uc_stack.ss_sp = NULL;
+		uc->uc_stack.ss_size = 0;
+		uc->uc_stack.ss_flags = SS_DISABLE;
+	}
+	sigaction(sig, prev, NULL);   /* AS-safe (POSIX) */
+	if (recurs)
+		return;
+	/* rt_tgsigqueueinfo and tgkill are system calls: AS-safe. */
+	if (!si || syscall(SYS_rt_tgsigqueueinfo, getpid(), bb__tid(), sig, si) < 0)
+		syscall(SYS_tgkill, getpid(), bb__tid(), sig);
 }
 
 /*
  * The handler.  Installed with SA_SIGINFO | SA_ONSTACK and a mask holding
  * every signal we catch, without SA_NODEFER: while it runs, all of them
- * are blocked, so
- *  - a fault inside the handler (a scribbled stack under the unwinder) is
- *    a blocked synchronous signal, which the kernel turns into the default
- *    action at once: the process dies, the handler never loops;
- *  - the re-raise below stays pending until the handler returns, and is
- *    then delivered under SIG_DFL.
+ * are blocked, so a fault inside it (a scribbled stack under the unwinder)
+ * is a blocked synchronous signal, which the kernel turns into the default
+ * action at once: the process dies, the handler never loops.  It runs on
+ * the thread's alternate stack (ours, or the program's own), and it writes
+ * the record, then steps aside (bb__step_aside()): the previous handler,
+ * if any, runs after ours has returned, on its own terms.
  */
-static void bb__crash_handler(int sig, siginfo_t *si, void *uc)
+static void bb__crash_handler(int sig, siginfo_t *si, void *ucv)
 {
 	int saved_errno = errno;
 	int idx = bb__sig_index(sig);
+	/* The kernel made the handler "return" into the sigreturn
+	 * trampoline: the walk starts at the frame after it. */
+	void *tramp = __builtin_return_address(0);
 	struct sigaction prev;
 	struct bb__box *box;
 	bool sent = si && si->si_code <= 0;  /* kill, raise, abort, sigqueue */
@@ -264,42 +595,50 @@ static void bb__crash_handler(int sig, siginfo_t *si, void *uc)
 	/* Acquire pairs with the release store publishing the box in
 	 * bb__open(): the box struct is complete. */
 	box = BB__LOAD_ACQUIRE(&bb__box);
-	if (box && box->pid == getpid())
-		bb__crash_record(box, sig, si, uc);
+	if (box && box->pid == getpid()) {   /* getpid: AS-safe */
+		struct bb__crash_in in = { .sig = sig, .si = si, .uc = ucv, .tramp = tramp };
 
-	if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN) {
-		/* Chain: the application's handler decides (it usually
-		 * restores SIG_DFL and returns or re-raises).  We leave the
-		 * dispositions as they are, as if it had been called
-		 * directly. */
-		if (prev.sa_flags & SA_RESETHAND) {
-			struct sigaction dfl = { .sa_handler = SIG_DFL };
-
-			sigemptyset(&dfl.sa_mask);
-			sigaction(sig, &dfl, NULL);
-		}
-		errno = saved_errno;
-		if (prev.sa_flags & SA_SIGINFO)
-			prev.sa_sigaction(sig, si, uc);
-		else
-			prev.sa_handler(sig);
-		return;
+		(void)bb__crash_write(box, &in);
 	}
-	/* The default action, exactly: restore the previous disposition
-	 * (SIG_DFL, or SIG_IGN which the kernel overrides for a fault), then
-	 * make the signal happen again.  A fault raised by the kernel simply
-	 * recurs when we return (the faulting instruction runs again), so
-	 * the core dump and si_code are the original ones.  A sent signal,
-	 * or a trap that would not recur (int3, a seccomp SIGSYS, abort()'s
-	 * SIGABRT), is sent again to this thread: pending while blocked here,
-	 * delivered under SIG_DFL as we return. */
-	sigaction(sig, &prev, NULL);
-	if (sent || sig == SIGABRT || sig == SIGTRAP || sig == SIGSYS)
-		syscall(SYS_tgkill, getpid(), bb__tid(), sig);
+	bb__step_aside(sig, &prev, si, ucv);
 	errno = saved_errno;
 }
 
+/* ---- bb_crash_record --------------------------------------------------------- */
+
+BB_EXPORT __attribute__((noinline)) int bb_crash_record(const char *reason)
+{
+	/* The walk keeps frames from our caller's on: the return address
+	 * into it. */
+	uint64_t from = (uint64_t)(uintptr_t)__builtin_return_address(0);
+	struct bb__crash_in in = { .fatal = true, .from = from, .reason = reason };
+	/* Acquire pairs with the release store publishing the box in
+	 * bb__open(), as in the handler. */
+	struct bb__box *box = BB__LOAD_ACQUIRE(&bb__box);
+	int saved_errno = errno, ret;
+
+	if (!box || box->pid != getpid())
+		return bb__disabled() ? 0 : -ENODEV;
+	if (reason) {
+		/* strnlen: AS-safe, and bounded by the area, not by the
+		 * caller's NUL; cut at a character boundary */
+		in.reason_len = strnlen(reason, BB_CRASH_REASON_MAX + 1);
+		if (in.reason_len > BB_CRASH_REASON_MAX)
+			in.reason_len = bb__utf8_cut(reason, BB_CRASH_REASON_MAX);
+	}
+	ret = bb__crash_write(box, &in);
+	errno = saved_errno;
+	return ret;
+}
+
 /* ---- alternate signal stacks -------------------------------------------- */
+
+/* <linux/signal.h>'s, which glibc's <signal.h> does not define. */
+#ifdef SS_AUTODISARM
+#define BB__SS_AUTODISARM SS_AUTODISARM
+#else
+#define BB__SS_AUTODISARM ((int)(1u << 31))
+#endif
 
 void bb__crash_thread_start(struct bb__tls *t)
 {
@@ -324,8 +663,10 @@ void bb__crash_thread_start(struct bb__tls *t)
 	}
 	ss.ss_sp = m + bb__page;
 	ss.ss_size = bb__alt_size;
-	ss.ss_flags = 0;
-	if (sigaltstack(&ss, NULL) < 0) {
+	/* SS_AUTODISARM (Linux >= 4.7): what lets bb__step_aside() leave it
+	 * off for a previous handler; without it, only that is lost. */
+	ss.ss_flags = BB__SS_AUTODISARM;
+	if (sigaltstack(&ss, NULL) < 0 && (ss.ss_flags = 0, sigaltstack(&ss, NULL) < 0)) {
 		munmap(m, bb__alt_size + bb__page);
 		return;
 	}
@@ -361,11 +702,61 @@ static bool bb__env_on(const struct bb_options *o)
 	return env && *env && strcmp(env, "0") != 0;
 }
 
+/* Install our handler for every caught signal whose disposition is not
+ * ours already, keeping the one it replaces in bb__prev.  Returns 0 or a
+ * negative errno (then the signals installed by this call are restored). */
+static int bb__install(void)
+{
+	struct sigaction sa, cur[BB__NSIGS];
+	bool mine[BB__NSIGS];
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = bb__crash_handler;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	for (unsigned i = 0; i < BB__NSIGS; i++)
+		sigaddset(&sa.sa_mask, bb__crash_sigs[i]);
+	for (unsigned i = 0; i < BB__NSIGS; i++) {
+		if (sigaction(bb__crash_sigs[i], NULL, &cur[i]) < 0)
+			return -errno;
+		mine[i] = (cur[i].sa_flags & SA_SIGINFO) &&
+			  cur[i].sa_sigaction == bb__crash_handler;
+	}
+	for (unsigned i = 0; i < BB__NSIGS; i++) {
+		if (mine[i])
+			continue;
+		bb__prev[i] = cur[i];
+		if (sigaction(bb__crash_sigs[i], &sa, NULL) < 0) {
+			int e = -errno;
+
+			while (i-- > 0)
+				if (!mine[i])
+					sigaction(bb__crash_sigs[i], &cur[i], NULL);
+			return e;
+		}
+	}
+	return 0;
+}
+
 int bb__crash_init(const struct bb_options *o)
 {
-	struct sigaction sa;
-	void *warm[4];
+	struct bb__walk warm;
+	int ret;
 
+	/* Load and warm up the unwinder here, not in the handler or in
+	 * bb_crash_record() (bb__walk()).  Every box gets it:
+	 * bb_crash_record() works without the handler. */
+	if (bb__unwind_load()) {
+		/* the box's module list was gathered before: add libgcc_s.
+		 * Acquire pairs with bb__open()'s release store of the box. */
+		struct bb__box *box = BB__LOAD_ACQUIRE(&bb__box);
+
+		if (box)
+			bb__modules_gather(box);
+	}
+	memset(&warm, 0, sizeof(warm));
+	warm.from_signal = true;   /* no signal frame: passes our frames only */
+	bb__walk(&warm);
 	if (!bb__env_on(o))
 		return 0;
 	if (!bb__installed) {
@@ -376,32 +767,18 @@ int bb__crash_init(const struct bb_options *o)
 			ss = SIGSTKSZ;
 		bb__alt_size = (size_t)ss * 4 < 65536 ? 65536 : (size_t)ss * 4;
 		bb__alt_size = (bb__alt_size + bb__page - 1) & ~(bb__page - 1);
-		/* Warm-up: the first backtrace() loads libgcc_s and sets up
-		 * the unwinder; do it here, not in the handler (bb__frames). */
-		backtrace(warm, 4);
-
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_sigaction = bb__crash_handler;
-		sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-		sigemptyset(&sa.sa_mask);
-		for (unsigned i = 0; i < BB__NSIGS; i++)
-			sigaddset(&sa.sa_mask, bb__crash_sigs[i]);
-		for (unsigned i = 0; i < BB__NSIGS; i++) {
-			if (sigaction(bb__crash_sigs[i], NULL, &bb__prev[i]) < 0)
-				return -errno;
-		}
-		for (unsigned i = 0; i < BB__NSIGS; i++) {
-			if (sigaction(bb__crash_sigs[i], &sa, NULL) < 0) {
-				int e = -errno;
-
-				while (i-- > 0)
-					sigaction(bb__crash_sigs[i], &bb__prev[i], NULL);
-				return e;
-			}
-		}
+		if ((ret = bb__install()) < 0)
+			return ret;
 		bb__installed = true;
 		bb__altstacks = true;
 	}
 	bb__crash_thread_start(&bb__tls);
 	return 0;
+}
+
+BB_EXPORT int bb_crash_rearm(void)
+{
+	if (!bb__installed)
+		return 0;   /* the handler is off (or bb_init() was not called) */
+	return bb__install();
 }

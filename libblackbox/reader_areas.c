@@ -6,6 +6,7 @@
  * (shared/cbor.h).
  */
 #include <errno.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -34,11 +35,22 @@ BB_EXPORT const char *bb_crash_status_name(int status)
 	}
 }
 
+/* A text value into @dst (@size bytes), cut to fit, NUL-terminated; its
+ * length kept. */
+static size_t copy_text(char *dst, size_t size, const uint8_t *t, size_t tn)
+{
+	if (tn >= size)
+		tn = size - 1;
+	memcpy(dst, t, tn);
+	dst[tn] = '\0';
+	return tn;
+}
+
 /* Decode the crash map of FORMAT §11 into @c; keys it does not know are
  * skipped.  Returns NULL or what is wrong. */
 static const char *crash_decode(struct bb__cbor *in, struct bb_crash *c)
 {
-	uint64_t n, nf, u;
+	uint64_t n, nf, u, at, cnt;
 	int64_t i;
 	const uint8_t *k, *t;
 	size_t kn, tn;
@@ -48,7 +60,13 @@ static const char *crash_decode(struct bb__cbor *in, struct bb_crash *c)
 	for (uint64_t e = 0; e < n; e++) {
 		if (bb__cbor_string(in, 3, &k, &kn))
 			return "a key is not a text string";
-		if (key_is(k, kn, "signal")) {
+		if (key_is(k, kn, "kind")) {
+			if (bb__cbor_string(in, 3, &t, &tn))
+				return "\"kind\" is not a text string";
+			c->kind = key_is(t, tn, "signal") ? BB_CRASH_KIND_SIGNAL
+				: key_is(t, tn, "fatal") ? BB_CRASH_KIND_FATAL
+				: BB_CRASH_KIND_UNKNOWN;
+		} else if (key_is(k, kn, "signal")) {
 			if (bb__cbor_uint(in, &u) || u > INT32_MAX)
 				return "\"signal\" is not a small unsigned integer";
 			c->signal = (int32_t)u;
@@ -56,9 +74,17 @@ static const char *crash_decode(struct bb__cbor *in, struct bb_crash *c)
 			if (bb__cbor_int(in, &i) || i < INT32_MIN || i > INT32_MAX)
 				return "\"code\" is not a 32-bit integer";
 			c->code = (int32_t)i;
-		} else if (key_is(k, kn, "addr")) {
-			if (bb__cbor_uint(in, &c->addr))
-				return "\"addr\" is not an unsigned integer";
+		} else if (key_is(k, kn, "addr") || key_is(k, kn, "sp")) {
+			bool sp = kn == 2;
+
+			if (bb__cbor_uint(in, sp ? &c->sp : &c->addr))
+				return sp ? "\"sp\" is not an unsigned integer"
+					  : "\"addr\" is not an unsigned integer";
+			*(sp ? &c->has_sp : &c->has_addr) = true;
+		} else if (key_is(k, kn, "reason")) {
+			if (bb__cbor_string(in, 3, &t, &tn))
+				return "\"reason\" is not a text string";
+			c->reason_len = (uint32_t)copy_text(c->reason, sizeof(c->reason), t, tn);
 		} else if (key_is(k, kn, "tid")) {
 			if (bb__cbor_int(in, &i) || i < INT32_MIN || i > INT32_MAX)
 				return "\"tid\" is not a 32-bit integer";
@@ -66,10 +92,7 @@ static const char *crash_decode(struct bb__cbor *in, struct bb_crash *c)
 		} else if (key_is(k, kn, "thread")) {
 			if (bb__cbor_string(in, 3, &t, &tn))
 				return "\"thread\" is not a text string";
-			if (tn >= sizeof(c->thread))
-				tn = sizeof(c->thread) - 1;
-			memcpy(c->thread, t, tn);
-			c->thread[tn] = '\0';
+			copy_text(c->thread, sizeof(c->thread), t, tn);
 		} else if (key_is(k, kn, "frames")) {
 			if (bb__cbor_container(in, 4, &nf))
 				return "\"frames\" is not an array";
@@ -81,13 +104,56 @@ static const char *crash_decode(struct bb__cbor *in, struct bb_crash *c)
 				else
 					c->frames_truncated = true;
 			}
+		} else if (key_is(k, kn, "omitted")) {
+			if (bb__cbor_container(in, 4, &u) || u != 2 ||
+			    bb__cbor_uint(in, &at) || bb__cbor_uint(in, &cnt) ||
+			    at > UINT32_MAX || cnt > UINT32_MAX)
+				return "\"omitted\" is not [index, count]";
+			c->omitted_at = (uint32_t)at;
+			c->frames_omitted = (uint32_t)cnt;
+		} else if (key_is(k, kn, "trampolines")) {
+			if (bb__cbor_container(in, 4, &nf))
+				return "\"trampolines\" is not an array";
+			for (uint64_t f = 0; f < nf; f++) {
+				if (bb__cbor_uint(in, &u))
+					return "a trampoline is not an unsigned integer";
+				if (u < BB_CRASH_MAX_FRAMES)
+					c->frame_flags[u] |= BB_CRASH_FRAME_SIGNAL;
+			}
 		} else if (bb__cbor_skip(in, 1, NULL)) {
 			return "an unknown key's value is not well-formed CBOR";
 		}
 	}
 	if (in->p != in->end)
 		return "trailing bytes after the CBOR map";
+	if (c->omitted_at > c->nframes)
+		return "\"omitted\" points outside the frames";
 	return NULL;
+}
+
+/* What the decoded keys imply, once all are known (they come in any
+ * order): which frames are exact instructions, and whether the stack ran
+ * out (FORMAT §11). */
+static void crash_derive(struct bb_crash *c)
+{
+	uint64_t d;
+
+	for (uint32_t i = c->nframes; i < BB_CRASH_MAX_FRAMES; i++)
+		c->frame_flags[i] = 0;   /* trampolines past the frames */
+	/* a signal record's frame 0 is the interrupted instruction */
+	if (c->kind == BB_CRASH_KIND_SIGNAL && c->nframes)
+		c->frame_flags[0] |= BB_CRASH_FRAME_EXACT;
+	/* so is the frame a trampoline returns into, unless frames were
+	 * left out between the two */
+	for (uint32_t i = 0; i + 1 < c->nframes; i++)
+		if ((c->frame_flags[i] & BB_CRASH_FRAME_SIGNAL) &&
+		    !(c->frames_omitted && i + 1 == c->omitted_at))
+			c->frame_flags[i + 1] |= BB_CRASH_FRAME_EXACT;
+	if (c->kind != BB_CRASH_KIND_SIGNAL || c->signal != SIGSEGV || !c->has_addr ||
+	    !c->has_sp)
+		return;
+	d = c->addr > c->sp ? c->addr - c->sp : c->sp - c->addr;
+	c->stack_overflow = d < BB_CRASH_OVERFLOW_RANGE;
 }
 
 BB_EXPORT int bb_reader_crash(struct bb_reader *r, struct bb_crash *out)
@@ -155,6 +221,7 @@ BB_EXPORT int bb_reader_crash(struct bb_reader *r, struct bb_crash *out)
 		snprintf(out->problem, sizeof(out->problem), "crash area: %s", why);
 		return 0;
 	}
+	crash_derive(out);
 	out->status = BB_CRASH_COMPLETE;
 	out->ts = bb__rdr_ns(r, h.ts);
 	out->wall_ns = bb__rdr_wall(r, h.ts);

@@ -100,6 +100,9 @@ struct bb__tls {
  * returning it, rather than storing through a pointer into struct bb__w,
  * lets the compiler keep the caller's struct bb__w in registers. */
 int bb__nobox(void);
+/* BLACKBOX_DISABLE=1 or the fork policy turned recording off (box.c);
+ * a plain load: AS-safe. */
+bool bb__disabled(void);
 struct bb__ring *bb__begin_slow(struct bb__box *box, struct bb__tls *t);
 void bb__end_shared(struct bb__box *box, struct bb__tls *t);
 

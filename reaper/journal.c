@@ -517,13 +517,27 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 			add(e, "BB_SIGNAL_NAME", "%s", signame);
 		add(e, "BB_CRASH_RECORD", "%s", bb_crash_status_name(cr.status));
 	}
-	if (crashed && cr.status == BB_CRASH_COMPLETE) {
+	if (crashed && cr.status == BB_CRASH_COMPLETE && cr.kind == BB_CRASH_KIND_FATAL) {
+		/* bb_crash_record(): why, instead of a signal's details.
+		 * The reason is text the program wrote, like a record: another
+		 * user's only with --journal-content=all. */
+		add(e, "BB_CRASH_KIND", "fatal");
+		if (content)
+			add_text(e, "BB_CRASH_REASON", cr.reason, sizeof(cr.reason));
+	} else if (crashed && cr.status == BB_CRASH_COMPLETE) {
 		const char *code = bbx_sigcode_name(cr.signal, cr.code);
 
+		add(e, "BB_CRASH_KIND", "signal");
 		add(e, "BB_SIGNAL_CODE", "%d", cr.code);
 		if (code)
 			add(e, "BB_SIGNAL_CODE_NAME", "%s", code);
-		add(e, "BB_FAULT_ADDR", "0x%llx", (unsigned long long)cr.addr);
+		/* only a fault the kernel raised has an address */
+		if (cr.has_addr && cr.code > 0)
+			add(e, "BB_FAULT_ADDR", "0x%llx", (unsigned long long)cr.addr);
+		if (cr.stack_overflow)
+			add(e, "BB_STACK_OVERFLOW", "1");
+	}
+	if (crashed && cr.status == BB_CRASH_COMPLETE) {
 		add(e, "BB_CRASH_TID", "%d", (int)cr.tid);
 		add_text(e, "BB_CRASH_THREAD", cr.thread, sizeof(cr.thread));
 		add_stack(e, r, &cr, where, sizeof(where));
@@ -551,6 +565,9 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 	 * plain (bbx_quote), so that neither passes for the words around it */
 	if (signame)
 		snprintf(sig, sizeof(sig), "%s", signame);
+	else if (!in->phase_signal && cr.status == BB_CRASH_COMPLETE &&
+		 cr.kind == BB_CRASH_KIND_FATAL)
+		snprintf(sig, sizeof(sig), "fatal error");   /* bb_crash_record(), no signal */
 	else
 		snprintf(sig, sizeof(sig), "signal %d", in->phase_signal);
 	if (!crashed)

@@ -359,23 +359,56 @@ enum bb_crash_status {
 
 #define BB_CRASH_MAX_FRAMES 256 /* more than a 2 KiB area can hold */
 
+/* struct bb_crash.kind */
+enum bb_crash_kind {
+	BB_CRASH_KIND_SIGNAL  = 0, /* a fatal signal reached the crash handler
+				      (also a record without "kind") */
+	BB_CRASH_KIND_FATAL   = 1, /* bb_crash_record(): a panic, an assertion */
+	BB_CRASH_KIND_UNKNOWN = 2, /* a kind this reader does not know */
+};
+
+/* struct bb_crash.frame_flags[i] */
+#define BB_CRASH_FRAME_EXACT  0x1u /* the address is an interrupted
+				      instruction (look it up as is), not a
+				      return address (look up address - 1) */
+#define BB_CRASH_FRAME_SIGNAL 0x2u /* a signal trampoline: a signal handler
+				      was running above this frame */
+
 /* The crash record, decoded.  Fields other than status/problem are
  * meaningful only for BB_CRASH_COMPLETE (fields absent from the map are 0). */
 struct bb_crash {
 	int      status;       /* enum bb_crash_status */
 	bool     crc_ok;       /* the CRC32C matched */
-	int32_t  signal;       /* signal number */
+	int      kind;         /* enum bb_crash_kind */
+	int32_t  signal;       /* signal number (kind SIGNAL) */
 	int32_t  code;         /* si_code */
-	uint64_t addr;         /* fault address */
+	bool     has_addr;     /* the record has a fault address ... */
+	uint64_t addr;         /* ... this one */
+	bool     has_sp;       /* the record has the stack pointer ... */
+	uint64_t sp;           /* ... at the signal */
+	bool     stack_overflow; /* SIGSEGV within 64 KiB of the stack pointer
+				    (BB_CRASH_OVERFLOW_RANGE): the stack ran out */
+	char     reason[256];  /* kind FATAL: why, cut to 255 bytes, NUL-
+				  terminated ("" for none); raw box bytes */
+	uint32_t reason_len;   /* bytes in reason[] (it may hold NUL bytes) */
 	int32_t  tid;          /* the thread that took the signal */
 	char     thread[16];   /* its name, NUL-terminated, cut to 15 bytes */
 	uint64_t ts;           /* when, in ns of the box clock (TSC converted) */
 	int64_t  wall_ns;      /* the same as CLOCK_REALTIME ns */
 	uint32_t nframes;      /* entries of frames[] */
 	bool     frames_truncated; /* more frames than BB_CRASH_MAX_FRAMES */
-	uint64_t frames[BB_CRASH_MAX_FRAMES]; /* return addresses, innermost first */
+	uint64_t frames[BB_CRASH_MAX_FRAMES]; /* innermost first */
+	uint8_t  frame_flags[BB_CRASH_MAX_FRAMES]; /* BB_CRASH_FRAME_* */
+	uint32_t omitted_at;   /* frames_omitted frames were left out of the
+				  record before frames[omitted_at] ... */
+	uint32_t frames_omitted; /* ... (a stack deeper than the record holds) */
 	char     problem[128]; /* "" or what is wrong (TORN / CORRUPT) */
 };
+
+/* A SIGSEGV whose fault address lies less than this many bytes from the
+ * stack pointer (below or above) is a stack overflow: the access ran into
+ * the end of the stack (its guard page or the gap below it). */
+#define BB_CRASH_OVERFLOW_RANGE 65536u
 
 /*
  * bb_reader_crash - read and decode the crash area of the box's header.

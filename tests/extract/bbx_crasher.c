@@ -5,11 +5,14 @@
  * (tests/journal).  Built with -g -O0 so the symboliser has something to
  * find: the fault is in bbx_crash_here().
  *
- *   bbx_crasher [inwrite | wait | big | sleep]
+ *   bbx_crasher [inwrite | overflow | inhandler | wait | big | sleep]
  *       sets state, writes records (one important), prints its pid, then
  *       crashes in bbx_crash_here(); with "inwrite" it crashes inside a
  *       bb_write_bytes() of a value on an inaccessible page instead, so
- *       the interrupted record must come out torn.  "wait": blocks until
+ *       the interrupted record must come out torn; "overflow": a runaway
+ *       recursion in bbx_recurse() overflows the stack; "inhandler":
+ *       bbx_crash_here() is called from a SIGUSR1 handler (a signal frame
+ *       in the middle of the stack).  "wait": blocks until
  *       killed instead of crashing (a SIGKILL leaves no crash record);
  *       "big": the same with a 12 MiB box full of records; "sleep": no
  *       box at all, prints its pid and blocks (a sibling process).
@@ -17,6 +20,7 @@
  *       (prctl) before bb_init, control characters and all.
  */
 #include <blackbox.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +41,25 @@ __attribute__((noinline, no_sanitize("undefined"))) void bbx_crash_here(int dept
 		return;
 	}
 	*null_ptr = 42;
+}
+
+static volatile int never = -1;   /* the compiler cannot see the end */
+
+__attribute__((noinline)) int bbx_recurse(int n);
+__attribute__((noinline)) int bbx_recurse(int n)
+{
+	volatile char pad[256];
+
+	if (n == never)
+		return 0;
+	pad[0] = (char)n;
+	return bbx_recurse(n + 1) + pad[0];   /* not a tail call */
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	bbx_crash_here(0);
 }
 
 int main(int argc, char **argv)
@@ -77,6 +100,13 @@ int main(int argc, char **argv)
 
 		if (p != MAP_FAILED)
 			bb_write_bytes(p, 100); /* faults while copying the value */
+		return 1;
+	}
+	if (!strcmp(mode, "overflow"))
+		return bbx_recurse(0);
+	if (!strcmp(mode, "inhandler")) {
+		signal(SIGUSR1, on_usr1);
+		raise(SIGUSR1);
 		return 1;
 	}
 	bbx_crash_here(2);

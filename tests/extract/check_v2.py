@@ -193,6 +193,49 @@ def main():
         finally:
             shutil.rmtree(d4)
 
+        # a stack overflow: labelled, the recursion folded, the frames the
+        # record left out counted, the outermost ones kept
+        d6 = tempfile.mkdtemp(prefix="bbv2o.")
+        try:
+            pid6 = crash_child(d6, args=("overflow",))
+            rc, out, err = extract(d6, pid6)
+            lines = out.splitlines()
+            check(rc == 0 and re.match(r"\*\*\* stack overflow: fault address 0x[0-9a-f]+ is "
+                                       r"(at|\d+ bytes (below|above)) the stack pointer 0x[0-9a-f]+$",
+                                       lines[1]), "overflow: second line %r" % lines[1:2])
+            folds = [l for l in lines if re.match(r"  #\d+-#\d+  \(the same frame, \d+ more "
+                                                  r"times\)$", l)]
+            gap = [i for i, l in enumerate(lines)
+                   if re.match(r"  #64-#\d+  \(\d+ frames not recorded\)$", l)]
+            check(len(folds) == 2 and len(gap) == 1, "overflow: folds %r gap %r" % (folds, gap))
+            rc, out, err = extract(d6, pid6, "--json")
+            c = jlines(out)[0]
+            check(c.get("stack_overflow") is True and c.get("omitted_at") == 64 and
+                  c.get("frames_omitted", 0) > 100 and len(c.get("frames", [])) == 128,
+                  "overflow crash %r" % {k: v for k, v in c.items() if k != "frames"})
+            if "built without libdw" not in c.get("symbols_note", ""):
+                check(has_function(c["frames"][64:], "main"),
+                      "overflow: main is not among the outermost frames")
+        finally:
+            shutil.rmtree(d6)
+
+        # a crash in a signal handler: the trampoline is "<signal handler>",
+        # the frame after it an exact instruction
+        d7 = tempfile.mkdtemp(prefix="bbv2h.")
+        try:
+            pid7 = crash_child(d7, args=("inhandler",))
+            rc, out, err = extract(d7, pid7)
+            check(rc == 0 and any(re.match(r"  #\d+ +0x[0-9a-f]{16}  \S+\+0x[0-9a-f]+  "
+                                           r"<signal handler>$", l) for l in out.splitlines()),
+                  "inhandler: no <signal handler> frame:\n" + out)
+            rc, out, err = extract(d7, pid7, "--json")
+            fr = jlines(out)[0].get("frames", [])
+            at = [i for i, f in enumerate(fr) if f.get("signal_handler")]
+            check(len(at) == 1 and 0 < at[0] < len(fr) - 1 and fr[at[0] + 1].get("exact") and
+                  "function" not in fr[at[0]], "inhandler frames %r" % fr)
+        finally:
+            shutil.rmtree(d7)
+
         # TSC asked for, not available (test hook): --list says so
         d5 = tempfile.mkdtemp(prefix="bbv2f.")
         try:

@@ -15,10 +15,28 @@
  *                     chain (segv with an application handler installed
  *                     before bb_init: prints "chained N", restores SIG_DFL).
  *                     Prints "addr 0x..." (expected fault address) first.
+ *                     Handlers like a server's crash reporter (Redis's):
+ *                     report-before (SA_NODEFER|SA_SIGINFO handler, then
+ *                     bb_init, then segv), report-after (bb_init, handler,
+ *                     bb_crash_rearm, segv), report-late (the same without
+ *                     bb_crash_rearm), report-onstack (SA_ONSTACK on a
+ *                     2 MiB alternate stack of its own), report-onstack-noalt
+ *                     (SA_ONSTACK, no alternate stack of its own),
+ *                     report-nested (the handler faults once inside itself),
+ *                     report-abort (a SIGABRT handler with SA_RESETHAND, then
+ *                     abort()).  The handler prints what it sees ("report
+ *                     ..." lines: siginfo, stack, mask, disposition), puts
+ *                     1 MiB on its stack, prints "report complete", then
+ *                     re-raises with kill() under SIG_DFL.
+ *                     fatal (bb_crash_record in check_failed(), then abort),
+ *                     fatal-exit (then exit(3)), fatal-twice (a second call,
+ *                     then abort), fatal-long (a 300-byte reason).  Prints
+ *                     "fn 0x..." (check_failed's address) and "record N".
  */
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +108,162 @@ static void abort_in_handler(int sig)
 	abort();
 }
 
+/* ---- a crash reporter like a server's ------------------------------------ */
+
+static uint8_t *app_alt;          /* report-onstack: the handler's own stack */
+static size_t app_alt_size;
+static volatile sig_atomic_t report_entries;
+static bool report_nested;
+
+/*
+ * What the handler sees, as lines that must not depend on libblackbox
+ * being there: the signal, its code and address (or whether a sent signal
+ * names this process as its sender), whether it runs on an alternate stack
+ * and whether that is its own, which crash signals are blocked, and the
+ * signal's disposition now (its own handler, or SIG_DFL after
+ * SA_RESETHAND).  Then 1 MiB on the stack, as Redis's memory test does.
+ */
+static void report_handler(int sig, siginfo_t *si, void *uc)
+{
+	volatile char big[1 << 20];
+	int entry = ++report_entries;
+	struct sigaction now;
+	sigset_t blocked;
+	stack_t ss;
+	char here;
+
+	(void)uc;
+	if (entry == 1 && report_nested) {
+		volatile uintptr_t bad = 24;
+
+		dprintf(1, "report entry 1 faults\n");
+		*(volatile int *)bad = 1;   /* SA_NODEFER: into entry 2 */
+	}
+	sigaltstack(NULL, &ss);
+	sigprocmask(SIG_BLOCK, NULL, &blocked);
+	sigaction(sig, NULL, &now);
+	dprintf(1, "report entry %d sig %d code %d\n", entry, sig, si->si_code);
+	if (si->si_code > 0)
+		dprintf(1, "report addr %p\n", si->si_addr);
+	else
+		dprintf(1, "report sender is self %d\n", si->si_pid == getpid());
+	dprintf(1, "report onstack %d own stack %d\n", !!(ss.ss_flags & SS_ONSTACK),
+	    app_alt && (uint8_t *)&here >= app_alt && (uint8_t *)&here < app_alt + app_alt_size);
+	dprintf(1, "report blocked SEGV %d BUS %d ILL %d FPE %d ABRT %d TRAP %d\n",
+	    sigismember(&blocked, SIGSEGV), sigismember(&blocked, SIGBUS),
+	    sigismember(&blocked, SIGILL), sigismember(&blocked, SIGFPE),
+	    sigismember(&blocked, SIGABRT), sigismember(&blocked, SIGTRAP));
+	dprintf(1, "report disposition %s\n", now.sa_handler == SIG_DFL ? "default" :
+	    (now.sa_flags & SA_SIGINFO) && now.sa_sigaction == report_handler ? "own" :
+	    "other");
+	memset((char *)big, 'm', sizeof(big));
+	dprintf(1, "report complete %d\n", big[sizeof(big) - 1] == 'm');
+	if (sig == SIGABRT)
+		return;   /* abort() goes on: SIG_DFL, raise again */
+	signal(sig, SIG_DFL);
+	kill(getpid(), sig);
+}
+
+static void install_report(int sig, int flags)
+{
+	struct sigaction sa = { .sa_sigaction = report_handler,
+				.sa_flags = SA_SIGINFO | flags };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(sig, &sa, NULL);
+}
+
+/* The report-* kinds; 0, or what failed. */
+static int report(const char *kind)
+{
+	bool before = strcmp(kind, "report-after") && strcmp(kind, "report-late");
+	int sig = strcmp(kind, "report-abort") ? SIGSEGV : SIGABRT;
+	int flags = sig == SIGABRT ? SA_RESETHAND : SA_NODEFER;
+
+	if (!strncmp(kind, "report-onstack", 14))
+		flags |= SA_ONSTACK;
+	if (!strcmp(kind, "report-onstack")) {
+		stack_t ss = { .ss_size = 2u << 20 };
+
+		app_alt_size = ss.ss_size;
+		app_alt = mmap(NULL, app_alt_size, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+		ss.ss_sp = app_alt;
+		if (app_alt == MAP_FAILED || sigaltstack(&ss, NULL))
+			return 5;
+	}
+	if (!strcmp(kind, "report-onstack-noalt")) {
+		/* no alternate stack of its own, whoever set one up before
+		 * main() (a sanitizer's runtime does) */
+		stack_t off = { .ss_flags = SS_DISABLE };
+
+		if (sigaltstack(&off, NULL))
+			return 5;
+	}
+	report_nested = !strcmp(kind, "report-nested");
+	if (before)
+		install_report(sig, flags);
+	if (bb_init(0) != 0)
+		return 3;
+	if (!before)
+		install_report(sig, flags);
+	if (!strcmp(kind, "report-after") && bb_crash_rearm() != 0)
+		return 7;
+	bb_write_kv("before", kind);
+	if (sig == SIGABRT) {
+		say_addr(NULL);
+		abort();
+	}
+	{
+		volatile uintptr_t bad = 16;
+
+		say_addr((void *)bad);
+		*(volatile int *)bad = 1;
+	}
+	return 4;
+}
+
+/* ---- bb_crash_record --------------------------------------------------------- */
+
+static const char *fatal_kind;
+
+/* An assert's failure path: record why, then end the process. */
+static __attribute__((noinline)) void check_failed(const char *expr, int line)
+{
+	char reason[320];
+	int rc;
+
+	if (!strcmp(fatal_kind, "fatal-long")) {
+		/* 254 bytes, then a 2-byte character across the 255-byte cut */
+		memset(reason, 'a', 254);
+		strcpy(reason + 254, "\xc3\xa9 and more text past the limit");
+	} else {
+		snprintf(reason, sizeof(reason), "CHECK(%s) failed at child.c:%d", expr, line);
+	}
+	rc = bb_crash_record(reason);
+	dprintf(1, "record %d\n", rc);
+	if (!strcmp(fatal_kind, "fatal-twice"))
+		dprintf(1, "again %d\n", bb_crash_record("the second reason"));
+	if (!strcmp(fatal_kind, "fatal-exit"))
+		exit(3);
+	abort();
+}
+
+static int fatal(const char *kind)
+{
+	volatile int len = 7, cap = 4;
+
+	fatal_kind = kind;
+	if (bb_init(0) != 0)
+		return 3;
+	bb_write_kv("before", kind);
+	say_addr(NULL);
+	dprintf(1, "fn %#lx\n", (unsigned long)(uintptr_t)check_failed);
+	if (len > cap)
+		check_failed("len <= cap", __LINE__);
+	return 4;
+}
+
 /* "thread": a second thread, named, claims its ring and faults. */
 static void *crash_thread(void *arg)
 {
@@ -110,6 +284,11 @@ static int crash(const char *kind)
 	long pg = sysconf(_SC_PAGESIZE);
 
 	setrlimit(RLIMIT_CORE, &no_core);
+	alarm(60);   /* a handler that loops (a bug under test) still ends */
+	if (!strncmp(kind, "report-", 7))
+		return report(kind);
+	if (!strncmp(kind, "fatal", 5))
+		return fatal(kind);
 	if (!strcmp(kind, "chain")) {
 		struct sigaction sa = { .sa_sigaction = chained, .sa_flags = SA_SIGINFO };
 

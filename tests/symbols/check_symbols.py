@@ -301,7 +301,7 @@ def stripped_and_split(t):
             # --no-symbols: module+offset, nothing else
             rc, out, err = extract(box, pid, "--no-symbols", "--debug-dir", ddir)
             fr = json.loads(out.decode().splitlines()[0])["frames"]
-            check(rc == 0 and all(set(x) <= {"addr", "module", "build_id", "offset"}
+            check(rc == 0 and all(set(x) <= {"addr", "module", "build_id", "offset", "exact"}
                                   for x in fr), "--no-symbols frames %r" % fr)
             rc, txt, err = text_of(box, pid, "--no-symbols")
             check(re.search(r"prog\+0x[0-9a-f]+\n", txt.splitlines()[1] + "\n"),
