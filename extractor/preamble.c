@@ -88,14 +88,21 @@ static void frame_line(struct bbx_out *o, char *line, int n)
 	bbx_out_char(o, '\n');
 }
 
+/* The name a location is shown with: demangled, or with --raw-names as
+ * the binary has it. */
+static const char *loc_name(const struct bbx_loc *l, bool raw)
+{
+	return raw && l->linkage ? l->linkage : l->function;
+}
+
 /* "name[+0xoff] at file:line" (or "??"), appended at @n of @line. */
-static int frame_loc(char *line, int n, const struct bbx_loc *l, bool has_off,
+static int frame_loc(char *line, int n, const struct bbx_loc *l, bool raw, bool has_off,
 		     uint64_t off, const char *tail)
 {
 	if (n < 0 || n >= BBX_FRAME_LINE)
 		return n;
 	n += snprintf(line + n, BBX_FRAME_LINE - (size_t)n, "%s",
-		      l->function ? l->function : "??");
+		      l->function ? loc_name(l, raw) : "??");
 	if (l->function && has_off && n < BBX_FRAME_LINE)
 		n += snprintf(line + n, BBX_FRAME_LINE - (size_t)n, "+0x%llx",
 			      (unsigned long long)off);
@@ -115,7 +122,7 @@ static int frame_loc(char *line, int n, const struct bbx_loc *l, bool has_off,
  *   "  #0  0x...  /usr/bin/prog+0x1149  check at /src/prog.c:7 (inlined)"
  *   "        called from main+0x19 at /src/prog.c:20"
  */
-static void text_frame(struct bbx_out *o, size_t i, const struct bbx_frame *f)
+static void text_frame(struct bbx_out *o, size_t i, const struct bbx_frame *f, bool raw)
 {
 	char line[BBX_FRAME_LINE];
 	int n;
@@ -133,27 +140,36 @@ static void text_frame(struct bbx_out *o, size_t i, const struct bbx_frame *f)
 	if (n < (int)sizeof(line))
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "  ");
 	for (size_t k = 0; k < f->ninlined; k++) {
-		n = frame_loc(line, n, &f->inlined[k], false, 0, " (inlined)");
+		n = frame_loc(line, n, &f->inlined[k], raw, false, 0, " (inlined)");
 		frame_line(o, line, n);
 		n = snprintf(line, sizeof(line), "        called from ");
 	}
-	n = frame_loc(line, n, &f->at, f->has_function_offset, f->function_offset, "");
+	n = frame_loc(line, n, &f->at, raw, f->has_function_offset, f->function_offset, "");
 	frame_line(o, line, n);
 }
 
-static void struct_loc(struct bbx_em *em, const struct bbx_loc *l)
+/* "function" as shown, "linkage_name" when the binary's is another */
+static void struct_name(struct bbx_em *em, const struct bbx_loc *l, bool raw)
+{
+	bbx_em_kv_str(em, "function", loc_name(l, raw));
+	if (l->linkage && !raw)
+		bbx_em_kv_str(em, "linkage_name", l->linkage);
+}
+
+static void struct_loc(struct bbx_em *em, const struct bbx_loc *l, bool raw)
 {
 	if (l->function)
-		bbx_em_kv_str(em, "function", l->function);
+		struct_name(em, l, raw);
 	if (l->file) {
 		bbx_em_kv_str(em, "file", l->file);
 		bbx_em_kv_u64(em, "line", l->line);
 	}
 }
 
-/* JSON / CBOR: addr, module, build_id, offset, function, function_offset,
- * file, line, inlined (innermost first); each absent when unknown. */
-static void struct_frame(struct bbx_em *em, const struct bbx_frame *f)
+/* JSON / CBOR: addr, module, build_id, offset, function, linkage_name,
+ * function_offset, file, line, inlined (innermost first); each absent when
+ * unknown. */
+static void struct_frame(struct bbx_em *em, const struct bbx_frame *f, bool raw)
 {
 	bbx_em_map(em);
 	bbx_em_kv_u64(em, "addr", f->addr);
@@ -166,7 +182,7 @@ static void struct_frame(struct bbx_em *em, const struct bbx_frame *f)
 		bbx_em_kv_u64(em, "offset", f->offset);
 	}
 	if (f->at.function) {
-		bbx_em_kv_str(em, "function", f->at.function);
+		struct_name(em, &f->at, raw);
 		if (f->has_function_offset)
 			bbx_em_kv_u64(em, "function_offset", f->function_offset);
 	}
@@ -179,7 +195,7 @@ static void struct_frame(struct bbx_em *em, const struct bbx_frame *f)
 		bbx_em_array(em);
 		for (size_t k = 0; k < f->ninlined; k++) {
 			bbx_em_map(em);
-			struct_loc(em, &f->inlined[k]);
+			struct_loc(em, &f->inlined[k], raw);
 			bbx_em_end(em);
 		}
 		bbx_em_end(em);
@@ -250,7 +266,7 @@ static int emit_crash(struct ctx *c)
 		bbx_put_escaped(c->out, line, n > 0 ? (size_t)n - 1 : 0);
 		bbx_out_char(c->out, '\n');
 		for (uint32_t i = 0; i < cr->nframes; i++)
-			text_frame(c->out, i, &fr[i]);
+			text_frame(c->out, i, &fr[i], c->opt->raw_names);
 		if (note[0] && !c->opt->quiet)
 			bbx_msg(c->info->path, "symbols: %s", note);
 		goto out;
@@ -272,7 +288,7 @@ static int emit_crash(struct ctx *c)
 	bbx_em_key(&c->em, "frames");
 	bbx_em_array(&c->em);
 	for (uint32_t i = 0; i < cr->nframes; i++)
-		struct_frame(&c->em, &fr[i]);
+		struct_frame(&c->em, &fr[i], c->opt->raw_names);
 	bbx_em_end(&c->em);
 	if (note[0])
 		bbx_em_kv_str(&c->em, "symbols_note", note);
