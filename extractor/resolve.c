@@ -882,9 +882,13 @@ static void demangle_frames(const struct bbx_symreq *q, int64_t started)
 	setitimer(ITIMER_REAL, &t, NULL);
 }
 
-/* The frames of @q in @mod (reported at 0: addresses are offsets). */
+/*
+ * The frames of @q in @mod (reported at 0: addresses are offsets), with
+ * a note on the frames its DWARF (@dwarf) gives no line for, but the
+ * entry point's (@entry: _start, from the C runtime, never has one).
+ */
 static int resolve(const struct bbx_symreq *q, Dwfl_Module *mod, bool dwarf,
-		   const char *remark, int64_t started, struct bbx_wbuf *w)
+		   GElf_Addr entry, const char *remark, int64_t started, struct bbx_wbuf *w)
 {
 	char msg[BBX_SYM_MSG_MAX + 1], what[128];
 	Dwarf_Addr lo = 0, hi = 0;
@@ -904,7 +908,9 @@ static int resolve(const struct bbx_symreq *q, Dwfl_Module *mod, bool dwarf,
 		frame_symbol(mod, look, q->off[i], f);
 		if (dwarf)
 			frame_dwarf(mod, look, q->off[i], f);
-		if (dwarf && !f->at.file && nolines++ < 4)
+		if (dwarf && !f->at.file &&
+		    !(entry && f->has_offset && q->off[i] - f->function_offset == entry) &&
+		    nolines++ < 4)
 			used += snprintf(what + used, sizeof(what) - (size_t)used, "%s+0x%llx",
 					 nolines > 1 ? ", " : "", (unsigned long long)q->off[i]);
 		todo += to_demangle(&f->at);
@@ -996,7 +1002,7 @@ static int module(const struct bbx_symreq *q, int64_t started, struct bbx_wbuf *
 	remark_add(remark, sizeof(remark), dbg.remark);
 	if (q->debuginfod && !dwfl_get_debuginfod_client(dwfl))
 		remark_add(remark, sizeof(remark), "libdw cannot use debuginfod here");
-	return resolve(q, mod, dwarf, remark, started, w);
+	return resolve(q, mod, dwarf, eh.e_entry, remark, started, w);
 }
 
 int bbx_resolve_main(void)
