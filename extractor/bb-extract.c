@@ -78,6 +78,8 @@ static void usage(FILE *f)
 "                    for more directories\n"
 "      --debuginfod  let the symboliser ask the debuginfod servers of\n"
 "                    DEBUGINFOD_URLS for missing debug files (off by default)\n"
+"      --raw-names   crash frames' function names as the binary has them\n"
+"                    (C++ names mangled)\n"
 "      --uring       write output with io_uring when the kernel allows it\n"
 "      --no-uring    write output with write(2) (the default)\n"
 "  -h, --help        this help\n"
@@ -152,7 +154,7 @@ static void add_debug_dir(struct opts *o, const char *dir)
 
 enum { OPT_ANY_OWNER = 256, OPT_NO_URING, OPT_URING, OPT_NO_SYMBOLS, OPT_DEBUG_DIR,
        OPT_DEBUGINFOD, OPT_JOURNAL, OPT_JOURNAL_DIR, OPT_MACHINE, OPT_BOOT, OPT_CURSOR,
-       OPT_UNTRUSTED };
+       OPT_UNTRUSTED, OPT_RAW_NAMES };
 
 /* One option from getopt_long() (1: a pid) into @o; exits on errors,
  * --help and --version. */
@@ -187,6 +189,7 @@ static void set_option(int ch, char **argv, struct opts *o)
 	case OPT_NO_SYMBOLS: o->no_symbols = true; break;
 	case OPT_DEBUG_DIR: add_debug_dir(o, optarg); break;
 	case OPT_DEBUGINFOD: o->debuginfod = true; break;
+	case OPT_RAW_NAMES: o->raw_names = true; break;
 	case OPT_JOURNAL: o->journal = true; break;
 	case OPT_JOURNAL_DIR: o->journal_dir = optarg; break;
 	case OPT_MACHINE: o->machine = optarg; break;
@@ -264,6 +267,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "no-symbols", no_argument,      NULL, OPT_NO_SYMBOLS },
 		{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
 		{ "debuginfod", no_argument,      NULL, OPT_DEBUGINFOD },
+		{ "raw-names", no_argument,       NULL, OPT_RAW_NAMES },
 		{ "journal",   no_argument,       NULL, OPT_JOURNAL },
 		{ "journal-directory", required_argument, NULL, OPT_JOURNAL_DIR },
 		{ "machine",   required_argument, NULL, OPT_MACHINE },

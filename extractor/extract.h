@@ -40,7 +40,7 @@ enum fmt { FMT_TEXT, FMT_JSON, FMT_CBOR };
 struct opts {
 	const char *path, *dir, *save;
 	pid_t pid;
-	bool  list, all, follow, quiet, any_owner, uring, no_symbols, debuginfod;
+	bool  list, all, follow, quiet, any_owner, uring, no_symbols, debuginfod, raw_names;
 	enum fmt fmt;
 	const char *debug_dirs[DEBUG_DIRS_MAX]; /* absolute */
 	size_t ndebug_dirs;

@@ -88,14 +88,21 @@ static void frame_line(struct bbx_out *o, char *line, int n)
 	bbx_out_char(o, '\n');
 }
 
+/* The name a location is shown with: demangled, or with --raw-names as
+ * the binary has it. */
+static const char *loc_name(const struct bbx_loc *l, bool raw)
+{
+	return raw && l->linkage ? l->linkage : l->function;
+}
+
 /* "name[+0xoff] at file:line" (or "??"), appended at @n of @line. */
-static int frame_loc(char *line, int n, const struct bbx_loc *l, bool has_off,
+static int frame_loc(char *line, int n, const struct bbx_loc *l, bool raw, bool has_off,
 		     uint64_t off, const char *tail)
 {
 	if (n < 0 || n >= BBX_FRAME_LINE)
 		return n;
 	n += snprintf(line + n, BBX_FRAME_LINE - (size_t)n, "%s",
-		      l->function ? l->function : "??");
+		      l->function ? loc_name(l, raw) : "??");
 	if (l->function && has_off && n < BBX_FRAME_LINE)
 		n += snprintf(line + n, BBX_FRAME_LINE - (size_t)n, "+0x%llx",
 			      (unsigned long long)off);
@@ -117,7 +124,7 @@ static int frame_loc(char *line, int n, const struct bbx_loc *l, bool has_off,
  * A signal trampoline is "<signal handler>" (a handler ran above it).  @i
  * is the frame's depth in the stack.
  */
-static void text_frame(struct bbx_out *o, uint64_t i, const struct bbx_frame *f)
+static void text_frame(struct bbx_out *o, uint64_t i, const struct bbx_frame *f, bool raw)
 {
 	char line[BBX_FRAME_LINE];
 	int n;
@@ -141,11 +148,11 @@ static void text_frame(struct bbx_out *o, uint64_t i, const struct bbx_frame *f)
 	if (n < (int)sizeof(line))
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "  ");
 	for (size_t k = 0; k < f->ninlined; k++) {
-		n = frame_loc(line, n, &f->inlined[k], false, 0, " (inlined)");
+		n = frame_loc(line, n, &f->inlined[k], raw, false, 0, " (inlined)");
 		frame_line(o, line, n);
 		n = snprintf(line, sizeof(line), "        called from ");
 	}
-	n = frame_loc(line, n, &f->at, f->has_function_offset, f->function_offset, "");
+	n = frame_loc(line, n, &f->at, raw, f->has_function_offset, f->function_offset, "");
 	frame_line(o, line, n);
 }
 
@@ -158,7 +165,7 @@ static void text_frame(struct bbx_out *o, uint64_t i, const struct bbx_frame *f)
  *   "  #64-#16308  (16245 frames not recorded)"
  */
 static void text_frames(struct bbx_out *o, const struct bb_crash *cr,
-			const struct bbx_frame *fr)
+			const struct bbx_frame *fr, bool raw)
 {
 	char line[128];
 	uint64_t skip = 0;
@@ -173,7 +180,7 @@ static void text_frames(struct bbx_out *o, const struct bb_crash *cr,
 				     i, (unsigned long long)(i + skip - 1), cr->frames_omitted);
 			bbx_out_put(o, line, (size_t)n);
 		}
-		text_frame(o, i + skip, &fr[i]);
+		text_frame(o, i + skip, &fr[i], raw);
 		while (k + 1 < cr->nframes && cr->frames[k + 1] == cr->frames[i] &&
 		       cr->frame_flags[k + 1] == cr->frame_flags[i] &&
 		       !(cr->frames_omitted && k + 1 == cr->omitted_at))
@@ -188,20 +195,29 @@ static void text_frames(struct bbx_out *o, const struct bb_crash *cr,
 	}
 }
 
-static void struct_loc(struct bbx_em *em, const struct bbx_loc *l)
+/* "function" as shown, "linkage_name" when the binary's is another */
+static void struct_name(struct bbx_em *em, const struct bbx_loc *l, bool raw)
+{
+	bbx_em_kv_str(em, "function", loc_name(l, raw));
+	if (l->linkage && !raw)
+		bbx_em_kv_str(em, "linkage_name", l->linkage);
+}
+
+static void struct_loc(struct bbx_em *em, const struct bbx_loc *l, bool raw)
 {
 	if (l->function)
-		bbx_em_kv_str(em, "function", l->function);
+		struct_name(em, l, raw);
 	if (l->file) {
 		bbx_em_kv_str(em, "file", l->file);
 		bbx_em_kv_u64(em, "line", l->line);
 	}
 }
 
-/* JSON / CBOR: addr, module, build_id, offset, function, function_offset,
- * file, line, inlined (innermost first); each absent when unknown; "exact"
- * for an interrupted instruction, "signal_handler" for a trampoline. */
-static void struct_frame(struct bbx_em *em, const struct bbx_frame *f)
+/* JSON / CBOR: addr, module, build_id, offset, function, linkage_name,
+ * function_offset, file, line, inlined (innermost first); each absent when
+ * unknown; "exact" for an interrupted instruction, "signal_handler" for a
+ * trampoline. */
+static void struct_frame(struct bbx_em *em, const struct bbx_frame *f, bool raw)
 {
 	bbx_em_map(em);
 	bbx_em_kv_u64(em, "addr", f->addr);
@@ -222,7 +238,7 @@ static void struct_frame(struct bbx_em *em, const struct bbx_frame *f)
 		bbx_em_bool(em, true);
 	}
 	if (f->at.function) {
-		bbx_em_kv_str(em, "function", f->at.function);
+		struct_name(em, &f->at, raw);
 		if (f->has_function_offset)
 			bbx_em_kv_u64(em, "function_offset", f->function_offset);
 	}
@@ -235,7 +251,7 @@ static void struct_frame(struct bbx_em *em, const struct bbx_frame *f)
 		bbx_em_array(em);
 		for (size_t k = 0; k < f->ninlined; k++) {
 			bbx_em_map(em);
-			struct_loc(em, &f->inlined[k]);
+			struct_loc(em, &f->inlined[k], raw);
 			bbx_em_end(em);
 		}
 		bbx_em_end(em);
@@ -300,7 +316,7 @@ static void text_head(struct bbx_out *o, const struct bb_crash *cr, const char *
 /* JSON / CBOR: one {"type":"crash"} record; what a kind has (FORMAT.md
  * §11), "addr" only when the kernel gave one. */
 static void struct_crash(struct bbx_em *em, const struct bb_crash *cr, const char *t,
-			 const struct bbx_frame *fr, const char *note)
+			 const struct bbx_frame *fr, const char *note, bool raw)
 {
 	const char *sig = bbx_signal_name(cr->signal), *code = bbx_sigcode_name(cr->signal, cr->code);
 
@@ -335,7 +351,7 @@ static void struct_crash(struct bbx_em *em, const struct bb_crash *cr, const cha
 	bbx_em_key(em, "frames");
 	bbx_em_array(em);
 	for (uint32_t i = 0; i < cr->nframes; i++)
-		struct_frame(em, &fr[i]);
+		struct_frame(em, &fr[i], raw);
 	bbx_em_end(em);
 	if (cr->frames_omitted) {
 		bbx_em_kv_u64(em, "frames_omitted", cr->frames_omitted);
@@ -396,12 +412,12 @@ static int emit_crash(struct ctx *c)
 	t[bbx_fmt_time(t, cr->wall_ns)] = '\0';
 	if (c->opt->fmt == FMT_TEXT) {
 		text_head(c->out, cr, t);
-		text_frames(c->out, cr, fr);
+		text_frames(c->out, cr, fr, c->opt->raw_names);
 		if (note[0] && !c->opt->quiet)
 			bbx_msg(c->info->path, "symbols: %s", note);
 		goto out;
 	}
-	struct_crash(&c->em, cr, t, fr, note);
+	struct_crash(&c->em, cr, t, fr, note, c->opt->raw_names);
 out:
 	bbx_frames_free(fr, cr->nframes);
 	free(fr);

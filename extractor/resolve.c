@@ -3,7 +3,8 @@
  * resolve.c - the symbolising child (resolve.h): confine, open the module
  * safely, check its build id against the box's, then for each frame a
  * function name only from a symbol that contains the address, and the
- * inline chain and file:line from DWARF, with elfutils' libdwfl.
+ * inline chain and file:line from DWARF, with elfutils' libdwfl; C++
+ * names qualified from DWARF as gdb shows them, or demangled.
  *
  * Everything here runs after bbx_sandbox_confine(): with the box owner's
  * privileges at most, limited, killed by the parent at its deadline.  A
@@ -27,8 +28,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
+#include "demangle.h"
 #include "resolve.h"
 #include "sandbox.h"
 #include "symwire.h"
@@ -406,13 +409,12 @@ static uint32_t call_line(Dwarf_Die *die)
  * into @f.  libdwfl may answer with the nearest symbol below the address
  * when none contains it (a symbol of size 0, an assembly label): that is
  * exactly the neighbour's name a stack must never show, so the answer is
- * taken only if value <= look < value + size.  One frame at a time: the
- * name may be in a static buffer until the frame is written.
+ * taken only if value <= look < value + size.  Names stay until the
+ * answer is written (libdw's, or copies).
  */
 static void frame_symbol(Dwfl_Module *mod, Dwarf_Addr look, uint64_t off,
 			 struct bbx_symframe *f)
 {
-	static char plain[BBX_SYM_NAME_MAX + 1];
 	GElf_Off soff = 0;
 	GElf_Sym sym;
 	const char *at, *name = dwfl_module_addrinfo(mod, look, &soff, &sym, NULL, NULL, NULL);
@@ -421,14 +423,230 @@ static void frame_symbol(Dwfl_Module *mod, Dwarf_Addr look, uint64_t off,
 	if (!name || !*name || sym.st_size == 0 || soff >= sym.st_size || soff > look)
 		return;
 	/* "__libc_start_main@@GLIBC_2.34": the name without its version */
-	if ((at = strchr(name + 1, '@')) && (size_t)(at - name) <= BBX_SYM_NAME_MAX) {
-		memcpy(plain, name, (size_t)(at - name));
-		plain[at - name] = '\0';
-		name = plain;
-	}
+	if ((at = strchr(name + 1, '@')) && !(name = strndup(name, (size_t)(at - name))))
+		return;
 	f->at.function = name;
 	f->has_offset = true;
 	f->function_offset = off - (look - soff);
+}
+
+/* ---- names from DWARF --------------------------------------------------- */
+
+/* Whether @s is a C++ name as the binary has it (Itanium ABI, mangled). */
+static bool mangled(const char *s)
+{
+	return s && s[0] == '_' && s[1] == 'Z';
+}
+
+/*
+ * The DIE that says where the function @d is declared: through
+ * DW_AT_abstract_origin (an inlined call, an out-of-line copy) and
+ * DW_AT_specification (a member defined outside its class) to the
+ * declaration, in a few steps (a hostile file may make a loop).
+ */
+static bool declaration(Dwarf_Die *d, Dwarf_Die *decl)
+{
+	Dwarf_Attribute a;
+
+	*decl = *d;
+	for (int i = 0; i < 8; i++) {
+		if (!dwarf_attr(decl, DW_AT_abstract_origin, &a) &&
+		    !dwarf_attr(decl, DW_AT_specification, &a))
+			return true;
+		if (!dwarf_formref_die(&a, decl))
+			return false;
+	}
+	return false;
+}
+
+/*
+ * "ns::Class<int>::" for the namespaces and classes that @decl is
+ * declared in, outermost first, into @buf (as gdb names a function from
+ * DWARF: the class's name carries its template arguments).  False when a
+ * scope has no name to give (a lambda's or another unnamed class, a class
+ * local to a function or block) or it does not fit.
+ */
+static bool scope_prefix(Dwarf_Die *decl, char *buf, size_t len)
+{
+	Dwarf_Die *sc = NULL;
+	int n = dwarf_getscopes_die(decl, &sc);
+	size_t used = 0;
+	bool ok = n > 0;
+
+	buf[0] = '\0';
+	for (int i = n - 1; ok && i >= 1; i--) {
+		int tag = dwarf_tag(&sc[i]);
+		const char *name = dwarf_diename(&sc[i]);
+
+		if (tag == DW_TAG_compile_unit || tag == DW_TAG_partial_unit ||
+		    tag == DW_TAG_type_unit)
+			continue;
+		if (tag == DW_TAG_namespace && !name)
+			name = "(anonymous namespace)";
+		else if ((tag != DW_TAG_namespace && tag != DW_TAG_class_type &&
+			  tag != DW_TAG_structure_type && tag != DW_TAG_union_type) || !name)
+			ok = false;
+		if (ok) {
+			ok = fits(snprintf(buf + used, len - used, "%s::", name), len - used);
+			used += ok ? strlen(buf + used) : 0;
+		}
+	}
+	free(sc);
+	return ok;
+}
+
+/* Names found for a declaration: a function's scopes are walked once. */
+#define NAME_CACHE 256
+static struct {
+	const void *decl;     /* the declaration's DIE (its bytes: unique) */
+	const char *function, *linkage;
+} name_cache[NAME_CACHE];
+
+/*
+ * The function @d (a subprogram or an inlined call) as gdb shows it: its
+ * name qualified by the namespaces and classes it is declared in
+ * ("kvsvc::store::ShardedMap<int, kvsvc::Entry>::value_length"), with
+ * its linkage name (DW_AT_linkage_name, mangled) in *@linkage.  When the
+ * scopes give no name (a lambda's operator(), a local class's member),
+ * the linkage name alone, which the demangler turns into the whole name
+ * (*@linkage NULL); for a C function, its name.  NULL when it has none.
+ */
+static const char *dwarf_function(Dwarf_Die *d, const char **linkage)
+{
+	char prefix[BBX_SYM_NAME_MAX + 1];
+	Dwarf_Attribute a;
+	Dwarf_Die decl;
+	const char *name = dwarf_diename(d), *lk = NULL, *full;
+	size_t slot;
+
+	*linkage = NULL;
+	if (dwarf_attr_integrate(d, DW_AT_linkage_name, &a) ||
+	    dwarf_attr_integrate(d, DW_AT_MIPS_linkage_name, &a))
+		lk = dwarf_formstring(&a);
+	if (!declaration(d, &decl))
+		return lk ? lk : name;
+	slot = ((uintptr_t)decl.addr >> 2) % NAME_CACHE;
+	if (name_cache[slot].decl == decl.addr) {
+		*linkage = name_cache[slot].linkage;
+		return name_cache[slot].function;
+	}
+	full = name;
+	if (name && scope_prefix(&decl, prefix, sizeof(prefix))) {
+		if (prefix[0] && strlen(prefix) + strlen(name) <= BBX_SYM_NAME_MAX) {
+			char *q = malloc(strlen(prefix) + strlen(name) + 1);
+
+			if (q) {
+				strcpy(q, prefix);
+				strcat(q, name);
+			}
+			full = q;
+		}
+		*linkage = full && lk && strcmp(lk, full) ? lk : NULL;
+	} else if (lk) {
+		full = lk;
+	}
+	name_cache[slot].decl = decl.addr;
+	name_cache[slot].function = full;
+	name_cache[slot].linkage = *linkage;
+	return full;
+}
+
+/* ---- compile units without .debug_aranges --------------------------------- */
+
+/*
+ * libdw finds the compile unit of an address through .debug_aranges
+ * only, which clang does not emit (nor gcc for an object built without
+ * it): without it an address gets no line and no inlined calls.  So the
+ * units' own ranges (DW_AT_low_pc and DW_AT_high_pc, or DW_AT_ranges)
+ * are read once per module, for an address libdw finds no unit for; at
+ * most CU_RANGES_MAX of them (a hostile file may claim any number).
+ */
+#define CU_RANGES_MAX (1u << 20)
+
+struct cu_range {
+	Dwarf_Addr lo, hi;
+	Dwarf_Die  cu;
+};
+
+static struct {
+	struct cu_range *r;
+	size_t n;
+	bool   built, capped;
+} cus;
+
+static int cu_range_cmp(const void *a, const void *b)
+{
+	const struct cu_range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static void cu_ranges(Dwarf *dw)
+{
+	Dwarf_CU *cu = NULL, *next;
+	Dwarf_Die die;
+	uint8_t type;
+	size_t cap = 0;
+
+	cus.built = true;
+	while (dwarf_get_units(dw, cu, &next, NULL, &type, &die, NULL) == 0) {
+		Dwarf_Addr base, lo, hi;
+		ptrdiff_t off = 0;
+
+		cu = next;
+		if (type == DW_UT_type || type == DW_UT_split_type)
+			continue;
+		while ((off = dwarf_ranges(&die, off, &base, &lo, &hi)) > 0) {
+			if (lo >= hi)
+				continue;
+			if (cus.n == CU_RANGES_MAX) {
+				cus.capped = true;
+				goto sort;
+			}
+			if (cus.n == cap) {
+				size_t ncap = cap ? 2 * cap : 64;
+				struct cu_range *r = realloc(cus.r, ncap * sizeof(*r));
+
+				if (!r)
+					goto sort;
+				cus.r = r;
+				cap = ncap;
+			}
+			cus.r[cus.n++] = (struct cu_range){ lo, hi, die };
+		}
+	}
+sort:
+	if (cus.n)
+		qsort(cus.r, cus.n, sizeof(*cus.r), cu_range_cmp);
+}
+
+/* The compile unit whose ranges hold @mod's address @look, or NULL;
+ * *@bias: the DWARF's. */
+static Dwarf_Die *cu_by_ranges(Dwfl_Module *mod, Dwarf_Addr look, Dwarf_Addr *bias)
+{
+	Dwarf *dw = dwfl_module_getdwarf(mod, bias);
+	Dwarf_Addr a;
+	size_t lo = 0, hi;
+
+	if (!dw || look < *bias)
+		return NULL;
+	if (!cus.built)
+		cu_ranges(dw);
+	a = look - *bias;
+	hi = cus.n;
+	while (lo < hi) { /* the first range starting above a */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (cus.r[mid].lo <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* ranges of two units may overlap: a few below are looked at */
+	for (size_t k = 0; lo > 0 && k < 16; lo--, k++)
+		if (a < cus.r[lo - 1].hi)
+			return &cus.r[lo - 1].cu;
+	return NULL;
 }
 
 /*
@@ -436,21 +654,34 @@ static void frame_symbol(Dwfl_Module *mod, Dwarf_Addr look, uint64_t off,
  * (innermost first, each with the line it is at, which for the next one
  * out is the DW_AT_call_file:DW_AT_call_line of the inner one) and the
  * out-of-line function they are inlined into with its own line.  That
- * function names the frame only if no symbol did (its ranges contain
- * @look, as dwarf_getscopes found).
+ * function names the frame if no symbol did (its ranges contain @look, as
+ * dwarf_getscopes found), and for a C++ symbol its qualified name is the
+ * frame's (the symbol's is the linkage name).
  */
 static void frame_dwarf(Dwfl_Module *mod, Dwarf_Addr look, uint64_t off,
 			struct bbx_symframe *f)
 {
-	Dwfl_Line *ln = dwfl_module_getsrc(mod, look);
-	Dwarf_Die *cu, *scopes = NULL, *chain = NULL, *sub = NULL;
-	struct bbx_symloc cur = { NULL, NULL, 0 };
+	Dwarf_Die *cu, *other, *scopes = NULL, *chain = NULL, *sub = NULL;
+	struct bbx_symloc cur = { NULL, NULL, NULL, 0 };
 	Dwarf_Addr bias = 0, entry;
+	Dwarf_Line *dl;
+	Dwfl_Line *ln;
 	int lineno = 0, n, m = 0;
 
-	if (ln && (cur.file = dwfl_lineinfo(ln, NULL, &lineno, NULL, NULL, NULL)))
-		cur.line = lineno > 0 ? (uint32_t)lineno : 0;
+	/* libdwfl takes the unit of the nearest .debug_aranges entry below
+	 * the address: when that unit does not hold it (its own is not in
+	 * .debug_aranges), the one whose ranges do */
 	cu = dwfl_module_addrdie(mod, look, &bias);
+	if ((!cu || dwarf_haspc(cu, look - bias) <= 0) &&
+	    (other = cu_by_ranges(mod, look, &bias))) {
+		cu = other;
+		if ((dl = dwarf_getsrc_die(cu, look - bias)) &&
+		    (cur.file = dwarf_linesrc(dl, NULL, NULL)) && dwarf_lineno(dl, &lineno) == 0)
+			cur.line = lineno > 0 ? (uint32_t)lineno : 0;
+	} else if ((ln = dwfl_module_getsrc(mod, look)) &&
+		   (cur.file = dwfl_lineinfo(ln, NULL, &lineno, NULL, NULL, NULL))) {
+		cur.line = lineno > 0 ? (uint32_t)lineno : 0;
+	}
 	n = cu ? dwarf_getscopes(cu, look - bias, &scopes) : 0;
 	if (n > 0)
 		m = dwarf_getscopes_die(&scopes[0], &chain);
@@ -461,7 +692,7 @@ static void frame_dwarf(Dwfl_Module *mod, Dwarf_Addr look, uint64_t off,
 			if (f->ninlined < BBX_SYM_INLINE_MAX) {
 				struct bbx_symloc *l = &f->inlined[f->ninlined++];
 
-				l->function = dwarf_diename(&chain[i]);
+				l->function = dwarf_function(&chain[i], &l->linkage);
 				l->file = cur.file;
 				l->line = cur.file ? cur.line : 0;
 			}
@@ -474,18 +705,92 @@ static void frame_dwarf(Dwfl_Module *mod, Dwarf_Addr look, uint64_t off,
 	}
 	f->at.file = cur.file;
 	f->at.line = cur.file ? cur.line : 0;
-	if (!f->at.function && sub && (f->at.function = dwarf_diename(sub)) &&
-	    dwarf_entrypc(sub, &entry) == 0 && entry + bias <= look) {
-		f->has_offset = true;
-		f->function_offset = off - (entry + bias);
+	if (sub && !f->at.function) {
+		f->at.function = dwarf_function(sub, &f->at.linkage);
+		if (f->at.function && dwarf_entrypc(sub, &entry) == 0 && entry + bias <= look) {
+			f->has_offset = true;
+			f->function_offset = off - (entry + bias);
+		}
+	} else if (sub && mangled(f->at.function)) {
+		const char *lk, *q = dwarf_function(sub, &lk);
+
+		if (q && !mangled(q)) {
+			f->at.linkage = f->at.function;
+			f->at.function = q;
+		}
 	}
 	free(scopes);
 	free(chain);
 }
 
+/* ---- demangling ------------------------------------------------------------ */
+
+#ifndef BB_HAVE_DEMANGLE
+/* Built without a C++ compiler: names stay as the binary has them. */
+char *bbx_demangle(const char *name)
+{
+	(void)name;
+	return NULL;
+}
+#endif
+
+/* The demangler's time, at most: a second, and half of what is left of
+ * the child's (the parent kills it at its deadline). */
+#define DEMANGLE_MS 1000
+
+/* A name still as the binary has it that the demangler may be given. */
+static bool to_demangle(const struct bbx_symloc *l)
+{
+	return l->function && !l->linkage && mangled(l->function) &&
+	       strlen(l->function) <= BBX_DEMANGLE_IN_MAX;
+}
+
+/* @l's name demangled, the mangled one kept as its linkage name; as it
+ * is when the demangler gives nothing, or more than a name may be. */
+static void demangle_loc(struct bbx_symloc *l)
+{
+	char *d;
+
+	if (!to_demangle(l) || !(d = bbx_demangle(l->function)))
+		return;
+	if (strlen(d) > BBX_SYM_NAME_MAX) {
+		free(d);
+		return;
+	}
+	l->linkage = l->function;
+	l->function = d;
+}
+
+/*
+ * The answer with the names as the binary has them, should the demangler
+ * run out of its time (a name of a few hundred bytes can take it hours):
+ * complete, and written by out_of_time() with write(2) and _exit(2) only,
+ * async-signal-safe, whatever the demangler was doing.
+ */
+static char mangled_answer[BBX_SYM_ANSWER_MAX];
+static size_t mangled_len;
+
+static void out_of_time(int sig)
+{
+	size_t done = 0;
+
+	(void)sig;
+	while (done < mangled_len) {
+		ssize_t r = write(STDOUT_FILENO, mangled_answer + done, mangled_len - done);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			_exit(1);
+		done += (size_t)r;
+	}
+	_exit(0);
+}
+
 /* ---- the request -------------------------------------------------------- */
 
 static char answer[BBX_SYM_ANSWER_MAX];
+static struct bbx_symframe frames[BBX_SYM_MAX_FRAMES];
 
 static int reply(struct bbx_wbuf *w)
 {
@@ -512,31 +817,6 @@ static int refuse(struct bbx_wbuf *w, const char *why)
 	return reply(w);
 }
 
-/* The frames of @q in @mod (reported at 0: addresses are offsets). */
-static int resolve(const struct bbx_symreq *q, Dwfl_Module *mod, bool dwarf,
-		   const char *remark, struct bbx_wbuf *w)
-{
-	static struct bbx_symframe f;
-	Dwarf_Addr lo = 0, hi = 0;
-
-	dwfl_module_info(mod, NULL, &lo, &hi, NULL, NULL, NULL, NULL);
-	bbx_symans_head(w, true, remark, q->n);
-	for (size_t i = 0; i < q->n; i++) {
-		/* a return address is after its call: look up the call */
-		Dwarf_Addr look = q->ret[i] && q->off[i] ? q->off[i] - 1 : q->off[i];
-
-		memset(&f, 0, sizeof(f));
-		if (look >= lo && look < hi) { /* else outside the file's image */
-			frame_symbol(mod, look, q->off[i], &f);
-			if (dwarf)
-				frame_dwarf(mod, look, q->off[i], &f);
-		}
-		bbx_symans_frame(w, i, &f);
-	}
-	bbx_symans_end(w);
-	return w->overflow ? refuse(w, "answer too long") : reply(w);
-}
-
 static int hex_eq(const uint8_t *a, size_t alen, const unsigned char *b, int blen)
 {
 	return blen > 0 && (size_t)blen == alen && !memcmp(a, b, alen);
@@ -551,7 +831,118 @@ static void remark_add(char *remark, size_t len, const char *what)
 		snprintf(remark + used, len - used, "%s%s", used ? "; " : "", what);
 }
 
-static int module(const struct bbx_symreq *q, struct bbx_wbuf *w)
+/* The answer: head with @message, the frames of @q, end. */
+static void encode(struct bbx_wbuf *w, const struct bbx_symreq *q, const char *message)
+{
+	w->len = 0;
+	w->overflow = false;
+	bbx_symans_head(w, true, message, q->n);
+	for (size_t i = 0; i < q->n; i++)
+		bbx_symans_frame(w, i, &frames[i]);
+	bbx_symans_end(w);
+}
+
+/* "@what" after @remark's "; " (as remark_add()), into @buf. */
+static void remark_with(char *buf, size_t len, const char *remark, const char *what)
+{
+	snprintf(buf, len, "%s", remark);
+	remark_add(buf, len, what);
+}
+
+/*
+ * The names still as the binary has them demangled, within the
+ * demangler's time (DEMANGLE_MS, @started: when this process started);
+ * once it is spent, out_of_time() answers with the names as they are and
+ * ends the process.
+ */
+static void demangle_frames(const struct bbx_symreq *q, int64_t started)
+{
+	struct sigaction sa;
+	struct itimerval t;
+	int64_t left = (int64_t)q->timeout_ms - (bbx_now_ms() - started);
+	int64_t ms = left / 2 < DEMANGLE_MS ? left / 2 : DEMANGLE_MS;
+
+	if (ms <= 0)
+		out_of_time(0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = out_of_time;
+	sigemptyset(&sa.sa_mask);
+	memset(&t, 0, sizeof(t));
+	t.it_value.tv_sec = ms / 1000;
+	t.it_value.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+	if (sigaction(SIGALRM, &sa, NULL) || setitimer(ITIMER_REAL, &t, NULL))
+		out_of_time(0);
+	for (size_t i = 0; i < q->n; i++) {
+		demangle_loc(&frames[i].at);
+		for (size_t k = 0; k < frames[i].ninlined; k++)
+			demangle_loc(&frames[i].inlined[k]);
+	}
+	/* a SIGALRM due by now is taken here, before the answer is written */
+	memset(&t, 0, sizeof(t));
+	setitimer(ITIMER_REAL, &t, NULL);
+}
+
+/*
+ * The frames of @q in @mod (reported at 0: addresses are offsets), with
+ * a note on the frames its DWARF (@dwarf) gives no line for, but the
+ * entry point's (@entry: _start, from the C runtime, never has one).
+ */
+static int resolve(const struct bbx_symreq *q, Dwfl_Module *mod, bool dwarf,
+		   GElf_Addr entry, const char *remark, int64_t started, struct bbx_wbuf *w)
+{
+	char msg[BBX_SYM_MSG_MAX + 1], what[128];
+	Dwarf_Addr lo = 0, hi = 0;
+	size_t examined = 0, nolines = 0, todo = 0;
+	int used = 0;
+
+	dwfl_module_info(mod, NULL, &lo, &hi, NULL, NULL, NULL, NULL);
+	for (size_t i = 0; i < q->n; i++) {
+		/* a return address is after its call: look up the call */
+		Dwarf_Addr look = q->ret[i] && q->off[i] ? q->off[i] - 1 : q->off[i];
+		struct bbx_symframe *f = &frames[i];
+
+		memset(f, 0, sizeof(*f));
+		if (look < lo || look >= hi) /* outside the file's image */
+			continue;
+		examined++;
+		frame_symbol(mod, look, q->off[i], f);
+		if (dwarf)
+			frame_dwarf(mod, look, q->off[i], f);
+		if (dwarf && !f->at.file &&
+		    !(entry && f->has_offset && q->off[i] - f->function_offset == entry) &&
+		    nolines++ < 4)
+			used += snprintf(what + used, sizeof(what) - (size_t)used, "%s+0x%llx",
+					 nolines > 1 ? ", " : "", (unsigned long long)q->off[i]);
+		todo += to_demangle(&f->at);
+		for (size_t k = 0; k < f->ninlined; k++)
+			todo += to_demangle(&f->inlined[k]);
+	}
+	snprintf(msg, sizeof(msg), "%s", remark);
+	if (nolines) {
+		char part[BBX_SYM_MSG_MAX];
+
+		snprintf(part, sizeof(part), "no line in its debug information for %zu of its "
+			 "%zu frames (%s%s)%s", nolines, examined, what, nolines > 4 ? ", ..." : "",
+			 cus.capped ? "; more compile unit ranges than are read" : "");
+		remark_add(msg, sizeof(msg), part);
+	}
+	if (todo) {
+		char fb[BBX_SYM_MSG_MAX + 1];
+		struct bbx_wbuf m = { mangled_answer, 0, sizeof(mangled_answer), false };
+
+		remark_with(fb, sizeof(fb), msg, "C++ names left mangled: the demangler ran out "
+			    "of time");
+		encode(&m, q, fb);
+		if (m.overflow)
+			return refuse(w, "answer too long");
+		mangled_len = m.len;
+		demangle_frames(q, started);
+	}
+	encode(w, q, msg);
+	return w->overflow ? refuse(w, "answer too long") : reply(w);
+}
+
+static int module(const struct bbx_symreq *q, int64_t started, struct bbx_wbuf *w)
 {
 	const unsigned char *id = NULL;
 	char why[BBX_SYM_MSG_MAX] = "", remark[BBX_SYM_MSG_MAX] = "";
@@ -598,6 +989,7 @@ static int module(const struct bbx_symreq *q, struct bbx_wbuf *w)
 		return refuse(w, "build id differs from the crashed process's (rebuilt?)");
 	read_altlink(elf, q->path); /* its own DWARF's, if it has any */
 	if (!dwfl_module_getdwarf(mod, &dbias)) {
+		dwarf = false;
 		remark_add(remark, sizeof(remark), "no DWARF found (symbol table only)");
 	} else if (dbg.alt[0] && !dbg.alt_found) {
 		/* libdw would look for the supplementary file itself, with a
@@ -610,7 +1002,7 @@ static int module(const struct bbx_symreq *q, struct bbx_wbuf *w)
 	remark_add(remark, sizeof(remark), dbg.remark);
 	if (q->debuginfod && !dwfl_get_debuginfod_client(dwfl))
 		remark_add(remark, sizeof(remark), "libdw cannot use debuginfod here");
-	return resolve(q, mod, dwarf, remark, w);
+	return resolve(q, mod, dwarf, eh.e_entry, remark, started, w);
 }
 
 int bbx_resolve_main(void)
@@ -621,6 +1013,7 @@ int bbx_resolve_main(void)
 	struct bbx_confine c;
 	char why[BBX_SYM_MSG_MAX];
 	size_t len = 0;
+	int64_t started = bbx_now_ms();
 
 	for (;;) {
 		ssize_t r = read(STDIN_FILENO, req + len, sizeof(req) - len);
@@ -653,5 +1046,5 @@ int bbx_resolve_main(void)
 	default:
 		break;
 	}
-	return module(&q, &w);
+	return module(&q, started, &w);
 }

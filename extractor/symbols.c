@@ -127,24 +127,28 @@ static char *dup_or_null(const char *s, bool *oom)
 	return d;
 }
 
+/* The child's answer for one location into @l (strings copied). */
+static void take_loc(struct bbx_loc *l, const struct bbx_symloc *a, bool *oom)
+{
+	l->function = dup_or_null(a->function, oom);
+	l->linkage = dup_or_null(a->linkage, oom);
+	l->file = dup_or_null(a->file, oom);
+	l->line = a->line;
+}
+
 /* The child's answer for one frame into @f (strings copied). */
 static int take(struct bbx_frame *f, const struct bbx_symframe *a)
 {
 	bool oom = false;
 
-	f->at.function = dup_or_null(a->at.function, &oom);
-	f->at.file = dup_or_null(a->at.file, &oom);
-	f->at.line = a->at.line;
+	take_loc(&f->at, &a->at, &oom);
 	f->has_function_offset = a->has_offset;
 	f->function_offset = a->function_offset;
 	if (a->ninlined && !(f->inlined = calloc(a->ninlined, sizeof(*f->inlined))))
 		return -ENOMEM;
 	f->ninlined = a->ninlined;
-	for (size_t k = 0; k < a->ninlined; k++) {
-		f->inlined[k].function = dup_or_null(a->inlined[k].function, &oom);
-		f->inlined[k].file = dup_or_null(a->inlined[k].file, &oom);
-		f->inlined[k].line = a->inlined[k].line;
-	}
+	for (size_t k = 0; k < a->ninlined; k++)
+		take_loc(&f->inlined[k], &a->inlined[k], &oom);
 	return oom ? -ENOMEM : 0;
 }
 
@@ -409,9 +413,11 @@ void bbx_frames_free(struct bbx_frame *f, size_t n)
 {
 	for (size_t i = 0; f && i < n; i++) {
 		free(f[i].at.function);
+		free(f[i].at.linkage);
 		free(f[i].at.file);
 		for (size_t k = 0; k < f[i].ninlined; k++) {
 			free(f[i].inlined[k].function);
+			free(f[i].inlined[k].linkage);
 			free(f[i].inlined[k].file);
 		}
 		free(f[i].inlined);

@@ -23,7 +23,9 @@
 
 /* A function and where in it; strings owned by the frame. */
 struct bbx_loc {
-	char    *function; /* NULL when unknown */
+	char    *function; /* NULL when unknown; a C++ name demangled */
+	char    *linkage;  /* the name in the binary (mangled) when it is
+			      another, else NULL */
 	char    *file;     /* NULL when unknown */
 	unsigned line;     /* 0 when unknown */
 };

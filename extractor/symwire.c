@@ -13,7 +13,7 @@
 #include "../shared/hex.h"
 #include "symwire.h"
 
-#define MAGIC "bbsym1"
+#define MAGIC "bbsym2"
 
 /* ---- writing ------------------------------------------------------------ */
 
@@ -204,6 +204,7 @@ static void put_name(struct bbx_wbuf *w, const char *s)
 static void put_loc(struct bbx_wbuf *w, const struct bbx_symloc *l)
 {
 	put_name(w, l->function);
+	put_name(w, l->function ? l->linkage : NULL);
 	put_name(w, l->file);
 	bbx_wbuf_num(w, l->file ? l->line : 0, false);
 }
@@ -214,6 +215,7 @@ void bbx_symans_frame(struct bbx_wbuf *w, size_t index, const struct bbx_symfram
 
 	bbx_wbuf_num(w, index, false);
 	put_name(w, f->at.function);
+	put_name(w, f->at.function ? f->at.linkage : NULL);
 	if (f->at.function && f->has_offset)
 		bbx_wbuf_num(w, f->function_offset, true);
 	else
@@ -232,15 +234,27 @@ void bbx_symans_end(struct bbx_wbuf *w)
 
 #define LINE_MAX_ 99999999u /* no source file has more lines */
 
+/* A function and its linkage name: "" for none, a linkage name only
+ * with a function. */
+static int get_names(struct rd *r, struct bbx_symloc *l)
+{
+	if (!(l->function = field(r, BBX_SYM_NAME_MAX)) ||
+	    !(l->linkage = field(r, BBX_SYM_NAME_MAX)) || (!*l->function && *l->linkage))
+		return -EBADMSG;
+	if (!*l->function)
+		l->function = NULL;
+	if (!*l->linkage)
+		l->linkage = NULL;
+	return 0;
+}
+
 static int get_loc(struct rd *r, struct bbx_symloc *l)
 {
 	uint64_t line;
 
-	if (!(l->function = field(r, BBX_SYM_NAME_MAX)) ||
-	    !(l->file = field(r, BBX_SYM_NAME_MAX)) || num(r, false, LINE_MAX_, &line))
+	if (get_names(r, l) || !(l->file = field(r, BBX_SYM_NAME_MAX)) ||
+	    num(r, false, LINE_MAX_, &line))
 		return -EBADMSG;
-	if (!*l->function)
-		l->function = NULL;
 	if (!*l->file)
 		l->file = NULL;
 	l->line = l->file ? (uint32_t)line : 0;
@@ -273,11 +287,8 @@ int bbx_symans_decode(const char *buf, size_t len, size_t nreq, bool *ok,
 		f = &out[v];
 		got[v] = true;
 		memset(f, 0, sizeof(*f));
-		if (!(f->at.function = field(&r, BBX_SYM_NAME_MAX)) ||
-		    !(fo = field(&r, 16)))
+		if (get_names(&r, &f->at) || !(fo = field(&r, 16)))
 			BAD("bad function");
-		if (!*f->at.function)
-			f->at.function = NULL;
 		if (*fo) {
 			struct rd one = { fo, fo + strlen(fo) + 1 };
 

@@ -9,15 +9,17 @@
  * is found by scanning, never trusted.
  *
  * Request, written by the parent into the child's standard input:
- *   "bbsym1" uid gid drop debuginfod timeout_ms path build_id(hex)
+ *   "bbsym2" uid gid drop debuginfod timeout_ms path build_id(hex)
  *   debuginfo_path test n { offset(hex) kind("p" pc | "r" return) }*n "end"
  *
  * Answer, written by the child to its standard output:
- *   "bbsym1" status("ok" | "no") message n
- *   { index function function_offset(hex | "") file line
- *     ninlined { function file line }*ninlined }*n  "end"
- * with "" for a function or file that is unknown and line 0.  "no" means
- * the module was not symbolised (the message says why) and n is 0.
+ *   "bbsym2" status("ok" | "no") message n
+ *   { index function linkage function_offset(hex | "") file line
+ *     ninlined { function linkage file line }*ninlined }*n  "end"
+ * with "" for a function or file that is unknown and line 0, and for a
+ * linkage name that is the function's name as shown (a C name) or unknown.
+ * "no" means the module was not symbolised (the message says why) and n
+ * is 0.
  *
  * The child is untrusted (it parses files a box names): the parent's
  * decoder bounds every field and count and rejects the whole answer at the
@@ -63,7 +65,9 @@ struct bbx_symreq {
 
 /* One location: a function and where in it. */
 struct bbx_symloc {
-	const char *function;   /* NULL when unknown */
+	const char *function;   /* as shown (a C++ name demangled); NULL when unknown */
+	const char *linkage;    /* as the binary has it (mangled), when that is
+				   another name; else NULL */
 	const char *file;       /* NULL when unknown */
 	uint32_t    line;       /* 0 when unknown */
 };

@@ -154,13 +154,14 @@ def check_contained(frames, what):
         if "function" not in f or "module" not in f:
             continue
         look = f["offset"] - (1 if i > 0 else 0)
-        cands = [s for s in truth_for(f["module"]) if s[0] == f["function"]]
+        name = f.get("linkage_name", f["function"])  # the symbol's, for C++
+        cands = [s for s in truth_for(f["module"]) if s[0] == name]
         if not cands:
             continue  # a name from DWARF only: not in any table we can read
         ok = any(v <= look < v + sz and f["offset"] - f["function_offset"] == v
                  for _, v, sz in cands)
         check(ok, "%s: frame %d named %s+%#x, but no such symbol contains offset %#x: %r"
-              % (what, i, f["function"], f.get("function_offset", 0), look, cands))
+              % (what, i, name, f.get("function_offset", 0), look, cands))
         verified[0] += ok
 
 
@@ -787,4 +788,5 @@ def main():
     print("ok")
 
 
-main()
+if __name__ == "__main__":
+    main()

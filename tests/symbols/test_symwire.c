@@ -5,8 +5,8 @@
  * parent's decoder of the child's answer (the child is untrusted) rejects
  * every malformed answer whole: each prefix of a valid answer, fields too
  * long or unterminated, numbers that are not plain digits or out of range,
- * indices repeated or beyond the request, too many inlined calls, bytes
- * after the end; and 200,000 randomly damaged answers, each in a buffer
+ * indices repeated or beyond the request, too many inlined calls, a
+ * linkage name without a function, bytes after the end; and 200,000 randomly damaged answers, each in a buffer
  * of exactly its size (ASan sees any read past it), never crash it and
  * never yield a field longer than its bound.
  */
@@ -32,16 +32,17 @@ static size_t sample_answer(struct bbx_wbuf *w)
 	*w = fresh();
 	bbx_symans_head(w, true, "no DWARF found", 3);
 	memset(&f, 0, sizeof(f));
-	f.at = (struct bbx_symloc){ "outer", "/src/a.c", 12 };
+	f.at = (struct bbx_symloc){ "ns::outer", "_ZN2ns5outerEv", "/src/a.c", 12 };
 	f.has_offset = true;
 	f.function_offset = 0x1c;
 	f.ninlined = 2;
-	f.inlined[0] = (struct bbx_symloc){ "inner", "/src/b.h", 3 };
-	f.inlined[1] = (struct bbx_symloc){ "middle", "/src/a.c", 7 };
+	f.inlined[0] = (struct bbx_symloc){ "inner", NULL, "/src/b.h", 3 };
+	f.inlined[1] = (struct bbx_symloc){ "ns::C<int>::middle", "_ZN2ns1CIiE6middleEv",
+					    "/src/a.c", 7 };
 	bbx_symans_frame(w, 0, &f);
 	memset(&f, 0, sizeof(f));
 	bbx_symans_frame(w, 2, &f); /* examined, nothing contains it */
-	f.at = (struct bbx_symloc){ "main", NULL, 0 };
+	f.at = (struct bbx_symloc){ "main", NULL, NULL, 0 };
 	f.has_offset = true;
 	f.function_offset = 5;
 	bbx_symans_frame(w, 3, &f);
@@ -72,6 +73,9 @@ static int decode(const char *bytes, size_t len, size_t nreq, struct bbx_symfram
 			cr_assert(out[i].ninlined <= BBX_SYM_INLINE_MAX);
 			cr_assert(!out[i].at.function ||
 				  strlen(out[i].at.function) <= BBX_SYM_NAME_MAX);
+			cr_assert(!out[i].at.linkage ||
+				  (out[i].at.function &&
+				   strlen(out[i].at.linkage) <= BBX_SYM_NAME_MAX));
 			cr_assert(!out[i].at.file || strlen(out[i].at.file) <= BBX_SYM_NAME_MAX);
 			cr_assert(out[i].at.line < 100000000u);
 		}
@@ -138,21 +142,25 @@ Test(symwire, answer_round_trip)
 	cr_assert_eq(decode(w.p, len, 4, out, got, &msg), 0, "%s", msg);
 	cr_assert_str_eq(msg, "no DWARF found");
 	cr_assert(got[0] && !got[1] && got[2] && got[3]);
-	cr_assert_str_eq(out[0].at.function, "outer");
+	cr_assert_str_eq(out[0].at.function, "ns::outer");
+	cr_assert_str_eq(out[0].at.linkage, "_ZN2ns5outerEv");
 	cr_assert_str_eq(out[0].at.file, "/src/a.c");
 	cr_assert_eq(out[0].at.line, 12);
 	cr_assert(out[0].has_offset);
 	cr_assert_eq(out[0].function_offset, 0x1c);
 	cr_assert_eq(out[0].ninlined, 2);
 	cr_assert_str_eq(out[0].inlined[0].function, "inner");
+	cr_assert_null(out[0].inlined[0].linkage);
 	cr_assert_str_eq(out[0].inlined[0].file, "/src/b.h");
 	cr_assert_eq(out[0].inlined[0].line, 3);
-	cr_assert_str_eq(out[0].inlined[1].function, "middle");
+	cr_assert_str_eq(out[0].inlined[1].function, "ns::C<int>::middle");
+	cr_assert_str_eq(out[0].inlined[1].linkage, "_ZN2ns1CIiE6middleEv");
 	cr_assert_eq(out[0].inlined[1].line, 7);
 	cr_assert_null(out[2].at.function);
 	cr_assert_null(out[2].at.file);
 	cr_assert(!out[2].has_offset);
 	cr_assert_str_eq(out[3].at.function, "main");
+	cr_assert_null(out[3].at.linkage);
 	cr_assert_null(out[3].at.file);
 	cr_assert_eq(out[3].function_offset, 5);
 }
@@ -171,7 +179,7 @@ Test(symwire, every_prefix_is_refused)
 	cr_assert_str_eq(msg, "bytes after the end");
 }
 
-/* Build "bbsym1\0ok\0\0" + @n + the frames given as fields. */
+/* Build "bbsym2\0ok\0\0" + @n + the frames given as fields. */
 static size_t answer_of(char *buf, size_t cap, const char *const *fields, size_t nf)
 {
 	struct bbx_wbuf w = { buf, 0, cap, false };
@@ -194,7 +202,7 @@ Test(symwire, malformed_answers_are_refused)
 {
 	/* a well-formed one first: the cases below differ from it in one place */
 	static const char *const good[] = {
-		"bbsym1", "ok", "", "1", "0", "f", "1c", "a.c", "9", "0", "end",
+		"bbsym2", "ok", "", "1", "0", "f", "", "1c", "a.c", "9", "0", "end",
 	};
 	char b[256], long_name[BBX_SYM_NAME_MAX + 2];
 	const char *m;
@@ -203,35 +211,39 @@ Test(symwire, malformed_answers_are_refused)
 
 	cr_assert_eq(decode(b, l, 1, out, got, &m), 0, "%s", m);
 
-	REFUSED(1, "magic", "bbsym2", "ok", "", "1", "0", "f", "1c", "a.c", "9", "0", "end");
-	REFUSED(1, "status", "bbsym1", "ko", "", "1", "0", "f", "1c", "a.c", "9", "0", "end");
-	REFUSED(1, "no with frames", "bbsym1", "no", "", "1", "0", "f", "1c", "a.c", "9", "0",
+	REFUSED(1, "magic", "bbsymX", "ok", "", "1", "0", "f", "", "1c", "a.c", "9", "0", "end");
+	REFUSED(1, "status", "bbsym2", "ko", "", "1", "0", "f", "", "1c", "a.c", "9", "0", "end");
+	REFUSED(1, "no with frames", "bbsym2", "no", "", "1", "0", "f", "", "1c", "a.c", "9", "0",
 		"end");
-	REFUSED(1, "more frames than asked", "bbsym1", "ok", "", "2", "0", "f", "1c", "a.c",
+	REFUSED(1, "more frames than asked", "bbsym2", "ok", "", "2", "0", "f", "", "1c", "a.c",
 		"9", "0", "end");
-	REFUSED(1, "index beyond", "bbsym1", "ok", "", "1", "1", "f", "1c", "a.c", "9", "0",
+	REFUSED(1, "index beyond", "bbsym2", "ok", "", "1", "1", "f", "", "1c", "a.c", "9", "0",
 		"end");
-	REFUSED(2, "index repeated", "bbsym1", "ok", "", "2", "0", "f", "1c", "a.c", "9", "0",
-		"0", "g", "", "", "0", "0", "end");
-	REFUSED(1, "sign", "bbsym1", "ok", "", "1", "-0", "f", "1c", "a.c", "9", "0", "end");
-	REFUSED(1, "0x prefix", "bbsym1", "ok", "", "1", "0", "f", "0x1c", "a.c", "9", "0",
+	REFUSED(2, "index repeated", "bbsym2", "ok", "", "2", "0", "f", "", "1c", "a.c", "9", "0",
+		"0", "g", "", "", "", "0", "0", "end");
+	REFUSED(1, "sign", "bbsym2", "ok", "", "1", "-0", "f", "", "1c", "a.c", "9", "0", "end");
+	REFUSED(1, "0x prefix", "bbsym2", "ok", "", "1", "0", "f", "", "0x1c", "a.c", "9", "0",
 		"end");
-	REFUSED(1, "upper-case hex", "bbsym1", "ok", "", "1", "0", "f", "1C", "a.c", "9", "0",
+	REFUSED(1, "upper-case hex", "bbsym2", "ok", "", "1", "0", "f", "", "1C", "a.c", "9", "0",
 		"end");
-	REFUSED(1, "offset overflow", "bbsym1", "ok", "", "1", "0", "f", "10000000000000000",
+	REFUSED(1, "offset overflow", "bbsym2", "ok", "", "1", "0", "f", "", "10000000000000000",
 		"a.c", "9", "0", "end");
-	REFUSED(1, "offset without function", "bbsym1", "ok", "", "1", "0", "", "1c", "a.c",
+	REFUSED(1, "offset without function", "bbsym2", "ok", "", "1", "0", "", "", "1c", "a.c",
 		"9", "0", "end");
-	REFUSED(1, "line too big", "bbsym1", "ok", "", "1", "0", "f", "1c", "a.c", "100000000",
+	REFUSED(1, "linkage name without function", "bbsym2", "ok", "", "1", "0", "", "_Z1fv",
+		"", "a.c", "9", "0", "end");
+	REFUSED(1, "inlined linkage name without function", "bbsym2", "ok", "", "1", "0", "f",
+		"", "1c", "a.c", "9", "1", "", "_Z1gv", "b.c", "3", "end");
+	REFUSED(1, "line too big", "bbsym2", "ok", "", "1", "0", "f", "", "1c", "a.c", "100000000",
 		"0", "end");
-	REFUSED(1, "empty number", "bbsym1", "ok", "", "1", "0", "f", "1c", "a.c", "", "0",
+	REFUSED(1, "empty number", "bbsym2", "ok", "", "1", "0", "f", "", "1c", "a.c", "", "0",
 		"end");
-	REFUSED(1, "too many inlined", "bbsym1", "ok", "", "1", "0", "f", "1c", "a.c", "9",
+	REFUSED(1, "too many inlined", "bbsym2", "ok", "", "1", "0", "f", "", "1c", "a.c", "9",
 		"33", "end");
-	REFUSED(1, "inlined count beyond the fields", "bbsym1", "ok", "", "1", "0", "f", "1c",
+	REFUSED(1, "inlined count beyond the fields", "bbsym2", "ok", "", "1", "0", "f", "", "1c",
 		"a.c", "9", "1", "end");
-	REFUSED(1, "no end", "bbsym1", "ok", "", "1", "0", "f", "1c", "a.c", "9", "0", "fin");
-	REFUSED(0, "frames to an empty request", "bbsym1", "ok", "", "1", "0", "f", "1c",
+	REFUSED(1, "no end", "bbsym2", "ok", "", "1", "0", "f", "", "1c", "a.c", "9", "0", "fin");
+	REFUSED(0, "frames to an empty request", "bbsym2", "ok", "", "1", "0", "f", "", "1c",
 		"a.c", "9", "0", "end");
 
 	/* a name one byte over its bound: refused, at the bound: taken */
@@ -240,11 +252,12 @@ Test(symwire, malformed_answers_are_refused)
 	for (int over = 1; over >= 0; over--) {
 		long_name[BBX_SYM_NAME_MAX + over] = '\0';
 		w.len = 0;
-		bbx_wbuf_str(&w, "bbsym1");
+		bbx_wbuf_str(&w, "bbsym2");
 		bbx_wbuf_str(&w, "ok");
 		bbx_wbuf_str(&w, "");
 		bbx_wbuf_num(&w, 1, false);
 		bbx_wbuf_num(&w, 0, false);
+		bbx_wbuf_str(&w, long_name);
 		bbx_wbuf_str(&w, long_name);
 		bbx_wbuf_str(&w, "");
 		bbx_wbuf_str(&w, "");
@@ -258,7 +271,7 @@ Test(symwire, malformed_answers_are_refused)
 	for (int over = 1; over >= 0; over--) {
 		long_name[BBX_SYM_MSG_MAX + over] = '\0';
 		w.len = 0;
-		bbx_wbuf_str(&w, "bbsym1");
+		bbx_wbuf_str(&w, "bbsym2");
 		bbx_wbuf_str(&w, "no");
 		bbx_wbuf_str(&w, long_name);
 		bbx_wbuf_num(&w, 0, false);
