@@ -98,8 +98,13 @@ static int open_box(const struct src *s, const struct opts *o, bool follow,
 		return ret;
 	}
 	*live = bb_reader_liveness(r);
+	/* the snapshot of the file just opened: a pid's by the path its box
+	 * was found at (no second scan of the directory) */
 	if (*live != BB_LIVENESS_ALIVE && !follow &&
-	    src_open(s, flags | BB_OPEN_SNAPSHOT, &snap, err, sizeof(err)) == 0) {
+	    (s->kind == SRC_PID ?
+	     bb_reader_open_path(bb_reader_info(r)->path, flags | BB_OPEN_SNAPSHOT, &snap, err,
+				 sizeof(err)) :
+	     src_open(s, flags | BB_OPEN_SNAPSHOT, &snap, err, sizeof(err))) == 0) {
 		const struct bb_box_info *a = bb_reader_info(r), *b = bb_reader_info(snap);
 
 		/* the same file (not a newer box of the pid, not a replacement) */
