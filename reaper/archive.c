@@ -288,12 +288,25 @@ static int arch_cmp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* Prune the archives v[0..n) of one owner (oldest first) to the quotas. */
-static int prune_owner(struct reap_ctx *c, struct arch_entry *v, size_t n)
+/*
+ * Prune the archives v[0..n) of one owner (oldest first) to the quotas,
+ * less what @res reserves for this pass's copies of that owner (NULL:
+ * none): at most --keep minus res->count archives and --max-archive-bytes
+ * minus res->bytes bytes remain.
+ */
+static int prune_owner(struct reap_ctx *c, struct arch_entry *v, size_t n,
+		       const struct reap_reserve *res)
 {
-	uint64_t total = 0;
+	long keep = c->o.keep;
+	uint64_t total = 0, max = c->o.max_bytes;
+	bool for_copies = res && (res->count || res->bytes);
 	int ret = 0;
 
+	if (res && keep >= 0)
+		keep = keep > res->count ? keep - res->count : 0;
+	if (res && max)
+		/* from here on 0 is no room left (not "no bound") */
+		max = max > res->bytes ? max - res->bytes : 0;
 	for (size_t i = 0; i < n; i++)
 		total += v[i].size;
 	for (size_t i = 0; i < n; i++) {
@@ -301,13 +314,17 @@ static int prune_owner(struct reap_ctx *c, struct arch_entry *v, size_t n)
 		struct reap_event ev = {
 			.dir = c->o.archive, .name = v[i].name, .size = v[i].size, .age_s = -1,
 		};
+		bool over_keep = keep >= 0 && left > (size_t)keep;
+		bool over_bytes = c->o.max_bytes && (max ? total > max : total > 0);
 		int r;
 
-		if (!((c->o.keep >= 0 && left > (size_t)c->o.keep) ||
-		      (c->o.max_bytes && total > c->o.max_bytes)))
+		if (!over_keep && !over_bytes)
 			break;
-		ev.reason = (c->o.keep >= 0 && left > (size_t)c->o.keep) ?
-			    "more than --keep archives of its owner" :
+		ev.reason = over_keep ? (for_copies ? "more than --keep archives of its owner "
+					  "with this run's copies" :
+					  "more than --keep archives of its owner") :
+			    for_copies ? "its owner's archives over --max-archive-bytes with this "
+					 "run's copies" :
 			    "its owner's archives over --max-archive-bytes";
 		total -= v[i].size;
 		if (c->o.dry_run) {
@@ -331,7 +348,26 @@ static int prune_owner(struct reap_ctx *c, struct arch_entry *v, size_t n)
 	return ret;
 }
 
-int reap_prune(struct reap_ctx *c)
+/* The reservation of @uid in @res (sorted by uid), or NULL. */
+static const struct reap_reserve *reserved(const struct reap_reserve *res, size_t nres,
+					   uid_t uid)
+{
+	size_t a = 0, b = nres;
+
+	while (a < b) {
+		size_t m = a + (b - a) / 2;
+
+		if (res[m].uid == uid)
+			return &res[m];
+		if (res[m].uid < uid)
+			a = m + 1;
+		else
+			b = m;
+	}
+	return NULL;
+}
+
+int reap_prune(struct reap_ctx *c, const struct reap_reserve *res, size_t nres)
 {
 	struct arch_entry *v = NULL;
 	size_t n = 0, cap = 0, i;
@@ -398,7 +434,7 @@ int reap_prune(struct reap_ctx *c)
 
 		while (j < n && v[j].uid == v[i].uid)
 			j++;
-		r = prune_owner(c, v + i, j - i);
+		r = prune_owner(c, v + i, j - i, reserved(res, nres, v[i].uid));
 		if (r)
 			ret = r;
 		i = j;

@@ -831,6 +831,82 @@ Test(reap, keep_and_max_bytes_prune_only_ours)
 	fx_fini(&f);
 }
 
+/*
+ * A box larger than its owner's archive quota is not copied, and its
+ * records are not read, but it goes all the same, with a line saying why
+ * it has no copy: left in place, it would hold its memory forever.
+ */
+Test(reap, a_box_over_the_quota_goes_without_a_copy)
+{
+	struct fx f;
+	struct run r;
+	char name[256];
+	pid_t k;
+
+	fx_init(&f);
+	k = spawn_killed(&f, -1);
+	snprintf(name, sizeof(name), "%s", box_of(f.shm, k));
+	cr_assert(name[0]);
+	r = run_reap(&f, "--dir", f.shm, "--min-age", "0", "--archive", f.arch,
+		     "--max-archive-bytes", "16k", "--json");
+	cr_expect_eq(r.status, 0, "exit %d:\n%s", r.status, r.err);
+	cr_expect(!exists(f.shm, name), "the box over the quota was left in place:\n%s", r.err);
+	cr_expect_eq(count_archives(f.arch), 0, "a box over the quota was archived");
+	cr_expect(strstr(r.err, "bb-reap: reaped ") &&
+		  strstr(r.err, "not archived: larger than its owner's archive quota"),
+		  "stderr:\n%s", r.err);
+	cr_expect(strstr(r.out, "\"decision\":\"reaped\"") &&
+		  strstr(r.out, "\"detail\":\"not archived: larger than"), "stdout:\n%s", r.out);
+	run_free(&r);
+	fx_fini(&f);
+}
+
+/*
+ * With --keep N, a run over more than N dead boxes of one owner copies
+ * the newest N and no other (not every one, to prune all but N after),
+ * and makes their room first: an older archive of that owner goes before
+ * any copy is written.  The others go without a copy, saying why.
+ */
+Test(reap, prune_before_copy_and_copy_only_what_the_quota_keeps)
+{
+	struct fx f;
+	struct run r;
+	char old[128], p[PATH_MAX], want[64];
+	const char *pruned, *archived;
+	pid_t k[6];
+
+	fx_init(&f);
+	cr_assert_eq(mkdir(f.arch, 0700), 0);
+	snprintf(old, sizeof(old), "blackbox-%lu-bbr_writer-1-20000101T000000Z.box",
+		 (unsigned long)geteuid());
+	snprintf(p, sizeof(p), "%s/%s", f.arch, old);
+	spew(p, "old", 3, 0400);
+	touch_old(p, 946684800);
+	for (int i = 0; i < 6; i++) {
+		k[i] = spawn_killed(&f, -1);
+		usleep(20000); /* distinct creation times: the last two are the newest */
+	}
+	r = run_reap(&f, "--dir", f.shm, "--min-age", "0", "--archive", f.arch, "--keep", "2");
+	cr_expect_eq(r.status, 0, "exit %d:\n%s", r.status, r.err);
+	cr_expect_eq(bbt_count_prefix(f.shm, BB_NAME_PREFIX), 0, "boxes left:\n%s", r.err);
+	cr_expect_eq(count_str(r.err, ", archived to "), 2, "stderr:\n%s", r.err);
+	cr_expect_eq(count_str(r.err, "not archived: its owner's newer boxes fill"), 4,
+		     "stderr:\n%s", r.err);
+	cr_expect_eq(count_archives(f.arch), 2);
+	cr_expect(!exists(f.arch, old), "the old archive was not pruned");
+	/* the old archive went before the first copy was written */
+	pruned = strstr(r.err, "bb-reap: pruned ");
+	archived = strstr(r.err, ", archived to ");
+	cr_expect(pruned && archived && pruned < archived, "stderr:\n%s", r.err);
+	/* the copies are of the two newest boxes */
+	for (int i = 4; i < 6; i++) {
+		snprintf(want, sizeof(want), "bbr_writer-%ld-", (long)k[i]);
+		cr_expect(strstr(r.err, want), "no archive of pid %ld:\n%s", (long)k[i], r.err);
+	}
+	run_free(&r);
+	fx_fini(&f);
+}
+
 Test(reap, min_age_counts_from_the_last_sign_of_life)
 {
 	struct fx f;
