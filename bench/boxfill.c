@@ -121,6 +121,15 @@ int32_t bf_fill(const char *dir, unsigned n, void *box, size_t len, int32_t firs
 	}
 	if (!first_pid)
 		first_pid = (int32_t)(pid_max + 1);
+	/* the pages to write: the header's (patched below), and those of
+	 * the template that hold anything */
+	bool *used = calloc(len / page + 1, sizeof(*used));
+
+	if (!used)
+		die("calloc");
+	for (size_t off = 0; off < len; off += page)
+		used[off / page] = !off || !page_zero((uint8_t *)box + off,
+						      len - off < page ? len - off : page);
 	for (unsigned i = 0; i < n; i++) {
 		uint32_t uid = uids > 1 ? 70000 + i / ((n + uids - 1) / uids) : (uint32_t)geteuid();
 		char path[512];
@@ -137,7 +146,7 @@ int32_t bf_fill(const char *dir, unsigned n, void *box, size_t len, int32_t firs
 		for (size_t off = 0; off < len; off += page) {
 			size_t k = len - off < page ? len - off : page;
 
-			if (off && page_zero((uint8_t *)box + off, k))
+			if (!used[off / page])
 				continue;
 			if (pwrite(fd, (uint8_t *)box + off, k, (off_t)off) != (ssize_t)k)
 				die(path);
@@ -146,6 +155,7 @@ int32_t bf_fill(const char *dir, unsigned n, void *box, size_t len, int32_t firs
 		    close(fd) < 0)
 			die(path);
 	}
+	free(used);
 	return first_pid;
 }
 

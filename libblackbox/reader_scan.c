@@ -299,8 +299,8 @@ static int scan_entries(DIR *d, const char *dir, pid_t only, struct bb_box_entry
 			continue;
 		}
 		/* header and ring table only: nothing else is read here */
-		e->error = bb__rdr_open_owned_fd(fd, label, BB_OPEN_ANY_OWNER, &r, e->problem,
-					 sizeof(e->problem));
+		e->error = bb__rdr_open_owned_fd(fd, label, BB_OPEN_ANY_OWNER | BB__OPEN_TABLE_ONLY,
+						 &r, e->problem, sizeof(e->problem));
 		if (e->error) {
 			if (only > 0)
 				n--;

@@ -36,6 +36,9 @@
 #include <unistd.h>
 
 #include <blackbox/reader.h>
+#ifdef BB_HAVE_ZSTD
+#include <zstd.h>
+#endif
 
 #include "reap.h"
 
@@ -63,7 +66,8 @@ int reap_archive_open(struct reap_ctx *c)
 
 /*
  * "blackbox-<uid>-<comm>-<pid>-<YYYYmmddTHHMMSSZ>.box", or with ".<n>" before
- * ".box" when n > 0 (a name already taken).  uid is the box file's owner:
+ * ".box" when n > 0 (a name already taken), and ".zst" after it when the
+ * copy is compressed (--compress=zstd).  uid is the box file's owner:
  * the only field no other user can choose, so names of different owners
  * never collide (a user cannot occupy the names another owner's archives
  * will get).  comm is reduced to [A-Za-z0-9_+.-] (anything else becomes
@@ -72,7 +76,7 @@ int reap_archive_open(struct reap_ctx *c)
  * the time is a plausible one (bb-reap.c).
  */
 static int archive_name(uint32_t uid, const char *comm, int32_t pid, int64_t when_ns,
-		      unsigned n, char *buf, size_t len)
+			unsigned n, bool zst, char *buf, size_t len)
 {
 	char safe[32], stamp[32], suffix[16] = "";
 	time_t t = (time_t)(when_ns / 1000000000);
@@ -94,8 +98,8 @@ static int archive_name(uint32_t uid, const char *comm, int32_t pid, int64_t whe
 		strcpy(stamp, "19700101T000000Z");
 	if (n)
 		snprintf(suffix, sizeof(suffix), ".%u", n);
-	w = snprintf(buf, len, BB_ARCHIVE_PREFIX "%lu-%s-%ld-%s%s.box", (unsigned long)uid, safe,
-		     (long)pid, stamp, suffix);
+	w = snprintf(buf, len, BB_ARCHIVE_PREFIX "%lu-%s-%ld-%s%s.box%s", (unsigned long)uid, safe,
+		     (long)pid, stamp, suffix, zst ? ".zst" : "");
 	if (w < 0 || (size_t)w >= len)
 		return -ENAMETOOLONG;
 	return 0;
@@ -115,11 +119,14 @@ static bool all_digits(const char *s, size_t n)
  * the rest parsed from the right (comm may hold '-'). */
 bool reap_archive_name_ours(const char *name)
 {
-	static const char pre[] = BB_ARCHIVE_PREFIX, suf[] = ".box";
+	static const char pre[] = BB_ARCHIVE_PREFIX, suf[] = ".box", zst[] = ".zst";
 	size_t len = strlen(name), end, dash, u;
 
+	if (len > sizeof(zst) - 1 && !strcmp(name + len - (sizeof(zst) - 1), zst))
+		len -= sizeof(zst) - 1;
+
 	if (len < sizeof(pre) - 1 + sizeof(suf) - 1 || strncmp(name, pre, sizeof(pre) - 1) ||
-	    strcmp(name + len - (sizeof(suf) - 1), suf))
+	    strncmp(name + len - (sizeof(suf) - 1), suf, sizeof(suf) - 1))
 		return false;
 	/* "<uid>-" */
 	u = sizeof(pre) - 1;
@@ -186,6 +193,75 @@ fail:
 	return -errno;
 }
 
+static int write_all(int fd, const void *p, size_t len)
+{
+	const uint8_t *b = p;
+
+	while (len) {
+		ssize_t n = write(fd, b, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		b += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+#ifdef BB_HAVE_ZSTD
+/*
+ * The box @r reads, as one zstd frame to @fd: its bytes as bb_reader_save()
+ * writes them (bb_reader_data: a live box read again, tails raised), the
+ * content size in the frame header, a checksum at its end, a window of
+ * 2 MiB (readers accept up to 8, reader_zstd.c).  Level 3, zstd's
+ * default: BENCHMARKS.md "Reap" has its sizes and times.  0 or -errno.
+ */
+static int save_zstd(struct bb_reader *r, int fd)
+{
+	size_t len = 0, cap = ZSTD_CStreamOutSize(), z;
+	const uint8_t *data = bb_reader_data(r, &len);
+	ZSTD_CCtx *cc;
+	ZSTD_inBuffer in = { data, len, 0 };
+	uint8_t *buf;
+	int ret = 0;
+
+	if (!data)
+		return -ESTALE;
+	cc = ZSTD_createCCtx();
+	buf = malloc(cap);
+	if (!cc || !buf) {
+		ZSTD_freeCCtx(cc);
+		free(buf);
+		return -ENOMEM;
+	}
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, 3);
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_windowLog, 21);
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
+	ZSTD_CCtx_setPledgedSrcSize(cc, len);
+	do {
+		ZSTD_outBuffer out = { buf, cap, 0 };
+
+		z = ZSTD_compressStream2(cc, &out, &in, ZSTD_e_end);
+		if (ZSTD_isError(z)) {
+			ret = -EIO;
+			break;
+		}
+		ret = write_all(fd, buf, out.pos);
+	} while (!ret && z);
+	ZSTD_freeCCtx(cc);
+	free(buf);
+	return ret;
+}
+#else
+static int save_zstd(struct bb_reader *r, int fd)
+{
+	(void)r; (void)fd;
+	return -EOPNOTSUPP;
+}
+#endif
+
 /*
  * reap_archive_box - write the archive copy of the box @r reads, whose
  * file is @st.  The name comes from the file owner's uid (trusted: nobody
@@ -203,7 +279,7 @@ int reap_archive_box(struct reap_ctx *c, struct bb_reader *r, const struct stat 
 
 	for (unsigned n = 0; n < 1000 && ret == -EEXIST; n++) {
 		ret = archive_name((uint32_t)st->st_uid, info->comm, info->pid, when_ns, n,
-				   a->name, sizeof(a->name));
+				   c->o.compress, a->name, sizeof(a->name));
 		if (ret)
 			break;
 		if (c->o.dry_run)
@@ -220,10 +296,10 @@ int reap_archive_box(struct reap_ctx *c, struct bb_reader *r, const struct stat 
 	if (c->o.dry_run)
 		return 0;
 
-	ret = bb_reader_save(r, fd);
+	ret = c->o.compress ? save_zstd(r, fd) : bb_reader_save(r, fd);
 	if (ret < 0)
-		snprintf(err, errlen, "bb_reader_save: %s", ret == -ESTALE ?
-			 "the box changed size while being read" : strerror(-ret));
+		snprintf(err, errlen, "%s: %s", c->o.compress ? "compressing" : "bb_reader_save",
+			 ret == -ESTALE ? "the box changed size while being read" : strerror(-ret));
 	else if (!c->volatile_dir && fsync(fd) < 0)
 		ret = -errno, snprintf(err, errlen, "fsync: %s", strerror(errno));
 	if (!ret)

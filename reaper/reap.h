@@ -15,6 +15,12 @@
 #include <sys/types.h>
 
 #define REAP_DEFAULT_MIN_AGE 3600u  /* seconds; see bb-reap(8) */
+#define REAP_DEFAULT_RESCAN  900u   /* --watch: a full pass every 15 minutes */
+#ifdef BB_HAVE_ZSTD
+#define REAP_COMPRESS_DEFAULT true  /* --compress=zstd */
+#else
+#define REAP_COMPRESS_DEFAULT false
+#endif
 #define REAP_CLOCK_SLACK_NS  (INT64_C(60) * 1000000000) /* future stamps beyond this are untrusted */
 
 /* --journal (journal.c, reported.c); see bb-reap(8) */
@@ -36,6 +42,7 @@ struct reap_opts {
 	long        keep;         /* --keep N, -1 = unbounded */
 	uint64_t    max_bytes;    /* --max-archive-bytes, 0 = unbounded */
 	bool        dry_run, verbose, json;
+	bool        compress;     /* --compress=zstd: archives as .box.zst */
 	bool        watch;        /* --watch (watch.c) */
 	uint64_t    rescan_s;     /* --rescan: --watch's full pass, seconds */
 	int         journal;      /* enum reap_journal (--journal) */

@@ -319,7 +319,7 @@ def case_forged_box(ctx):
           "--path of a mismatched box: %r" % r)
 
 
-ARCH_NAME = re.compile(rb"^blackbox-(\d+)-[A-Za-z0-9_+.-]+-(\d+)-\d{8}T\d{6}Z(\.\d+)?\.box$")
+ARCH_NAME = re.compile(rb"^blackbox-(\d+)-[A-Za-z0-9_+.-]+-(\d+)-\d{8}T\d{6}Z(\.\d+)?\.box(\.zst)?$")
 
 
 def archives(arch):
