@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -1123,6 +1124,111 @@ Test(reap, usage_and_exit_codes)
 	r = run_reap(&f, "--dir", f.shm);
 	cr_expect_eq(r.status, 0);
 	run_free(&r);
+	fx_fini(&f);
+}
+
+/* ---- --watch ------------------------------------------------------------ */
+
+/* bb-reap --watch with @args (NULL-terminated), in the background. */
+static pid_t start_watch(struct fx *f, const char *const *args)
+{
+	char outp[PATH_MAX], errp[PATH_MAX];
+	const char *argv[32] = { "bb-reap", "--watch" };
+	size_t n = 2;
+	pid_t pid;
+
+	while (*args && n < 31)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	snprintf(outp, sizeof(outp), "%s/watch.out", f->out);
+	snprintf(errp, sizeof(errp), "%s/watch.err", f->out);
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		if (!freopen(outp, "w", stdout) || !freopen(errp, "w", stderr))
+			_exit(125);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execv(env_or_fail("BB_REAP"), (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Wait (at most @sec seconds: a bound on a hang, not a figure) until
+ * @name is gone from @dir. */
+static bool wait_gone(const char *dir, const char *name, int sec)
+{
+	for (int i = 0; i < sec * 100; i++) {
+		if (!exists(dir, name))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/*
+ * bb-reap --watch reaps a box when its owner dies, found by events alone
+ * (its full pass is an hour away): a box there when it started, and one
+ * created after; with --min-age, once the box is old enough; a live
+ * owner's box stays; SIGTERM ends it with status 0.
+ */
+Test(reap, watch_reaps_a_box_when_its_owner_dies)
+{
+	const char *args[] = { "--dir", NULL, "--min-age", "0", "--rescan", "1h", "--archive",
+			       NULL, "--json", NULL };
+	const char *aged[] = { "--dir", NULL, "--min-age", "1", "--rescan", "1h", NULL };
+	char before[256], after[256], live_box[256], late[256], *out;
+	struct fx f;
+	pid_t w, k, live;
+	int in, st;
+	size_t len;
+
+	fx_init(&f);
+	args[1] = aged[1] = f.shm;
+	args[7] = f.arch;
+	live = spawn_live(&f, "wait");
+	snprintf(live_box, sizeof(live_box), "%s", box_of(f.shm, live));
+	k = spawn_writer(&f, "wait", -1, &in);
+	snprintf(before, sizeof(before), "%s", box_of(f.shm, k));
+	w = start_watch(&f, args);
+	usleep(300000); /* its first pass took a pidfd of each owner */
+	cr_assert_eq(kill(k, SIGKILL), 0);
+	waitpid(k, NULL, 0);
+	close(in);
+	cr_expect(wait_gone(f.shm, before, 30), "the box of an owner killed while watched stayed");
+	/* a box created while it watches */
+	k = spawn_writer(&f, "wait", -1, &in);
+	snprintf(after, sizeof(after), "%s", box_of(f.shm, k));
+	usleep(300000);
+	cr_assert_eq(kill(k, SIGKILL), 0);
+	waitpid(k, NULL, 0);
+	close(in);
+	cr_expect(wait_gone(f.shm, after, 30), "the box of an owner that came later stayed");
+	cr_expect(exists(f.shm, live_box), "a live owner's box was reaped");
+	cr_expect_eq(count_archives(f.arch), 2);
+	cr_assert_eq(kill(w, SIGTERM), 0);
+	cr_assert_eq(waitpid(w, &st, 0), w);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "--watch ended with status %#x", st);
+	{
+		char p[PATH_MAX];
+
+		snprintf(p, sizeof(p), "%s/watch.out", f.out);
+		out = slurp(p, &len);
+		cr_expect_eq(count_str(out, "\"decision\":\"reaped\""), 2, "%s", out);
+		free(out);
+	}
+
+	/* --min-age 1: reaped once old enough, by its timer */
+	w = start_watch(&f, aged);
+	k = spawn_writer(&f, "wait", -1, &in);
+	snprintf(late, sizeof(late), "%s", box_of(f.shm, k));
+	usleep(300000);
+	cr_assert_eq(kill(k, SIGKILL), 0);
+	waitpid(k, NULL, 0);
+	close(in);
+	cr_expect(wait_gone(f.shm, late, 30), "a box was not reaped once --min-age passed");
+	kill(w, SIGTERM);
+	waitpid(w, NULL, 0);
 	fx_fini(&f);
 }
 
