@@ -2,13 +2,14 @@
 /*
  * reap-bench - how bb-reap scales with the number of boxes.
  *
- * Usage: reap-bench BB-REAP [-s SIZE] [-u OWNERS] [-m MODES] [-a DIR] [N...]
+ * Usage: reap-bench BB-REAP [-s SIZE] [-u OWNERS] [-m MODES] [-a DIR] [-c HOW] [N...]
  *   -s SIZE    box size given to bb_init (default: one 4 KiB ring, a
  *              16 KiB box; 0: the default box)
  *   -u OWNERS  spread the boxes over this many owner uids (needs root)
  *   -m MODES   comma-separated, of: dry, young, reap, archive, packaged
  *              (default dry,young,reap,archive)
  *   -a DIR     where the archive directories go (default /var/tmp)
+ *   -c HOW     --compress=HOW for archive and packaged (default: bb-reap's)
  *   N          numbers of boxes (default 1000 5000 10000)
  *
  * Makes one real box with a child that calls bb_init_opts() and _exit()s,
@@ -66,7 +67,8 @@ static void line(unsigned n, const char *mode, double t, const char *arch)
 int main(int argc, char **argv)
 {
 	static const unsigned def[] = { 1000, 5000, 10000 };
-	const char *modes = "dry,young,reap,archive", *archbase = "/var/tmp";
+	const char *modes = "dry,young,reap,archive", *archbase = "/var/tmp", *how = NULL;
+	char compress[64] = "";
 	long size = -1, owners = 1;
 	char *reap;
 	size_t len;
@@ -75,13 +77,14 @@ int main(int argc, char **argv)
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: reap-bench BB-REAP [-s SIZE] [-u OWNERS] [-m MODES] "
-			"[-a DIR] [N...]\n");
+			"[-a DIR] [-c HOW] [N...]\n");
 		return 2;
 	}
 	reap = argv[1];
 	optind = 2;
-	while ((opt = getopt(argc, argv, "s:u:m:a:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:u:m:a:c:")) != -1) {
 		switch (opt) {
+		case 'c': how = optarg; break;
 		case 's': size = strtol(optarg, NULL, 0); break;
 		case 'u': owners = strtol(optarg, NULL, 0); break;
 		case 'm': modes = optarg; break;
@@ -90,6 +93,8 @@ int main(int argc, char **argv)
 		}
 	}
 	nn = argc > optind ? argc - optind : 3;
+	if (how)
+		snprintf(compress, sizeof(compress), "--compress=%s", how);
 	box = size < 0 ? bf_template(0, 4096, 20, &len) : bf_template((size_t)size, 0, 20, &len);
 	printf("box size %zu bytes, %ld owner%s; times are whole bb-reap runs (process start "
 	       "included)\n", len, owners, owners == 1 ? "" : "s");
@@ -101,9 +106,11 @@ int main(int argc, char **argv)
 		char *dry[] = { reap, "--dir", dir, "--min-age", "0", "--dry-run", NULL };
 		char *young[] = { reap, "--dir", dir, "--min-age", "1h", NULL };
 		char *reaprun[] = { reap, "--dir", dir, "--min-age", "0", NULL };
-		char *archrun[] = { reap, "--dir", dir, "--min-age", "0", "--archive", arch, NULL };
+		char *archrun[] = { reap, "--dir", dir, "--min-age", "0", "--archive", arch,
+				    how ? compress : NULL, NULL };
 		char *pkgrun[] = { reap, "--dir", dir, "--min-age", "0", "--archive", arch,
-				   "--keep", "64", "--max-archive-bytes", "256M", NULL };
+				   "--keep", "64", "--max-archive-bytes", "256M",
+				   how ? compress : NULL, NULL };
 		double best_dry = 1e18, best_young = 1e18, t;
 
 		snprintf(arch, sizeof(arch), "%s/reap-bench-arch.XXXXXX", archbase);
