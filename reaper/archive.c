@@ -502,7 +502,8 @@ int reap_prune(struct reap_ctx *c, const struct reap_reserve *res, size_t nres)
 		c->errors++;
 		goto out;
 	}
-	qsort(v, n, sizeof(*v), arch_cmp);
+	if (n)
+		qsort(v, n, sizeof(*v), arch_cmp);
 	/* each owner's archives on their own */
 	for (i = 0; i < n;) {
 		size_t j = i;

@@ -173,7 +173,8 @@ void reap_pass_end(struct reap_ctx *c)
 	if (c->archfd >= 0 && nres)
 		reap_prune(c, res, nres);
 	free(res);
-	qsort(c->cands, c->ncands, sizeof(*c->cands), oldest_cmp);
+	if (c->ncands)
+		qsort(c->cands, c->ncands, sizeof(*c->cands), oldest_cmp);
 	archived = c->archived;
 	for (size_t i = 0; i < c->ncands; i++)
 		reap_finish(c, &c->cands[i]);
