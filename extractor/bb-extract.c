@@ -43,7 +43,7 @@ static void usage(FILE *f)
 "Usage: %s [OPTION]... PID\n"
 "       %s [OPTION]... --path FILE\n"
 "       %s [OPTION]... --all | --list\n"
-"       %s [OPTION]... --journal | --journal-directory DIR  --list | PID\n"
+"       %s [OPTION]... --journal | --journal-directory DIR  --list | PID | --cursor C\n"
 "Read the flight-recorder box of process PID (the box it maps now, or the\n"
 "newest one it left), of a box file, or of every box in the directory.\n"
 "The crash record (if any) comes first, then the state table, then the\n"
@@ -68,6 +68,10 @@ static void usage(FILE *f)
 "                    (a collector's systemd-journal-remote output)\n"
 "      --machine ID  with PID: the box of that machine (_MACHINE_ID)\n"
 "      --boot ID     with PID: the box of that boot (BB_BOOT_ID)\n"
+"      --cursor C    the box of that journal entry (named when entries\n"
+"                    disagree, shown by --list --json)\n"
+"      --untrusted   with --journal --list: also the entries with our\n"
+"                    MESSAGE_ID that root's bb-reap did not send, flagged\n"
 "      --no-symbols  crash frames as module+offset only (no symboliser runs)\n"
 "      --debug-dir DIR  look for debug files in DIR first (DIR/.build-id/xx/\n"
 "                    yyyy.debug, DIR/<module's directory>/<debuglink>); again\n"
@@ -93,7 +97,8 @@ static void usage(FILE *f)
 "  4  box not found, not readable, not a valid box, or it changed size\n"
 "     while being read\n"
 "  5  PID: boxes of different owners claim it and none can be trusted over\n"
-"     the others; they are named: read one with --path\n",
+"     the others; they are named: read one with --path (journal entries\n"
+"     that disagree, or come from several senders: --cursor)\n",
 		PROG, PROG, PROG, PROG, BB_DEFAULT_DIR);
 }
 
@@ -146,7 +151,8 @@ static void add_debug_dir(struct opts *o, const char *dir)
 }
 
 enum { OPT_ANY_OWNER = 256, OPT_NO_URING, OPT_URING, OPT_NO_SYMBOLS, OPT_DEBUG_DIR,
-       OPT_DEBUGINFOD, OPT_JOURNAL, OPT_JOURNAL_DIR, OPT_MACHINE, OPT_BOOT };
+       OPT_DEBUGINFOD, OPT_JOURNAL, OPT_JOURNAL_DIR, OPT_MACHINE, OPT_BOOT, OPT_CURSOR,
+       OPT_UNTRUSTED };
 
 /* One option from getopt_long() (1: a pid) into @o; exits on errors,
  * --help and --version. */
@@ -185,6 +191,8 @@ static void set_option(int ch, char **argv, struct opts *o)
 	case OPT_JOURNAL_DIR: o->journal_dir = optarg; break;
 	case OPT_MACHINE: o->machine = optarg; break;
 	case OPT_BOOT: o->boot = optarg; break;
+	case OPT_CURSOR: o->cursor = optarg; break;
+	case OPT_UNTRUSTED: o->untrusted = true; break;
 	case 'h':
 		usage(stdout);
 		exit(EXIT_CLEAN);
@@ -214,13 +222,18 @@ static void check_args(const struct opts *o)
 		if (o->journal && o->journal_dir)
 			usage_error("give one of --journal and --journal-directory");
 		if (o->path || o->all || o->follow || o->dir)
-			usage_error("--journal reads entries: give --list or a PID, without "
-				    "--path, --all, --follow or --dir");
-	} else if (o->machine || o->boot) {
-		usage_error("--machine and --boot choose among journal entries: give --journal "
-			    "or --journal-directory");
+			usage_error("--journal reads entries: give --list, a PID or --cursor, "
+				    "without --path, --all, --follow or --dir");
+		if (o->cursor && o->list)
+			usage_error("--cursor chooses one entry: give it without --list");
+		if (o->untrusted && !o->list)
+			usage_error("--untrusted lists entries: give it with --list (only "
+				    "bb-reap's entries are ever extracted)");
+	} else if (o->machine || o->boot || o->cursor || o->untrusted) {
+		usage_error("--machine, --boot, --cursor and --untrusted choose among journal "
+			    "entries: give --journal or --journal-directory");
 	}
-	nsrc = !!o->pid + !!o->path + o->list + o->all;
+	nsrc = !!o->pid + !!o->path + o->list + o->all + (o->cursor && !o->pid);
 	if (nsrc == 0)
 		usage_error("nothing to read: give a PID, --path FILE, --list or --all");
 	if (nsrc > 1)
@@ -255,6 +268,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "journal-directory", required_argument, NULL, OPT_JOURNAL_DIR },
 		{ "machine",   required_argument, NULL, OPT_MACHINE },
 		{ "boot",      required_argument, NULL, OPT_BOOT },
+		{ "cursor",    required_argument, NULL, OPT_CURSOR },
+		{ "untrusted", no_argument,       NULL, OPT_UNTRUSTED },
 		{ "help",      no_argument,       NULL, 'h' },
 		{ "version",   no_argument,       NULL, 'V' },
 		{ NULL, 0, NULL, 0 },

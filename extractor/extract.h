@@ -45,7 +45,13 @@ struct opts {
 	const char *debug_dirs[DEBUG_DIRS_MAX]; /* absolute */
 	size_t ndebug_dirs;
 	bool journal;        /* --journal, --journal-directory: journal.c */
-	const char *journal_dir, *machine, *boot;
+	const char *journal_dir, *machine, *boot, *cursor;
+	bool untrusted;      /* --untrusted: --list shows entries not from bb-reap too */
+	/* A box taken out of a journal entry (journal.c) has no file, so no
+	 * file owner: whose it is comes from what the entry proves. */
+	bool entry;
+	uint32_t entry_owner;     /* the uid its symbols are parsed as, at most */
+	const char *entry_proof;  /* how the report qualifies the owner */
 };
 
 /* One extraction in progress. */

@@ -5,19 +5,43 @@
  * BB_JOURNAL_MESSAGE_ID), on this host or on a collector that
  * systemd-journal-remote fills from many hosts.  coredumpctl for boxes.
  *
- * An entry is untrusted input like a box: on a collector it is another
- * host's bytes, and any host can upload anything.  Every field is copied
- * with a bound before it is used (FIELD_MAX; a box at most
- * BBX_JOURNAL_BOX_MAX), numbers are parsed strictly, text is escaped
- * (bb_escape_text) before it reaches a terminal, and the box itself is
- * opened by the reader API from memory (bb_reader_open_mem), which checks
- * it like any file.
+ * An entry is untrusted input like a box, and who sent it decides what it
+ * can prove (docs/SECURITY.md, "Journal entries"):
+ *
+ *  - On this host, any local user can send an entry with our MESSAGE_ID
+ *    and any BB_* fields; only the fields journald itself sets cannot be
+ *    forged.  An entry is bb-reap's only when journald says it came from
+ *    uid 0 over the native protocol: the matches _UID=0 and
+ *    _TRANSPORT=journal (open_src) are the one rule that lets an entry
+ *    in (--list --untrusted drops them, and flags each entry from what
+ *    sent_by_root() reads).  Then its BB_UID, the owner of the box file
+ *    bb-reap read, is proven, and the box's symbols are parsed as that
+ *    uid at most.
+ *  - On a collector every field is the uploading host's word, the
+ *    trusted ones included: what the collector knows is which journal
+ *    file an entry is in, and systemd-journal-remote writes one file per
+ *    sending host (remote-<host>.journal).  So each file is read alone
+ *    and every entry is attributed to its sender; a lookup never mixes
+ *    the entries of two senders, and a box from a collector is parsed as
+ *    nobody (65534).
+ *  - Entries that disagree (one machine, boot and pid, another owner or
+ *    start time; or two senders) are never resolved by recency: exit 5,
+ *    each named with its cursor, which --cursor reads.
+ *
+ * Every field is copied with a bound before it is used (FIELD_MAX; a box
+ * at most BBX_JOURNAL_BOX_MAX), numbers are parsed strictly, text is
+ * escaped (bb_escape_text) before it reaches a terminal, and the box
+ * itself is opened by the reader API from memory (bb_reader_open_mem),
+ * which checks it like any file.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <systemd/sd-journal.h>
@@ -30,10 +54,15 @@
 
 #define FIELD_MAX   (64u << 10) /* bytes of a field kept (but BB_BOX) */
 #define SHOW_MAX    (1u << 20)  /* bytes of a field printed (BB_RECORDS ...) */
-#define CANDIDATES  64          /* named in an ambiguity message */
+#define CANDIDATES  64          /* claims told apart (and named) at most */
 #define WORD_MAX    15          /* bytes of BB_LIVENESS and BB_SIGNAL_NAME shown: more
 				   than the longest liveness word ("orphaned") and
 				   signal name (bbx_signal_name()) */
+#define SENDER_MAX  256         /* bytes of a sender's name */
+#define FILES_MAX   65536       /* journal files of a collector directory read */
+#define NOBODY_UID  65534u      /* whose privileges a collector's box gets */
+
+/* ---- fields ------------------------------------------------------------- */
 
 /* A field's value ("" when absent), at most @max bytes, NUL-terminated. */
 static size_t get(sd_journal *j, const char *field, char *buf, size_t max)
@@ -86,6 +115,173 @@ static bool id128(const char *s, char out[33])
 	return k == 32;
 }
 
+/* Sent by root over the native protocol: journald's word, which no
+ * sender can forge on the host that wrote the entry (what --list
+ * --untrusted flags; the matches of open_src() are what filters). */
+static bool sent_by_root(sd_journal *j, char *uid, size_t uidlen, char *transport,
+			 size_t trlen)
+{
+	get(j, "_UID", uid, uidlen);
+	get(j, "_TRANSPORT", transport, trlen);
+	return !strcmp(uid, "0") && !strcmp(transport, "journal");
+}
+
+/* ---- sources: the local journal, or one sender's files ----------------- */
+
+/* One journal read as a whole. */
+struct jsrc {
+	char   sender[SENDER_MAX]; /* "" for the local journal */
+	char **files;              /* NULL-terminated, NULL for the local journal */
+	size_t nfiles;
+};
+
+struct jsrcs {
+	struct jsrc *v;
+	size_t       n;
+};
+
+static void srcs_free(struct jsrcs *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		for (size_t k = 0; k < s->v[i].nfiles; k++)
+			free(s->v[i].files[k]);
+		free(s->v[i].files);
+	}
+	free(s->v);
+	s->v = NULL;
+	s->n = 0;
+}
+
+/*
+ * The sender of a journal file: its name without ".journal" or
+ * ".journal~" and without the suffix a rotation adds ("@" and hex digits
+ * and dashes): remote-<host>.journal and remote-<host>@<id>-<n>-<t>.journal
+ * are both "remote-<host>".  NULL if @name is no journal file.
+ */
+static const char *sender_of(const char *name, char *out, size_t len)
+{
+	size_t n = strlen(name), k;
+	const char *at;
+
+	if (n > 9 && !strcmp(name + n - 9, ".journal~"))
+		n -= 9;
+	else if (n > 8 && !strcmp(name + n - 8, ".journal"))
+		n -= 8;
+	else
+		return NULL;
+	at = memchr(name, '@', n);
+	for (const char *a = at; a; a = memchr(a + 1, '@', (size_t)(name + n - a - 1))) {
+		k = (size_t)(a - name) + 1;
+		if (strspn(name + k, "0123456789abcdef-") >= n - k) {
+			n = (size_t)(a - name);
+			break;
+		}
+	}
+	if (!n || n >= len)
+		return NULL;
+	memcpy(out, name, n);
+	out[n] = '\0';
+	return out;
+}
+
+static int add_file(struct jsrcs *s, const char *sender, const char *path)
+{
+	struct jsrc *src = NULL;
+	char **nf;
+
+	for (size_t i = 0; i < s->n && !src; i++)
+		if (!strcmp(s->v[i].sender, sender))
+			src = &s->v[i];
+	if (!src) {
+		struct jsrc *nv = realloc(s->v, (s->n + 1) * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		s->v = nv;
+		src = &s->v[s->n++];
+		memset(src, 0, sizeof(*src));
+		snprintf(src->sender, sizeof(src->sender), "%s", sender);
+	}
+	nf = realloc(src->files, (src->nfiles + 2) * sizeof(*nf));
+	if (!nf)
+		return -ENOMEM;
+	src->files = nf;
+	if (!(src->files[src->nfiles] = strdup(path)))
+		return -ENOMEM;
+	src->files[++src->nfiles] = NULL;
+	return 0;
+}
+
+/* The journal files of @dir (and of its subdirectories named by a machine
+ * id, as sd_journal_open_directory() reads them), by sender. */
+static int scan_dir(struct jsrcs *s, const char *dir, const char *prefix, int depth,
+		    size_t *nfiles)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int r = 0;
+
+	if (!d)
+		return -errno;
+	while (!r && (de = readdir(d))) {
+		char path[4096], sender[SENDER_MAX], stem[SENDER_MAX], id[33];
+		struct stat st;
+
+		if (de->d_name[0] == '.' ||
+		    snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path) ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
+			continue;
+		if (S_ISDIR(st.st_mode) && depth == 0 && id128(de->d_name, id) &&
+		    strlen(de->d_name) == 32) {
+			r = scan_dir(s, path, de->d_name, 1, nfiles);
+			continue;
+		}
+		if (!S_ISREG(st.st_mode) || !sender_of(de->d_name, stem, sizeof(stem)) ||
+		    snprintf(sender, sizeof(sender), "%s%s%s", prefix, prefix[0] ? "/" : "",
+			     stem) >= (int)sizeof(sender))
+			continue;
+		if (++*nfiles > FILES_MAX) {
+			r = -E2BIG;
+			break;
+		}
+		r = add_file(s, sender, path);
+	}
+	closedir(d);
+	return r;
+}
+
+static int by_sender(const void *a, const void *b)
+{
+	return strcmp(((const struct jsrc *)a)->sender, ((const struct jsrc *)b)->sender);
+}
+
+static int load_sources(const struct bbx_jsel *sel, struct jsrcs *s, char *err, size_t errlen)
+{
+	size_t nfiles = 0;
+	int r;
+
+	memset(s, 0, sizeof(*s));
+	if (!sel->dir) {
+		if (!(s->v = calloc(1, sizeof(*s->v))))
+			return -ENOMEM;
+		s->n = 1;
+		return 0;
+	}
+	r = scan_dir(s, sel->dir, "", 0, &nfiles);
+	if (r < 0) {
+		srcs_free(s);
+		snprintf(err, errlen, "cannot read the journal in %s: %s", sel->dir,
+			 r == -E2BIG ? "more than 65536 journal files" : strerror(-r));
+		return r;
+	}
+	if (!s->n) {
+		snprintf(err, errlen, "no journal file in %s", sel->dir);
+		return -ENOENT;
+	}
+	qsort(s->v, s->n, sizeof(*s->v), by_sender);
+	return 0;
+}
+
 /* FIELD=value; both ours (validated), short. */
 static int match(sd_journal *j, const char *field, const char *v)
 {
@@ -95,12 +291,10 @@ static int match(sd_journal *j, const char *field, const char *v)
 	return sd_journal_add_match(j, m, (size_t)n);
 }
 
-/* Open the journal and add the matches of @s.  0 or -errno (@err set). */
-static int open_journal(const struct bbx_jsel *s, sd_journal **jp, char *err, size_t errlen)
+/* Check the selection's ids; 0 or -EINVAL (@err set). */
+static int check_sel(const struct bbx_jsel *s, char *err, size_t errlen)
 {
-	char id[33], pid[16];
-	sd_journal *j;
-	int r;
+	char id[33];
 
 	if (s->machine && !id128(s->machine, id)) {
 		snprintf(err, errlen, "--machine '%s': not a 128-bit id (32 hex digits)", s->machine);
@@ -110,14 +304,29 @@ static int open_journal(const struct bbx_jsel *s, sd_journal **jp, char *err, si
 		snprintf(err, errlen, "--boot '%s': not a 128-bit id (32 hex digits)", s->boot);
 		return -EINVAL;
 	}
-	r = s->dir ? sd_journal_open_directory(&j, s->dir, 0)
-		   : sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY);
+	return 0;
+}
+
+/* Open source @src and add the matches of @s.  0 or -errno (@err set). */
+static int open_src(const struct bbx_jsel *s, const struct jsrc *src, sd_journal **jp,
+		    char *err, size_t errlen)
+{
+	char id[33], pid[16];
+	sd_journal *j;
+	int r;
+
+	r = src->files ? sd_journal_open_files(&j, (const char **)src->files, 0)
+		       : sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY);
 	if (r < 0) {
-		snprintf(err, errlen, "cannot open the journal%s%s: %s", s->dir ? " in " : "",
-			 s->dir ? s->dir : "", strerror(-r));
+		snprintf(err, errlen, "cannot open the journal%s%s: %s", src->files ? " of " : "",
+			 src->files ? src->sender : "", strerror(-r));
 		return r;
 	}
 	r = match(j, "MESSAGE_ID", BB_JOURNAL_MESSAGE_ID);
+	if (!r && !s->untrusted)
+		r = match(j, "_UID", "0");
+	if (!r && !s->untrusted)
+		r = match(j, "_TRANSPORT", "journal");
 	if (!r && s->pid) {
 		snprintf(pid, sizeof(pid), "%ld", (long)s->pid);
 		r = match(j, "BB_PID", pid);
@@ -137,13 +346,16 @@ static int open_journal(const struct bbx_jsel *s, sd_journal **jp, char *err, si
 	return 0;
 }
 
+/* ---- entries ------------------------------------------------------------ */
+
 /* What an entry says about itself, bounded and escaped for a terminal. */
 struct jentry {
 	char     host[4 * 64 + 1], machine[33], boot[33], comm[4 * 64 + 1], unit[4 * 256 + 1];
 	char     liveness[4 * WORD_MAX + 1], signame[4 * WORD_MAX + 1], time[BBX_TIME_MAX];
-	long long pid, signal, box_size;
+	char     uid_raw[16], transport[16]; /* _UID, _TRANSPORT as journald (or the uploader) put them */
+	long long pid, uid, starttime, signal, box_size;
 	uint64_t usec;
-	bool     has_box;
+	bool     has_box, trusted;
 };
 
 static void esc_field(sd_journal *j, const char *field, char *out, size_t outlen, size_t max)
@@ -170,7 +382,11 @@ static void read_entry(sd_journal *j, struct jentry *e)
 	esc_field(j, "BB_UNIT", e->unit, sizeof(e->unit), 256);
 	esc_field(j, "BB_LIVENESS", e->liveness, sizeof(e->liveness), WORD_MAX);
 	esc_field(j, "BB_SIGNAL_NAME", e->signame, sizeof(e->signame), WORD_MAX);
+	e->trusted = sent_by_root(j, raw, sizeof(raw), e->transport, sizeof(e->transport));
+	bb_escape_text(raw, strnlen(raw, 8), e->uid_raw, sizeof(e->uid_raw));
 	e->pid = get_num(j, "BB_PID", -1);
+	e->uid = get_num(j, "BB_UID", -1);
+	e->starttime = get_num(j, "BB_STARTTIME", -1);
 	e->signal = get_num(j, "BB_SIGNAL", -1);
 	e->box_size = get_num(j, "BB_BOX_SIZE", -1);
 	if (sd_journal_get_realtime_usec(j, &e->usec) < 0)
@@ -181,9 +397,12 @@ static void read_entry(sd_journal *j, struct jentry *e)
 	e->has_box = sd_journal_get_data(j, "BB_BOX", &d, &l) >= 0;
 }
 
-static void list_text(struct bbx_out *o, const struct jentry *e)
+/* ---- --list ------------------------------------------------------------- */
+
+static void list_text(struct bbx_out *o, const struct jentry *e, const char *sender)
 {
-	char line[2048], st[sizeof(e->liveness) + sizeof(e->signame) + 4], box[32];
+	char line[4096], st[sizeof(e->liveness) + sizeof(e->signame) + 4], box[32], uid[24];
+	char who[4 * SENDER_MAX + 2] = "", trust[128] = "";
 
 	if (e->signal > 0 && e->signame[0])
 		snprintf(st, sizeof(st), "%s (%s)", e->liveness, e->signame);
@@ -193,19 +412,34 @@ static void list_text(struct bbx_out *o, const struct jentry *e)
 		snprintf(box, sizeof(box), "%lld", e->box_size);
 	else
 		snprintf(box, sizeof(box), "not shipped");
-	snprintf(line, sizeof(line), "%-30s %-16s %-8lld %-16s %-18s %-12s %.8s %.8s %s\n",
-		 e->time, e->host[0] ? e->host : "-", e->pid, e->comm[0] ? e->comm : "-", st, box,
-		 e->machine, e->boot, e->unit[0] ? e->unit : "-");
+	if (e->uid >= 0)
+		snprintf(uid, sizeof(uid), "%lld", e->uid);
+	else
+		snprintf(uid, sizeof(uid), "-");
+	if (sender[0]) {
+		size_t n = bb_escape_text(sender, strlen(sender), who, sizeof(who) - 1);
+
+		snprintf(who + n, sizeof(who) - n, "%*s", n < 24 ? (int)(24 - n) : 1, "");
+	}
+	if (!e->trusted)
+		snprintf(trust, sizeof(trust), " [not bb-reap's: sent by uid %s over %s]",
+			 e->uid_raw[0] ? e->uid_raw : "?", e->transport[0] ? e->transport : "?");
+	snprintf(line, sizeof(line), "%s%-30s %-16s %-8lld %-6s %-16s %-18s %-12s %.8s %.8s %s%s\n",
+		 who, e->time, e->host[0] ? e->host : "-", e->pid, uid, e->comm[0] ? e->comm : "-",
+		 st, box, e->machine, e->boot, e->unit[0] ? e->unit : "-", trust);
 	bbx_out_str(o, line);
 }
 
-static void list_struct(struct bbx_em *em, sd_journal *j, const struct jentry *e)
+static void list_struct(struct bbx_em *em, sd_journal *j, const struct jentry *e,
+			const char *sender)
 {
-	char raw[4096];
+	char raw[4096], *cursor = NULL;
 	size_t n;
 
 	bbx_em_map(em);
 	bbx_em_kv_str(em, "time", e->time);
+	if (sender[0])
+		bbx_em_kv_str(em, "sender", sender);
 	n = get(j, "_HOSTNAME", raw, 256);
 	bbx_em_key(em, "host");
 	bbx_em_str(em, raw, n);
@@ -215,7 +449,8 @@ static void list_struct(struct bbx_em *em, sd_journal *j, const struct jentry *e
 	n = get(j, "BB_COMM", raw, 256);
 	bbx_em_key(em, "comm");
 	bbx_em_str(em, raw, n);
-	bbx_em_kv_i64(em, "uid", get_num(j, "BB_UID", -1));
+	bbx_em_kv_i64(em, "uid", e->uid);
+	bbx_em_kv_i64(em, "starttime", e->starttime);
 	n = get(j, "BB_LIVENESS", raw, 32);
 	bbx_em_key(em, "liveness");
 	bbx_em_str(em, raw, n);
@@ -235,6 +470,12 @@ static void list_struct(struct bbx_em *em, sd_journal *j, const struct jentry *e
 	bbx_em_kv_i64(em, "box_size", e->box_size);
 	bbx_em_key(em, "box");
 	bbx_em_bool(em, e->has_box);
+	bbx_em_key(em, "trusted");
+	bbx_em_bool(em, e->trusted);
+	if (sd_journal_get_cursor(j, &cursor) >= 0) {
+		bbx_em_kv_str(em, "cursor", cursor);
+		free(cursor);
+	}
 	n = get(j, "MESSAGE", raw, sizeof(raw));
 	bbx_em_key(em, "message");
 	bbx_em_str(em, raw, n);
@@ -245,27 +486,47 @@ static void list_struct(struct bbx_em *em, sd_journal *j, const struct jentry *e
 int bbx_journal_list(const struct bbx_jsel *s, struct bbx_out *out, struct bbx_em *em,
 		     bool text, char *err, size_t errlen)
 {
+	struct jsrcs srcs;
 	struct jentry e;
-	sd_journal *j;
+	int r;
 
-	if (open_journal(s, &j, err, errlen) < 0)
-		return 4;
+	if (check_sel(s, err, errlen) < 0)
+		return EXIT_USAGE;
+	r = load_sources(s, &srcs, err, errlen);
+	if (r < 0)
+		return r == -ENOMEM ? EXIT_FAILURE_ : EXIT_NOBOX;
 	if (text)
-		bbx_out_str(out, "TIME                           HOST             PID      "
-			    "COMM             LIVENESS           BOX          MACHINE  BOOT     "
-			    "UNIT\n");
-	SD_JOURNAL_FOREACH(j) {
-		read_entry(j, &e);
-		if (text)
-			list_text(out, &e);
-		else
-			list_struct(em, j, &e);
-		if (out->err)
-			break;
+		bbx_out_str(out, s->dir ? "SENDER                  TIME                           "
+				 : "TIME                           ");
+	if (text)
+		bbx_out_str(out, "HOST             PID      UID    COMM             LIVENESS"
+			    "           BOX          MACHINE  BOOT     UNIT\n");
+	for (size_t i = 0; i < srcs.n && !out->err; i++) {
+		sd_journal *j;
+
+		if (open_src(s, &srcs.v[i], &j, err, errlen) < 0) {
+			if (!s->dir)
+				break;
+			bbx_msg(NULL, "%s", err); /* one sender's files: the others are read */
+			err[0] = '\0';
+			continue;
+		}
+		SD_JOURNAL_FOREACH(j) {
+			read_entry(j, &e);
+			if (text)
+				list_text(out, &e, srcs.v[i].sender);
+			else
+				list_struct(em, j, &e, srcs.v[i].sender);
+			if (out->err)
+				break;
+		}
+		sd_journal_close(j);
 	}
-	sd_journal_close(j);
-	return 0;
+	srcs_free(&srcs);
+	return err[0] ? EXIT_NOBOX : EXIT_CLEAN;
 }
+
+/* ---- one box ------------------------------------------------------------ */
 
 /*
  * An entry without its box: every MESSAGE and BB_* field it has (text:
@@ -329,112 +590,272 @@ static void show_fields(sd_journal *j, struct bbx_out *o, struct bbx_em *em, boo
 	}
 }
 
-int bbx_journal_box(const struct bbx_jsel *s, struct bbx_out *out, struct bbx_em *em,
-		    bool text, void **box, size_t *len, char *label, size_t labellen,
-		    char *err, size_t errlen)
+/*
+ * One claim on a pid: what entries agree on (sender, machine, boot, owner,
+ * start time), with its newest entry; entries come oldest first.
+ */
+struct claim {
+	size_t        src;
+	struct jentry e;
+	char         *cursor; /* of its newest entry */
+	size_t        entries;
+};
+
+static bool same_claim(const struct claim *c, size_t src, const struct jentry *e)
 {
-	struct jentry e, best = { 0 };
-	char *cursor = NULL;
-	sd_journal *j;
-	size_t n = 0, groups = 0, used = 0;
-	char seen[CANDIDATES][66];
-	int code;
+	return c->src == src && !strcmp(c->e.machine, e->machine) && !strcmp(c->e.boot, e->boot) &&
+	       c->e.uid == e->uid && c->e.starttime == e->starttime;
+}
 
-	*box = NULL;
-	*len = 0;
-	if (open_journal(s, &j, err, errlen) < 0)
-		return 4;
-	used = (size_t)snprintf(err, errlen, "several machines or boots have a box of pid %ld "
-				"in the journal (choose with --machine, --boot):", (long)s->pid);
-	SD_JOURNAL_FOREACH(j) {
-		char grp[66];
-		bool known = false;
+struct lookup {
+	struct claim v[CANDIDATES];
+	size_t       n, more;     /* claims kept, and claims beyond those */
+	size_t       entries;
+};
 
-		read_entry(j, &e);
-		if (e.pid != s->pid)
+static int add_claim(struct lookup *l, size_t src, sd_journal *j, const struct jentry *e)
+{
+	struct claim *c = NULL;
+	char *cursor;
+
+	l->entries++;
+	for (size_t i = 0; i < l->n && !c; i++)
+		if (same_claim(&l->v[i], src, e))
+			c = &l->v[i];
+	if (!c) {
+		if (l->n == CANDIDATES) {
+			l->more++;
+			return 0;
+		}
+		c = &l->v[l->n++];
+		memset(c, 0, sizeof(*c));
+		c->src = src;
+	}
+	if (sd_journal_get_cursor(j, &cursor) < 0)
+		return -ENOMEM;
+	free(c->cursor);
+	c->cursor = cursor;
+	c->e = *e;
+	c->entries++;
+	return 0;
+}
+
+/* Why the claims of @l cannot be told apart, or NULL: one claim. */
+static const char *conflict(const struct lookup *l)
+{
+	if (l->n + l->more <= 1)
+		return NULL;
+	for (size_t i = 1; i < l->n; i++)
+		if (strcmp(l->v[i].e.machine, l->v[0].e.machine) ||
+		    strcmp(l->v[i].e.boot, l->v[0].e.boot))
+			return "entries of several machines or boots (choose with --machine, "
+			       "--boot, or one entry with --cursor)";
+	for (size_t i = 1; i < l->n; i++)
+		if (l->v[i].src != l->v[0].src)
+			return "entries from several senders claim one machine, boot and pid "
+			       "(a host can upload any fields): none chosen, read one with "
+			       "--cursor";
+	return "entries disagree on the owner or the start time of the process: none "
+	       "chosen, read one with --cursor";
+}
+
+/* Each claim on a line of its own (a cursor is long). */
+static void name_claims(const struct lookup *l, const struct jsrcs *srcs)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		const struct claim *c = &l->v[i];
+		const char *sender = srcs->v[c->src].sender;
+
+		bbx_msg("journal", "%s%s%shost %s machine %s boot %s uid %lld start time %lld: "
+			"%zu entr%s, the newest at %s: --cursor '%s'", sender[0] ? "sender " : "",
+			sender, sender[0] ? " " : "", c->e.host[0] ? c->e.host : "-",
+			c->e.machine, c->e.boot, c->e.uid, c->e.starttime, c->entries,
+			c->entries == 1 ? "y" : "ies", c->e.time, c->cursor ? c->cursor : "?");
+	}
+	if (l->more)
+		bbx_msg("journal", "and %zu more claims", l->more);
+}
+
+/* Find the claims on @s->pid (or the entry of @s->cursor) in every source. */
+static int find_claims(const struct bbx_jsel *s, const struct jsrcs *srcs, struct lookup *l,
+		       char *err, size_t errlen)
+{
+	struct jentry e;
+
+	for (size_t i = 0; i < srcs->n; i++) {
+		sd_journal *j;
+		int r = open_src(s, &srcs->v[i], &j, err, errlen);
+
+		if (r < 0) {
+			if (!s->dir)
+				return r;
+			bbx_msg(NULL, "%s", err);
+			err[0] = '\0';
 			continue;
-		n++;
-		snprintf(grp, sizeof(grp), "%s%s", e.machine, e.boot);
-		for (size_t i = 0; i < groups && i < CANDIDATES; i++)
-			known |= !strcmp(seen[i], grp);
-		if (!known) {
-			if (groups < CANDIDATES) {
-				memcpy(seen[groups], grp, sizeof(grp));
-				if (used < errlen)
-					used += (size_t)snprintf(err + used, errlen - used,
-							   " host %s machine %s boot %s;",
-							   e.host, e.machine, e.boot);
+		}
+		SD_JOURNAL_FOREACH(j) {
+			read_entry(j, &e);
+			if (s->pid && e.pid != s->pid)
+				continue;
+			if (s->cursor && sd_journal_test_cursor(j, s->cursor) <= 0)
+				continue;
+			r = add_claim(l, i, j, &e);
+			if (r < 0) {
+				sd_journal_close(j);
+				snprintf(err, errlen, "out of memory");
+				return r;
 			}
-			groups++;
 		}
-		/* the newest: entries come oldest first */
-		free(cursor);
-		cursor = NULL;
-		if (sd_journal_get_cursor(j, &cursor) < 0) {
-			code = 1;
-			snprintf(err, errlen, "out of memory");
-			goto out;
-		}
-		best = e;
+		sd_journal_close(j);
 	}
-	if (!n) {
-		snprintf(err, errlen, "no box of pid %ld in the journal%s%s%s%s", (long)s->pid,
-			 s->dir ? " in " : "", s->dir ? s->dir : "", s->machine || s->boot ?
-			 " for that machine and boot" : "", "");
-		code = 4;
-		goto out;
-	}
-	if (groups > 1) {
-		code = 5;
-		goto out;
-	}
-	snprintf(label, labellen, "journal: %s pid %lld", best.host[0] ? best.host : "-", best.pid);
-	if (sd_journal_seek_cursor(j, cursor) < 0 || sd_journal_next(j) <= 0) {
+	return 0;
+}
+
+/* The box of the chosen entry into *@box, or what it carries shown.
+ * Returns BBX_J_BOX or an exit code (@err set). */
+static int take_box(const struct bbx_jsel *s, const struct jsrc *src, const struct claim *c,
+		    struct bbx_out *out, struct bbx_em *em, bool text, void **box,
+		    size_t *len, const char *label, char *err, size_t errlen)
+{
+	const void *d;
+	sd_journal *j;
+	size_t l;
+	int r, code;
+
+	if (open_src(s, src, &j, err, errlen) < 0)
+		return EXIT_NOBOX;
+	if (sd_journal_seek_cursor(j, c->cursor) < 0 || sd_journal_next(j) <= 0 ||
+	    sd_journal_test_cursor(j, c->cursor) <= 0) {
 		snprintf(err, errlen, "%s: the entry went away while being read", label);
-		code = 4;
+		code = EXIT_NOBOX;
 		goto out;
 	}
-	if (!best.has_box) {
+	if (!c->e.has_box) {
 		show_fields(j, out, em, text);
 		snprintf(err, errlen, "%s: the box itself was not shipped (bb-reap --journal=summary, "
-			 "or over its --journal-box-max or --journal-box-budget): its fields are "
-			 "shown above", label);
-		code = 4;
+			 "a box not root's without --journal-content=all, or over its "
+			 "--journal-box-max or --journal-box-budget): its fields are shown above",
+			 label);
+		code = EXIT_NOBOX;
 		goto out;
 	}
-	{
-		const void *d;
-		size_t l;
-		int r;
-
-		sd_journal_set_data_threshold(j, 0);
-		r = sd_journal_get_data(j, "BB_BOX", &d, &l);
-		if (r < 0 || l < 7) {
-			snprintf(err, errlen, "%s: BB_BOX: %s", label, strerror(r < 0 ? -r : EBADMSG));
-			code = 4;
-			goto out;
-		}
-		if (l - 7 > BBX_JOURNAL_BOX_MAX) {
-			snprintf(err, errlen, "%s: BB_BOX of %zu bytes is larger than %zu: refused",
-				 label, l - 7, BBX_JOURNAL_BOX_MAX);
-			code = 4;
-			goto out;
-		}
-		*box = malloc(l - 7 ? l - 7 : 1);
-		if (!*box) {
-			snprintf(err, errlen, "out of memory");
-			code = 1;
-			goto out;
-		}
-		memcpy(*box, (const char *)d + 7, l - 7);
-		*len = l - 7;
-		code = BBX_J_BOX;
-		err[0] = '\0';
+	sd_journal_set_data_threshold(j, 0);
+	r = sd_journal_get_data(j, "BB_BOX", &d, &l);
+	if (r < 0 || l < 7) {
+		snprintf(err, errlen, "%s: BB_BOX: %s", label, strerror(r < 0 ? -r : EBADMSG));
+		code = EXIT_NOBOX;
+		goto out;
 	}
+	if (l - 7 > BBX_JOURNAL_BOX_MAX) {
+		snprintf(err, errlen, "%s: BB_BOX of %zu bytes is larger than %zu: refused",
+			 label, l - 7, BBX_JOURNAL_BOX_MAX);
+		code = EXIT_NOBOX;
+		goto out;
+	}
+	*box = malloc(l - 7 ? l - 7 : 1);
+	if (!*box) {
+		snprintf(err, errlen, "out of memory");
+		code = EXIT_FAILURE_;
+		goto out;
+	}
+	memcpy(*box, (const char *)d + 7, l - 7);
+	*len = l - 7;
+	code = BBX_J_BOX;
+	err[0] = '\0';
 out:
-	free(cursor);
 	sd_journal_close(j);
 	return code;
+}
+
+int bbx_journal_box(const struct bbx_jsel *s, struct bbx_out *out, struct bbx_em *em,
+		    bool text, struct bbx_jbox *jb, char *err, size_t errlen)
+{
+	struct lookup *l = calloc(1, sizeof(*l));
+	struct jsrcs srcs = { NULL, 0 };
+	const struct claim *c;
+	const char *why;
+	int code, r;
+
+	memset(jb, 0, sizeof(*jb));
+	if (!l) {
+		snprintf(err, errlen, "out of memory");
+		return EXIT_FAILURE_;
+	}
+	if (check_sel(s, err, errlen) < 0) {
+		code = EXIT_USAGE;
+		goto out;
+	}
+	r = load_sources(s, &srcs, err, errlen);
+	if (!r)
+		r = find_claims(s, &srcs, l, err, errlen);
+	if (r < 0) {
+		code = r == -ENOMEM ? EXIT_FAILURE_ : EXIT_NOBOX;
+		goto out;
+	}
+	if (!l->n) {
+		if (s->cursor)
+			snprintf(err, errlen, "no entry of bb-reap's with that cursor%s%s",
+				 s->dir ? " in " : "", s->dir ? s->dir : "");
+		else
+			snprintf(err, errlen, "no box of pid %ld in the journal%s%s%s", (long)s->pid,
+				 s->dir ? " in " : "", s->dir ? s->dir : "",
+				 s->machine || s->boot ? " for that machine and boot" : "");
+		code = EXIT_NOBOX;
+		goto out;
+	}
+	if ((why = conflict(l))) {
+		/* the reason first, then each claim on a line of its own */
+		bbx_msg(NULL, "pid %ld: %s", (long)s->pid, why);
+		name_claims(l, &srcs);
+		code = EXIT_AMBIGUOUS;
+		goto out;
+	}
+	c = &l->v[0];
+	snprintf(jb->sender, sizeof(jb->sender), "%s", srcs.v[c->src].sender);
+	if (jb->sender[0])
+		snprintf(jb->label, sizeof(jb->label), "journal %s: %s pid %lld", jb->sender,
+			 c->e.host[0] ? c->e.host : "-", c->e.pid);
+	else
+		snprintf(jb->label, sizeof(jb->label), "journal: %s pid %lld",
+			 c->e.host[0] ? c->e.host : "-", c->e.pid);
+	jb->uid = c->e.uid;
+	code = take_box(s, &srcs.v[c->src], c, out, em, text, &jb->box, &jb->len, jb->label,
+			err, errlen);
+out:
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].cursor);
+	free(l);
+	srcs_free(&srcs);
+	return code;
+}
+
+/* ---- bb-extract --journal ----------------------------------------------- */
+
+/*
+ * Whose box it is, as far as the entry proves: the owner the symbols are
+ * parsed as, and how the report qualifies the header's uid.  Returns
+ * false when the box contradicts its entry (refused).
+ */
+static bool entry_owner(const struct bbx_jbox *jb, const struct bb_box_info *in,
+			struct opts *eo, char *proof, size_t prooflen, char *err, size_t errlen)
+{
+	if (jb->uid < 0 || jb->uid > UINT32_MAX || (uint32_t)jb->uid != in->uid) {
+		snprintf(err, errlen, "%s: the box's header names uid %u, its entry BB_UID %lld: "
+			 "refused", jb->label, in->uid, jb->uid);
+		return false;
+	}
+	eo->entry = true;
+	if (jb->sender[0]) {
+		/* every field of it is the sender's word */
+		eo->entry_owner = NOBODY_UID;
+		snprintf(proof, prooflen, "as uploaded by %s: not proven; symbols as uid %u",
+			 jb->sender, NOBODY_UID);
+	} else {
+		eo->entry_owner = in->uid;
+		snprintf(proof, prooflen, "journal entry, trusted");
+	}
+	eo->entry_proof = proof;
+	return true;
 }
 
 /*
@@ -445,13 +866,12 @@ out:
 int bbx_journal_main(const struct opts *o)
 {
 	struct bbx_jsel sel = { .dir = o->journal_dir, .pid = o->pid, .machine = o->machine,
-				.boot = o->boot };
-	char err[8192] = "", label[512] = "";
+				.boot = o->boot, .cursor = o->cursor, .untrusted = o->untrusted };
+	char err[8192] = "", proof[SENDER_MAX + 96];
 	struct bb_reader *r = NULL;
+	struct bbx_jbox jb = { 0 };
 	struct bbx_out out;
 	struct bbx_em em;
-	size_t len = 0;
-	void *box = NULL;
 	int code;
 
 	if (bbx_out_open(&out, STDOUT_FILENO, o->uring) < 0) {
@@ -462,19 +882,23 @@ int bbx_journal_main(const struct opts *o)
 	if (o->list)
 		code = bbx_journal_list(&sel, &out, &em, o->fmt == FMT_TEXT, err, sizeof(err));
 	else
-		code = bbx_journal_box(&sel, &out, &em, o->fmt == FMT_TEXT, &box, &len, label,
-				       sizeof(label), err, sizeof(err));
+		code = bbx_journal_box(&sel, &out, &em, o->fmt == FMT_TEXT, &jb, err, sizeof(err));
 	if (code == BBX_J_BOX) {
-		int ret = bb_reader_open_mem(box, len, 0, &r, err, sizeof(err));
+		int ret = bb_reader_open_mem(jb.box, jb.len, 0, &r, err, sizeof(err));
+		struct opts eo = *o;
 
-		free(box);
+		free(jb.box);
 		if (ret < 0) {
-			bbx_msg(label, "%s", err);
+			bbx_msg(jb.label, "%s", err);
 			code = ret == -ENOMEM ? EXIT_FAILURE_ : EXIT_NOBOX;
+		} else if (!entry_owner(&jb, bb_reader_info(r), &eo, proof, sizeof(proof), err,
+					sizeof(err))) {
+			code = EXIT_NOBOX;
+			bbx_msg(NULL, "%s", err);
 		} else if (o->save) {
-			code = bbx_save(o, r);
+			code = bbx_save(&eo, r);
 		} else {
-			code = bbx_extract(o, &out, r, bb_reader_liveness(r), false);
+			code = bbx_extract(&eo, &out, r, bb_reader_liveness(r), false);
 		}
 		bb_reader_close(r);
 		err[0] = '\0';

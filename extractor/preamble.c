@@ -20,24 +20,55 @@
 /* Longest line of a crash frame (longer ones are cut). */
 #define BBX_FRAME_LINE 8192
 
-/* Symboliser timeout per module; BB_EXTRACT_SYMBOL_TIMEOUT_MS overrides it
- * (bb-extract(1)). */
-#define SYMBOL_TIMEOUT_MS 10000
+/* Symboliser timeout per module, budget per box and per run; the
+ * BB_EXTRACT_SYMBOL_* variables override them (bb-extract(1)). */
+#define SYMBOL_TIMEOUT_MS    10000
+#define SYMBOL_BOX_BUDGET_MS 30000
+#define SYMBOL_RUN_BUDGET_MS 120000
+
+/* The uid nobody: whose privileges a box nobody vouches for gets. */
+#define NOBODY_UID 65534u
+
+/* A positive number of milliseconds from the environment, or @dflt. */
+static int env_ms(const char *name, int dflt)
+{
+	const char *t = getenv(name);
+	long v = t && *t ? strtol(t, NULL, 10) : 0;
+
+	return v > 0 && v < INT_MAX ? (int)v : dflt;
+}
+
+/*
+ * Whose privileges the symboliser may have at most: the box's owner, as
+ * far as it is proven, never by the box's bytes alone.  A file: its
+ * owner (the kernel's word), or the uid its header names when the file is
+ * root's (a copy root made), so root only when both say so.  A box out of
+ * a journal entry has no file: journal.c says whose it is (a trusted
+ * local entry's BB_UID; nobody on a collector, where every field is the
+ * uploader's word).
+ */
+static uint32_t box_owner(const struct opts *o, const struct bb_box_info *info)
+{
+	if (o->entry)
+		return o->entry_owner;
+	if (!info->file_ino && !info->file_mtime_ns)
+		return NOBODY_UID; /* from memory, and nobody said whose */
+	return info->file_uid ? info->file_uid : info->uid;
+}
 
 static void sym_opts(const struct opts *o, const struct bb_box_info *info,
 		     struct bbx_sym_opts *so)
 {
-	const char *t = getenv("BB_EXTRACT_SYMBOL_TIMEOUT_MS");
 	const char *test = getenv("BB_EXTRACT_SYMBOL_TEST");
-	long v = t && *t ? strtol(t, NULL, 10) : 0;
 
 	so->symbolise = !o->no_symbols;
-	so->timeout_ms = v > 0 && v < INT_MAX ? (int)v : SYMBOL_TIMEOUT_MS;
+	so->timeout_ms = env_ms("BB_EXTRACT_SYMBOL_TIMEOUT_MS", SYMBOL_TIMEOUT_MS);
+	so->box_budget_ms = env_ms("BB_EXTRACT_SYMBOL_BUDGET_MS", SYMBOL_BOX_BUDGET_MS);
+	so->run_budget_ms = env_ms("BB_EXTRACT_SYMBOL_RUN_BUDGET_MS", SYMBOL_RUN_BUDGET_MS);
 	so->debug_dirs = o->debug_dirs;
 	so->ndebug_dirs = o->ndebug_dirs;
 	so->debuginfod = o->debuginfod;
-	so->file_uid = info->file_uid;
-	so->hdr_uid = info->uid;
+	so->owner = box_owner(o, info);
 	/* test hooks: make the symbolising child misbehave */
 	so->test = !test ? BBX_SYM_TEST_NONE
 		 : !strcmp(test, "crash") ? BBX_SYM_TEST_CRASH

@@ -93,7 +93,10 @@ void bbx_summary_struct(struct ctx *c, int live, int code)
 	bbx_em_kv_str(em, "path", in->path);
 	bbx_em_kv_i64(em, "pid", in->pid);
 	bbx_em_kv_u64(em, "uid", in->uid);
-	bbx_em_kv_u64(em, "file_uid", in->file_uid);
+	if (c->opt->entry) /* no file: what its journal entry proves */
+		bbx_em_kv_str(em, "owner_proof", c->opt->entry_proof);
+	else
+		bbx_em_kv_u64(em, "file_uid", in->file_uid);
 	bbx_em_kv_str(em, "comm", in->comm);
 	bbx_em_kv_str(em, "cmdline", in->cmdline);
 	bbx_em_kv_u64(em, "starttime", in->starttime);
@@ -190,7 +193,7 @@ void bbx_summary_text(struct ctx *c, int live)
 {
 	const struct bb_box_info *in = c->info;
 	struct bb_ring_stats tot, st;
-	char sig[32] = "", owner[48] = "";
+	char sig[32] = "", owner[512] = "";
 	uint32_t i;
 
 	bb_reader_total_stats(c->r, &tot);
@@ -198,7 +201,9 @@ void bbx_summary_text(struct ctx *c, int live)
 		return;
 	if (in->phase == BB_PHASE_CRASHED)
 		snprintf(sig, sizeof(sig), " (signal %d)", in->phase_signal);
-	if (in->file_uid != in->uid) /* --any-owner: whose file it really is */
+	if (c->opt->entry) /* a box from a journal entry: no file owner */
+		snprintf(owner, sizeof(owner), " (%s)", c->opt->entry_proof);
+	else if (in->file_uid != in->uid) /* --any-owner: whose file it really is */
 		snprintf(owner, sizeof(owner), " (file owner uid %u)", in->file_uid);
 	bbx_msg(in->path, "pid %d (%s) uid %u%s, %s%s; format %u.%u, %u of %u rings used; "
 	    "clock %s; crash record %s",

@@ -36,10 +36,10 @@
 
 /* ---- parent ------------------------------------------------------------- */
 
-int bbx_sandbox_identity(uint32_t file_uid, uint32_t hdr_uid, struct bbx_sandbox_id *id,
-			 char *why, size_t whylen)
+int bbx_sandbox_identity(uint32_t owner, struct bbx_sandbox_id *id, char *why,
+			 size_t whylen)
 {
-	uid_t owner = file_uid ? file_uid : hdr_uid, me = geteuid();
+	uid_t me = geteuid();
 	struct passwd *pw;
 
 	memset(id, 0, sizeof(*id));
@@ -65,7 +65,7 @@ int bbx_sandbox_identity(uint32_t file_uid, uint32_t hdr_uid, struct bbx_sandbox
 	return 0;
 }
 
-static int64_t now_ms(void)
+int64_t bbx_now_ms(void)
 {
 	struct timespec ts;
 
@@ -100,7 +100,7 @@ int bbx_sandbox_start(struct bbx_child *c, const void *in, size_t inlen, char *c
 	c->buf = buf;
 	c->cap = cap;
 	c->timeout_ms = timeout_ms;
-	c->deadline = now_ms() + timeout_ms;
+	c->deadline = bbx_now_ms() + timeout_ms;
 	/* an inherited SIGCHLD = SIG_IGN would reap the child for us, and its
 	 * status would be lost */
 	if (sigaction(SIGCHLD, NULL, &old) == 0 && old.sa_handler == SIG_IGN)
@@ -241,7 +241,7 @@ void bbx_sandbox_finish(struct bbx_child *const *c, size_t n)
 	if (n > BBX_SANDBOX_PARALLEL)
 		n = BBX_SANDBOX_PARALLEL;
 	for (;;) {
-		int64_t now = now_ms(), wake = INT64_MAX;
+		int64_t now = bbx_now_ms(), wake = INT64_MAX;
 		size_t k = 0;
 		int r;
 

@@ -39,17 +39,18 @@ struct bbx_sandbox_id {
 
 /*
  * bbx_sandbox_identity - the identity that may parse the files named by a
- * box whose file belongs to @file_uid and whose header names @hdr_uid.
- * The box's owner is @file_uid (the kernel's word), or @hdr_uid when the
- * file belongs to root (a copy root made): never root unless both say so.
+ * box that belongs to @owner (who decides that: bbx_sym_opts.owner).
  * A root caller becomes the owner (keeping uid 0, without capabilities,
- * only for a box that is root's on both counts); another caller stays
- * itself when it is the owner or the owner is root (it has no more than
- * root); it cannot become a third user, and then -EPERM with @why saying
- * so.  Returns 0 or -EPERM.
+ * only for a box of root's); another caller stays itself when it is the
+ * owner or the owner is root (it has no more than root); it cannot become
+ * a third user, and then -EPERM with @why saying so.  Returns 0 or -EPERM.
  */
-int bbx_sandbox_identity(uint32_t file_uid, uint32_t hdr_uid, struct bbx_sandbox_id *id,
-			 char *why, size_t whylen);
+int bbx_sandbox_identity(uint32_t owner, struct bbx_sandbox_id *id, char *why,
+			 size_t whylen);
+
+/* CLOCK_MONOTONIC in milliseconds: the children's deadlines and the
+ * symbol budgets (symbols.c) are counted on it. */
+int64_t bbx_now_ms(void);
 
 /* One child started by bbx_sandbox_start(), until bbx_sandbox_finish(). */
 struct bbx_child {

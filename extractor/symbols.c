@@ -160,10 +160,12 @@ struct job {
 	char out[BBX_SYM_ANSWER_MAX];
 };
 
-/* Start the child for the frames of module @j->m, or say why not. */
+/* Start the child for the frames of module @j->m with @timeout_ms, or say
+ * why not. */
 static void start_module(struct job *j, struct bbx_frame *f, size_t n,
 			 const struct bbx_sym_opts *o, const struct bbx_sandbox_id *id,
-			 struct env *env, const char *dpath, char *note, size_t notelen)
+			 struct env *env, const char *dpath, int timeout_ms, char *note,
+			 size_t notelen)
 {
 	const struct bb_module *m = j->m;
 	struct bbx_wbuf w = { j->req, 0, sizeof(j->req) - 1, false };
@@ -196,7 +198,7 @@ static void start_module(struct job *j, struct bbx_frame *f, size_t n,
 	j->q.gid = (uint32_t)id->gid;
 	j->q.drop = id->drop;
 	j->q.debuginfod = o->debuginfod && getenv("DEBUGINFOD_URLS");
-	j->q.timeout_ms = (uint32_t)o->timeout_ms;
+	j->q.timeout_ms = (uint32_t)timeout_ms;
 	j->q.path = m->path;
 	memcpy(j->q.build_id, m->build_id, m->build_id_len);
 	j->q.build_id_len = m->build_id_len;
@@ -206,7 +208,7 @@ static void start_module(struct job *j, struct bbx_frame *f, size_t n,
 		note_add(note, notelen, m->path, "request too long");
 		return;
 	}
-	if (bbx_sandbox_start(&j->child, j->req, w.len, env->v, o->timeout_ms, j->out,
+	if (bbx_sandbox_start(&j->child, j->req, w.len, env->v, timeout_ms, j->out,
 			      sizeof(j->out)))
 		note_add(note, notelen, m->path, j->child.why);
 }
@@ -244,10 +246,63 @@ static int take_module(struct job *j, struct bbx_frame *f, char *note, size_t no
 	return 0;
 }
 
+/* Milliseconds this run has spent symbolising, over all its boxes. */
+static int64_t run_spent_ms;
+
+static bool module_used(const struct bb_module *m, const struct bbx_frame *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (f[i].module == m->path)
+			return true;
+	return false;
+}
+
+/*
+ * Why modules were not examined, in front of @note (which may be full of
+ * the examined modules' notes by now: this one must not be cut off).
+ */
+static void note_left(char *note, size_t notelen, size_t over_max, size_t over_budget,
+		      const struct bbx_sym_opts *o, bool run_limited)
+{
+	char why[320] = "", part[160];
+	size_t k, used;
+
+	if (!note || notelen < 16 || (!over_max && !over_budget))
+		return;
+	if (over_budget) {
+		snprintf(part, sizeof(part), "%zu module%s not examined: the symbol budget of "
+			 "%d ms per %s is spent", over_budget, over_budget == 1 ? "" : "s",
+			 run_limited ? o->run_budget_ms : o->box_budget_ms,
+			 run_limited ? "run" : "box");
+		note_add(why, sizeof(why), "symbols", part);
+	}
+	if (over_max) {
+		snprintf(part, sizeof(part), "%zu more module%s not examined: at most %d per box",
+			 over_max, over_max == 1 ? "" : "s", BBX_SYM_MODULES_MAX);
+		note_add(why, sizeof(why), "symbols", part);
+	}
+	k = strlen(why);
+	used = strnlen(note, notelen - 1);
+	if (k + 2 >= notelen)
+		k = notelen - 3;
+	if (used + k + 2 >= notelen)
+		used = notelen - k - 3; /* the last modules' notes go */
+	memmove(note + k + (used ? 2 : 0), note, used);
+	memcpy(note, why, k);
+	if (used)
+		memcpy(note + k, "; ", 2);
+	note[k + (used ? 2 : 0) + used] = '\0';
+}
+
 /*
  * One child per module that holds frames, BBX_SANDBOX_PARALLEL at a time:
  * modules are independent, and a large debug file (libc's is slow to
- * decompress) need not wait for the others.
+ * decompress) need not wait for the others.  A box's first
+ * BBX_SYM_MODULES_MAX modules only, and within its budgets: no child
+ * starts once the box's (or the run's) budget is spent, and none may run
+ * past it (its deadline is the sooner of its own timeout and the
+ * budget's end), so that a box naming hundreds of modules that each hang
+ * until killed costs a bounded time, not a deadline per module.
  */
 static int symbolise_modules(struct bbx_frame *f, size_t n, const struct bb_module *mods,
 			     size_t nmods, const struct bbx_sym_opts *o, char *note,
@@ -258,10 +313,16 @@ static int symbolise_modules(struct bbx_frame *f, size_t n, const struct bb_modu
 	struct bbx_child *kids[BBX_SANDBOX_PARALLEL];
 	struct env env;
 	struct job *j;
-	size_t m = 0;
+	size_t m = 0, started = 0, over_max = 0, over_budget = 0;
+	int64_t t0 = bbx_now_ms(), end = t0 + o->box_budget_ms;
+	bool run_limited = false;
 	int rc = 0;
 
-	if (bbx_sandbox_identity(o->file_uid, o->hdr_uid, &id, why, sizeof(why))) {
+	if (t0 + (o->run_budget_ms - run_spent_ms) < end) {
+		end = t0 + (o->run_budget_ms - run_spent_ms);
+		run_limited = true;
+	}
+	if (bbx_sandbox_identity(o->owner, &id, why, sizeof(why))) {
 		note_add(note, notelen, "symbols", why);
 		return 0;
 	}
@@ -278,14 +339,23 @@ static int symbolise_modules(struct bbx_frame *f, size_t n, const struct bb_modu
 		size_t k = 0;
 
 		for (; m < nmods && k < BBX_SANDBOX_PARALLEL; m++) {
-			bool used = false;
+			int64_t left = end - bbx_now_ms();
 
-			for (size_t i = 0; i < n && !used; i++)
-				used = f[i].module == mods[m].path;
-			if (!used)
+			if (!module_used(&mods[m], f, n))
 				continue;
+			if (started == BBX_SYM_MODULES_MAX) {
+				over_max++;
+				continue;
+			}
+			if (left <= 0) {
+				over_budget++;
+				continue;
+			}
+			started++;
 			j[k].m = &mods[m];
-			start_module(&j[k], f, n, o, &id, &env, dpath, note, notelen);
+			start_module(&j[k], f, n, o, &id, &env, dpath,
+				     left < o->timeout_ms ? (int)left : o->timeout_ms, note,
+				     notelen);
 			kids[k] = &j[k].child;
 			k++;
 		}
@@ -294,6 +364,8 @@ static int symbolise_modules(struct bbx_frame *f, size_t n, const struct bb_modu
 			rc = take_module(&j[i], f, note, notelen);
 	}
 	free(j);
+	run_spent_ms += bbx_now_ms() - t0;
+	note_left(note, notelen, over_max, over_budget, o, run_limited);
 	return rc;
 }
 

@@ -46,14 +46,22 @@ struct bbx_frame {
 	struct bbx_loc *inlined; /* ... innermost first */
 };
 
+/* Modules of one box a run symbolises at most; the frames of the others
+ * stay module+offset (bb-extract(1), SYMBOLS). */
+#define BBX_SYM_MODULES_MAX 64
+
 struct bbx_sym_opts {
 	bool        symbolise;   /* false: module+offset only (--no-symbols) */
 	int         timeout_ms;  /* per module; the child is killed after */
+	int         box_budget_ms; /* all modules of one box: no child starts
+				      later, none runs longer */
+	int         run_budget_ms; /* all boxes of the run, likewise */
 	const char *const *debug_dirs; /* --debug-dir, absolute, searched first */
 	size_t      ndebug_dirs;
 	bool        debuginfod;  /* --debuginfod */
-	uint32_t    file_uid;    /* owner of the box file ... */
-	uint32_t    hdr_uid;     /* ... and the uid its header names */
+	uint32_t    owner;       /* the box's owner, whose privileges the child
+				    has at most: what the caller can prove
+				    (preamble.c), never a header's word alone */
 	unsigned    test;        /* BBX_SYM_TEST_* (BB_EXTRACT_SYMBOL_TEST) */
 };
 
@@ -63,8 +71,9 @@ struct bbx_sym_opts {
  * up at addr - 1 so that the function and line are the call's).
  * Never fails extraction: a module without a recorded build id, a file
  * missing, not regular, unreadable by the box's owner, with another build
- * id, a child that fails, crashes, times out or answers nonsense leave its
- * frames as module+offset and append why to @note (may be NULL).
+ * id, a child that fails, crashes, times out or answers nonsense, a module
+ * over BBX_SYM_MODULES_MAX or the budgets of @o leave its frames as
+ * module+offset and append why to @note (may be NULL).
  * Returns 0 or -ENOMEM.
  */
 int bbx_symbolise(struct bbx_frame *f, const uint64_t *addrs, size_t n,

@@ -57,8 +57,8 @@ static void full_v2(struct synth *s)
 {
 	static const uint64_t frames[3] = { 0x555500001234, 0x7f0000030000, 0x1 };
 	static const struct synth_mod mods[2] = {
-		{ "/usr/bin/prog", 0x555500000000, 0x555500001000, 0x555500009000, "\x12\x34" },
-		{ "/lib/libc.so.6", 0x7f0000000000, 0x7f0000028000, 0x7f00001bd000, "\xab" },
+		{ "/usr/bin/prog", 0x555500000000, 0x555500001000, 0x555500009000, "\x12\x34", 0 },
+		{ "/lib/libc.so.6", 0x7f0000000000, 0x7f0000028000, 0x7f00001bd000, "\xab", 0 },
 	};
 	uint8_t v[32];
 	size_t n = cb_text(v, "important");

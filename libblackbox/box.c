@@ -543,8 +543,11 @@ BB_EXPORT int bb_init_opts(const struct bb_options *opts)
 		return -EALREADY;
 	if (o.fork_policy != BB_FORK_NEW_BOX && o.fork_policy != BB_FORK_DISABLE)
 		return -EINVAL;
+	/* secure_getenv, here and for every BLACKBOX_* variable: in a set-uid
+	 * or set-gid program (AT_SECURE) the environment is the invoking
+	 * user's, not the program's, and is ignored (bb_init(3)) */
 	if (!(o.flags & BB_OPT_NO_ENV)) {
-		env = getenv("BLACKBOX_DISABLE");
+		env = secure_getenv("BLACKBOX_DISABLE");
 		if (env && *env && strcmp(env, "0")) {
 			bb__g.disabled = true;
 			return 0;
@@ -553,13 +556,13 @@ BB_EXPORT int bb_init_opts(const struct bb_options *opts)
 	size = o.size;
 	dir = o.dir;
 	if (!(o.flags & BB_OPT_NO_ENV)) {
-		env = getenv("BLACKBOX_SIZE");
+		env = secure_getenv("BLACKBOX_SIZE");
 		if (!size && env && *env) {
 			size = bb__parse_size(env);
 			if (!size)
 				return -EINVAL;
 		}
-		env = getenv("BLACKBOX_DIR");
+		env = secure_getenv("BLACKBOX_DIR");
 		if (!dir && env && *env)
 			dir = env;
 	}

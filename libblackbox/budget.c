@@ -98,7 +98,8 @@ static int64_t budget_of(const struct bb_options *o)
 		return 0;
 	if (o->budget)
 		return (int64_t)(o->budget > INT64_MAX ? INT64_MAX : o->budget);
-	env = (o->flags & BB_OPT_NO_ENV) ? NULL : getenv("BLACKBOX_BUDGET");
+	/* secure_getenv: ignored in a set-uid or set-gid program (bb_init(3)) */
+	env = (o->flags & BB_OPT_NO_ENV) ? NULL : secure_getenv("BLACKBOX_BUDGET");
 	if (!env || !*env)
 		return (int64_t)BB_DEFAULT_BUDGET;
 	if (!strcmp(env, "0"))

@@ -46,7 +46,7 @@ int bb__tsc_invariant(void)
 {
 #if defined(__x86_64__)
 	unsigned a, b, c, d;
-	const char *hook = getenv("BB_TEST_NO_INVARIANT_TSC");
+	const char *hook = secure_getenv("BB_TEST_NO_INVARIANT_TSC");
 
 	if (hook && *hook && strcmp(hook, "0"))
 		return 0;

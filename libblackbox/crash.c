@@ -357,7 +357,7 @@ static bool bb__env_on(const struct bb_options *o)
 		return true;
 	if (o->flags & BB_OPT_NO_ENV)
 		return false;
-	env = getenv("BLACKBOX_CRASH_HANDLER");
+	env = secure_getenv("BLACKBOX_CRASH_HANDLER");
 	return env && *env && strcmp(env, "0") != 0;
 }
 

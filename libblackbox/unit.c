@@ -5,9 +5,9 @@
  *
  * Writer side (bb_init): the owner's cgroup path in systemd's hierarchy and
  * $INVOCATION_ID, copied into the header as they are.  One read of
- * /proc/self/cgroup and a getenv(); nothing is parsed beyond picking the
- * line, and nothing here can make bb_init fail: what cannot be had is left
- * empty.
+ * /proc/self/cgroup and a secure_getenv(); nothing is parsed beyond
+ * picking the line, and nothing here can make bb_init fail: what cannot be
+ * had is left empty.
  *
  * The reader's side is in reader_unit.c.
  */
@@ -36,7 +36,7 @@ void bb__unit_record(struct bb_header *h)
 	const char *unified = NULL, *legacy = NULL, *path;
 	size_t ulen = 0, llen = 0, plen;
 	ssize_t n = bb__read_file("/proc/self/cgroup", buf, sizeof(buf));
-	const char *id = getenv("INVOCATION_ID");
+	const char *id = secure_getenv("INVOCATION_ID");
 
 	if (id && bb__id128_hex(id, strlen(id))) {
 		for (size_t i = 0; i < 32; i++)

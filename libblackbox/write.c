@@ -51,7 +51,7 @@ int bb__writer_env(struct bb_options *o)
 	const char *env;
 
 	if (!(o->flags & BB_OPT_NO_ENV)) {
-		env = getenv("BLACKBOX_CLOCK");
+		env = secure_getenv("BLACKBOX_CLOCK");
 		if (!o->clock && env && *env) {
 			if (!strcmp(env, "tsc"))
 				o->clock = BB_CLOCK_TSC;
@@ -60,7 +60,7 @@ int bb__writer_env(struct bb_options *o)
 			else
 				return -EINVAL;
 		}
-		env = getenv("BLACKBOX_CRC");
+		env = secure_getenv("BLACKBOX_CRC");
 		if (env && *env) {
 			if (!strcmp(env, "0"))
 				o->flags |= BB_OPT_NO_CRC;

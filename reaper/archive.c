@@ -502,7 +502,7 @@ int reap_prune(struct reap_ctx *c, const struct reap_reserve *res, size_t nres)
 		c->errors++;
 		goto out;
 	}
-	if (n)
+	if (n) /* qsort(NULL, 0, ...) is undefined */
 		qsort(v, n, sizeof(*v), arch_cmp);
 	/* each owner's archives on their own */
 	for (i = 0; i < n;) {

@@ -7,12 +7,19 @@
  * `bb-extract --journal[-directory]` to read back.
  *
  * What an entry can be trusted for (docs/SECURITY.md): bb-reap sends it as
- * root, so its _UID, _PID and _COMM are bb-reap's; BB_UID is the owner of
- * the box file, which no other user can forge; everything else comes from
- * the box, written by that user's processes, read through the reader API
- * (bounds-checked) and sent as it said: BB_COMM, BB_CMDLINE, module paths
- * and the MESSAGE are escaped (bb_escape_text), the JSON fields are the
- * JSON emitter's, the box itself is bytes.  OBJECT_SYSTEMD_UNIT, which puts
+ * root, so journald records _UID=0 and _TRANSPORT=journal, which no other
+ * local user's entry can carry (bb-extract --journal reads back only
+ * those); BB_UID is the owner of the box file, which no other user can
+ * forge; everything else comes from the box, written by that user's
+ * processes, read through the reader API (bounds-checked) and sent as it
+ * said: BB_COMM, BB_CMDLINE, module paths and the MESSAGE are escaped
+ * (bb_escape_text), comm and the module's name quoted in the MESSAGE
+ * unless plain (bbx_quote), the JSON fields are the JSON emitter's, the
+ * box itself is bytes.  A box of another uid than root is that user's
+ * private data: its records, state table and the box itself go into the
+ * entry only with --journal-content=all (the journal is read by the
+ * journal's groups and by every collector it is shipped to); the crash,
+ * the stack and the counts always do.  OBJECT_SYSTEMD_UNIT, which puts
  * the entry under `journalctl -u` beside the unit's own logs with root's
  * authority, is set only when the unit the box names is vouched for
  * (unitcheck.c); the message names the uid so that a box cannot pass for
@@ -49,6 +56,7 @@
 #include "../shared/hex.h"
 #include "emit.h"
 #include "journal-fields.h"
+#include "msg.h"
 #include "out.h"
 #include "reap.h"
 #include "signames.h"
@@ -338,9 +346,13 @@ static void add_stack(struct entry *e, struct bb_reader *r, const struct bb_cras
 
 				h = fnv1a64(h, key, (size_t)k < sizeof(key) ? (size_t)k : 0);
 			}
-			if (i == 0)
-				snprintf(where, wherelen, "%s+0x%llx", base_name(path),
-					 (unsigned long long)off);
+			if (i == 0) {
+				const char *b = base_name(m->path);
+				char q[4 * 256 + 3];
+
+				bbx_quote(b, strnlen(b, 256), q, sizeof(q));
+				snprintf(where, wherelen, "%s+0x%llx", q, (unsigned long long)off);
+			}
 		} else {
 			w = snprintf(line, sizeof(line), "#%u 0x%016llx ?\n", i,
 				     (unsigned long long)cr->frames[i]);
@@ -475,12 +487,15 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 		  const char *path, const char *archive, uint64_t box_bytes)
 {
 	const struct bb_box_info *in = bb_reader_info(r);
-	char comm[4 * 32 + 1], where[4 * 4096 + 64] = "", msg[8192], sig[32], recs[48];
+	char comm[4 * 32 + 1], qcomm[4 * 32 + 3], where[4 * 4096 + 64] = "", msg[8192];
+	char sig[32], recs[48];
 	const char *signame = crashed ? bbx_signal_name(in->phase_signal) : NULL;
+	bool content = uid == 0 || c->o.journal_content == REAP_CONTENT_ALL;
 	struct bb_crash cr;
 
 	bb_reader_crash(r, &cr);
 	bb_escape_text(in->comm, strnlen(in->comm, sizeof(in->comm)), comm, sizeof(comm));
+	bbx_quote(in->comm, strnlen(in->comm, sizeof(in->comm)), qcomm, sizeof(qcomm));
 	add(e, "MESSAGE_ID", "%s", BB_JOURNAL_MESSAGE_ID);
 	add(e, "PRIORITY", "%d", crashed ? 2 : 4);
 	add(e, "SYSLOG_IDENTIFIER", "bb-reap");
@@ -518,8 +533,12 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 	if (read_all) {
 		uint64_t total;
 
-		add_state(e, r);
-		total = add_records(e, r, c->o.journal_records);
+		/* another user's records and state table are that user's
+		 * private data: only their count, unless the administrator
+		 * opted in (--journal-content=all) */
+		if (content)
+			add_state(e, r);
+		total = add_records(e, r, content ? c->o.journal_records : 0);
 		group3(recs, sizeof(recs), total);
 		strcat(recs, total == 1 ? " record" : " records");
 	} else {
@@ -528,21 +547,22 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 
 	/* "nginx[4804] (uid 33) crashed: SIGSEGV at nginx+0x4a1f2 (2,341 records)":
 	 * the uid is the file owner's, so that no box passes for another
-	 * user's process */
+	 * user's process; comm and the module's name are quoted unless
+	 * plain (bbx_quote), so that neither passes for the words around it */
 	if (signame)
 		snprintf(sig, sizeof(sig), "%s", signame);
 	else
 		snprintf(sig, sizeof(sig), "signal %d", in->phase_signal);
 	if (!crashed)
 		snprintf(msg, sizeof(msg), "%s[%ld] (uid %lu) died without a word: SIGKILL, "
-			 "OOM kill, _exit or exec (%s)", comm, (long)in->pid,
+			 "OOM kill, _exit or exec (%s)", qcomm, (long)in->pid,
 			 (unsigned long)uid, recs);
 	else if (cr.status == BB_CRASH_COMPLETE)
-		snprintf(msg, sizeof(msg), "%s[%ld] (uid %lu) crashed: %s at %s (%s)", comm,
+		snprintf(msg, sizeof(msg), "%s[%ld] (uid %lu) crashed: %s at %s (%s)", qcomm,
 			 (long)in->pid, (unsigned long)uid, sig, where[0] ? where : "?", recs);
 	else
 		snprintf(msg, sizeof(msg), "%s[%ld] (uid %lu) crashed: %s, crash record %s (%s)",
-			 comm, (long)in->pid, (unsigned long)uid, sig,
+			 qcomm, (long)in->pid, (unsigned long)uid, sig,
 			 bb_crash_status_name(cr.status), recs);
 	if (omit[0]) {
 		size_t m = strlen(msg);
@@ -580,6 +600,11 @@ static bool decide(const struct reap_ctx *c, uint32_t uid, uint64_t box_bytes,
 	if (!*read_all) {
 		mib(b, sizeof(b), c->o.max_bytes);
 		snprintf(omit, len, "box of %s not read: over --max-archive-bytes %s", a, b);
+		return false;
+	}
+	if (uid != 0 && c->o.journal_content != REAP_CONTENT_ALL) {
+		snprintf(omit, len, "uid %lu's records, state table and box left out: private "
+			 "(--journal-content=all puts them in)", (unsigned long)uid);
 		return false;
 	}
 	if (c->o.journal != REAP_JOURNAL_BOX)

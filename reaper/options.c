@@ -38,6 +38,9 @@ static void usage(FILE *f)
 "                             owner died (crashed, killed, orphaned), once\n"
 "                             per box; =box attaches the box itself\n"
 "                             (default: summary)\n"
+"      --journal-content=root|all  whose records, state table and box go\n"
+"                             into entries: root's boxes only (default), or\n"
+"                             every user's (the journal's readers see them)\n"
 "      --journal-box-max B    attach no box larger than B (default 8M)\n"
 "      --journal-box-budget B per owner: attach at most B bytes of boxes\n"
 "                             in 24 hours (default 64M)\n"
@@ -91,7 +94,7 @@ int reap_parse_num(const char *s, const char *suffixes, const uint64_t *mult,
 }
 
 enum { OPT_JOURNAL = 256, OPT_JBOX_MAX, OPT_JBUDGET, OPT_JRECORDS, OPT_JRATE, OPT_JREPORTED,
-       OPT_COMPRESS, OPT_RESCAN };
+       OPT_JCONTENT, OPT_COMPRESS, OPT_RESCAN };
 
 static const uint64_t tmult[] = { 1, 60, 3600, 86400 };
 static const uint64_t bmult[] = {
@@ -143,6 +146,17 @@ static int parse_journal(int ch, const char *arg, struct reap_opts *o)
 			o->journal = REAP_JOURNAL_BOX;
 		} else {
 			fprintf(stderr, "bb-reap: --journal: 'summary' or 'box', not '%s'\n", arg);
+			return -1;
+		}
+		return 0;
+	case OPT_JCONTENT:
+		if (!strcmp(arg, "root")) {
+			o->journal_content = REAP_CONTENT_ROOT;
+		} else if (!strcmp(arg, "all")) {
+			o->journal_content = REAP_CONTENT_ALL;
+		} else {
+			fprintf(stderr, "bb-reap: --journal-content: 'root' or 'all', not '%s'\n",
+				arg);
 			return -1;
 		}
 		return 0;
@@ -234,6 +248,7 @@ int reap_parse_opts(int argc, char **argv, struct reap_opts *o)
 		{ "journal-records", required_argument, NULL, OPT_JRECORDS },
 		{ "journal-rate", required_argument, NULL, OPT_JRATE },
 		{ "journal-reported", required_argument, NULL, OPT_JREPORTED },
+		{ "journal-content", required_argument, NULL, OPT_JCONTENT },
 		{ "compress", required_argument, NULL, OPT_COMPRESS },
 		{ "watch", no_argument, NULL, 'w' },
 		{ "rescan", required_argument, NULL, OPT_RESCAN },
@@ -274,7 +289,7 @@ int reap_parse_opts(int argc, char **argv, struct reap_opts *o)
 				return -1;
 			break;
 		case OPT_JOURNAL: case OPT_JBOX_MAX: case OPT_JBUDGET:
-		case OPT_JRECORDS: case OPT_JRATE: case OPT_JREPORTED:
+		case OPT_JRECORDS: case OPT_JRATE: case OPT_JREPORTED: case OPT_JCONTENT:
 			if (parse_journal(ch, optarg, o) < 0)
 				return -1;
 			break;

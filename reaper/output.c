@@ -16,6 +16,7 @@
 #include <blackbox/reader.h>
 
 #include "../shared/json.h"
+#include "msg.h"
 #include "reap.h"
 
 /* @s escaped (bb_escape_text) onto @f; strings here are names and paths. */
@@ -24,6 +25,17 @@ static void put_escaped(FILE *f, const char *s)
 	char buf[4 * 4096 + 1];
 
 	bb_escape_text(s, strnlen(s, 4096), buf, sizeof(buf));
+	fputs(buf, f);
+}
+
+/* A name from a box or a directory entry, in quotes unless it is plain
+ * (bbx_quote): "(pid 1 comm x, reaped, ...)" in a comm cannot pass for
+ * the line's own words. */
+static void put_quoted(FILE *f, const char *s)
+{
+	char buf[4 * 4096 + 3];
+
+	bbx_quote(s, strnlen(s, 4096), buf, sizeof(buf));
 	fputs(buf, f);
 }
 
@@ -106,17 +118,16 @@ static void emit_log(const struct reap_event *ev)
 {
 	FILE *f = stderr;
 	const char *sep = "";
+	char path[2 * 4096 + 2];
 
 	fprintf(f, "bb-reap: %s ", ev->decision);
-	if (ev->dir && ev->name) {
-		put_escaped(f, ev->dir);
-		fputc('/', f);
-	}
-	put_escaped(f, ev->name ? ev->name : "");
+	snprintf(path, sizeof(path), "%s%s%s", ev->dir && ev->name ? ev->dir : "",
+		 ev->dir && ev->name ? "/" : "", ev->name ? ev->name : "");
+	put_quoted(f, path);
 	fputs(" (", f);
 	if (ev->have_box) {
 		fprintf(f, "pid %ld comm ", (long)ev->pid);
-		put_escaped(f, ev->comm && *ev->comm ? ev->comm : "?");
+		put_quoted(f, ev->comm && *ev->comm ? ev->comm : "?");
 		sep = ", ";
 	}
 	if (ev->reason) {

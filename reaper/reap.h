@@ -25,6 +25,8 @@
 
 /* --journal (journal.c, reported.c); see bb-reap(8) */
 enum reap_journal { REAP_JOURNAL_OFF, REAP_JOURNAL_SUMMARY, REAP_JOURNAL_BOX };
+/* --journal-content: whose records, state table and box go into entries */
+enum reap_content { REAP_CONTENT_ROOT, REAP_CONTENT_ALL };
 #define REAP_JOURNAL_BOX_MAX  (UINT64_C(8) << 20)   /* --journal-box-max */
 #define REAP_JOURNAL_BOX_CAP  (UINT64_C(256) << 20) /* the largest it may be set to */
 #define REAP_JOURNAL_RECORDS  50u                   /* --journal-records */
@@ -50,6 +52,7 @@ struct reap_opts {
 	unsigned    journal_records;  /* --journal-records */
 	unsigned    journal_rate;     /* --journal-rate */
 	uint64_t    journal_budget;   /* --journal-box-budget */
+	int         journal_content;  /* enum reap_content (--journal-content) */
 	const char *journal_reported;    /* --journal-reported FILE, or NULL: the default */
 };
 

@@ -357,8 +357,8 @@ static void random_box(struct synth *s, unsigned i)
 	}
 	if (below(2)) {
 		static const struct synth_mod mods[] = {
-			{ "/usr/bin/prog", 0x555500000000, 0x555500001000, 0x555500009000, "\x12" },
-			{ "/lib/x\xc2\x9b.so", 0x7f0000000000, 0x7f0000028000, 0x7f00001bd000, "" },
+			{ "/usr/bin/prog", 0x555500000000, 0x555500001000, 0x555500009000, "\x12", 0 },
+			{ "/lib/x\xc2\x9b.so", 0x7f0000000000, 0x7f0000028000, 0x7f00001bd000, "", 0 },
 		};
 
 		synth_modules(s, 4096, 2, mods, 2);

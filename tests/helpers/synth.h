@@ -406,7 +406,8 @@ static inline void synth_crash(struct synth *s, uint64_t ts, int sig, int code, 
 struct synth_mod {
 	const char *path;
 	uint64_t bias, start, end;
-	const char *build_id; /* bytes, as a C string */
+	const char *build_id; /* bytes ... */
+	size_t build_id_len;  /* ... this many, or as a C string when 0 */
 };
 
 /* A module area of @size bytes holding @mods (seq @seq). */
@@ -422,7 +423,7 @@ static inline void synth_modules(struct synth *s, size_t size, uint32_t seq,
 	h->modules_size = (uint32_t)size;
 	q += cb_head(q, 4, n);
 	for (size_t k = 0; k < n; k++) {
-		size_t bl = strlen(mods[k].build_id);
+		size_t bl = mods[k].build_id_len ? mods[k].build_id_len : strlen(mods[k].build_id);
 
 		*q++ = 0x85;
 		q += cb_text(q, mods[k].path);

@@ -9,6 +9,8 @@
  *   bbh_box [--size BYTES] [--comm NAME] [--thread NAME] [--key K]
  *           [--value V] [--marker M] [--wait-before-init] MODE
  *
+ * A value "env:NAME" is the environment variable NAME's (a secret a test
+ * keeps out of the command line, which every user reads in /proc).
  * Names and strings are taken byte for byte (escape bytes included): the
  * process sets its comm to NAME before bb_init() (the header's comm), then
  * its thread name to --thread (the ring's thread name), and writes kv
@@ -69,7 +71,11 @@ int main(int argc, char **argv)
 		case 'c': comm = optarg; break;
 		case 't': thread = optarg; break;
 		case 'k': key = optarg; break;
-		case 'v': value = optarg; break;
+		case 'v':
+			value = strncmp(optarg, "env:", 4) ? optarg : getenv(optarg + 4);
+			if (!value)
+				return 2;
+			break;
 		case 'm': marker = optarg; break;
 		case 'w': wait_init = true; break;
 		default: return 2;

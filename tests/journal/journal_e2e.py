@@ -9,14 +9,14 @@ systemd-journal-remote, as bb-reap(8) "JOURNAL" and README "Fleet" describe.
 Runs as root (exit 77, skipped with the reason, otherwise) in a private
 mount namespace (unshare -m): tmpfs on /run/systemd and /run/log, a scratch
 /var/log/journal, and journald started by hand there, so that the host's own
-journal (if any) is never touched.  Then:
+journal (if any) is never touched (tests/helpers/journalns.py).  Then:
 
   - four boxes die: a crash as uid 65534 inside a unit's cgroup (a sibling of
     the same uid keeps running there), with control characters in its comm;
     a SIGKILLed process; one with a 12 MiB box (over the 8 MiB cap); a box
     of uid 65534 whose header claims a unit no process of that uid runs in;
-  - bb-reap --journal=box runs twice (once keeping the boxes, once reaping
-    and archiving them): exactly one entry per box;
+  - bb-reap --journal=box --journal-content=all runs twice (once keeping
+    the boxes, once reaping and archiving them): exactly one entry per box;
   - journalctl --flush; systemd-journal-remote --listen-http on loopback;
     systemd-journal-upload --follow=no to it (under a timeout);
   - on the central journal: one entry per box with its fields, BB_BOX
@@ -35,156 +35,19 @@ import os
 import re
 import shutil
 import signal
-import socket
-import stat
-import struct
 import subprocess
 import sys
 import tempfile
 import time
 import traceback
 
-MESSAGE_ID = "541b7f4a9be94cee9da4b63740198349"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+from journalns import (MESSAGE_ID, REMOTE, UPLOAD, Daemons, Failed, bind_catalog,  # noqa: E402
+                       check, enter, free_port, fs_type, ours, parse_export, port_open,
+                       private_dirs, run, wait_for)
+
 NOBODY = 65534
-JOURNALD = "/lib/systemd/systemd-journald"
-REMOTE = "/lib/systemd/systemd-journal-remote"
-UPLOAD = "/lib/systemd/systemd-journal-upload"
 H_CGROUP_HIER, H_CGROUP = 568, 616   # include/blackbox/format.h (2.1)
-
-
-class Failed(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failed(what)
-
-
-def skip(why):
-    print("journal_e2e: skipped: " + why)
-    sys.exit(77)
-
-
-def run(argv, timeout=60, ok=(0,), env=None, **kw):
-    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       timeout=timeout, env=env, stdin=subprocess.DEVNULL, **kw)
-    if ok is not None and p.returncode not in ok:
-        raise Failed("%r: exit %d\nstdout %r\nstderr %r" % (
-            argv, p.returncode, p.stdout[-2000:], p.stderr[-2000:]))
-    return p
-
-
-# ---- the journal's export format (journalctl -o export) ------------------
-
-def parse_export(data):
-    """Entries of `journalctl -o export` as dicts of bytes: text fields are
-    NAME=value lines, binary ones NAME, a little-endian u64 size, the bytes."""
-    entries, cur, i = [], {}, 0
-    while i < len(data):
-        nl = data.index(b"\n", i)
-        line = data[i:nl]
-        if not line:
-            if cur:
-                entries.append(cur)
-            cur, i = {}, nl + 1
-            continue
-        if b"=" in line:
-            k, v = line.split(b"=", 1)
-            cur[k.decode()] = v
-            i = nl + 1
-        else:
-            n = struct.unpack("<Q", data[nl + 1:nl + 9])[0]
-            cur[line.decode()] = data[nl + 9:nl + 9 + n]
-            i = nl + 9 + n + 1
-    if cur:
-        entries.append(cur)
-    return entries
-
-
-def ours(entries):
-    return [e for e in entries if e.get("MESSAGE_ID") == MESSAGE_ID.encode()]
-
-
-# ---- the namespace --------------------------------------------------------
-
-def fs_type(path):
-    return subprocess.run(["stat", "-f", "-c", "%T", path], stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL, text=True).stdout.strip()
-
-
-def mount(*args):
-    run(["mount"] + list(args), timeout=20)
-
-
-def private_dirs(work):
-    """tmpfs on /run/systemd and /run/log (on /run itself where they do not
-    exist: no directory is ever created on the host), a scratch
-    /var/log/journal bound from @work."""
-    if not (os.path.isdir("/run/systemd") and os.path.isdir("/run/log")):
-        mount("-t", "tmpfs", "tmpfs", "/run")
-        os.makedirs("/run/systemd")
-        os.makedirs("/run/log")
-    else:
-        mount("-t", "tmpfs", "tmpfs", "/run/systemd")
-        mount("-t", "tmpfs", "tmpfs", "/run/log")
-    local = os.path.join(work, "local-journal")
-    os.mkdir(local, 0o755)
-    if not os.path.isdir("/var/log/journal"):
-        mount("-t", "tmpfs", "tmpfs", "/var/log")
-        os.mkdir("/var/log/journal")
-    mount("--bind", local, "/var/log/journal")
-
-
-class Daemons:
-    def __init__(self):
-        self.procs = []
-
-    def start(self, argv, log):
-        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                             start_new_session=True)
-        self.procs.append(p)
-        return p
-
-    def stop(self, p, timeout=10):
-        if p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(timeout)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(5)
-
-    def stop_all(self):
-        for p in reversed(self.procs):
-            try:
-                self.stop(p)
-            except Exception:
-                pass
-
-
-def wait_for(cond, what, secs=10):
-    t = time.monotonic() + secs
-    while not cond():
-        if time.monotonic() > t:
-            raise Failed("timed out waiting for " + what)
-        time.sleep(0.05)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def port_open(port):
-    try:
-        socket.create_connection(("127.0.0.1", port), 0.2).close()
-        return True
-    except OSError:
-        return False
 
 
 # ---- the processes that die -------------------------------------------------
@@ -276,8 +139,7 @@ class Test:
                 shutil.copy2(self.lib, dst)
         self.logs = open(os.path.join(self.work, "daemons.log"), "wb")
         private_dirs(self.work)
-        self.journald = self.d.start([JOURNALD], self.logs)
-        wait_for(lambda: os.path.exists("/run/systemd/journal/socket"), "journald's socket")
+        self.journald = self.d.journald(self.logs)
 
     def unit_cgroup(self):
         """A cgroup named like a service, in the hierarchy the box records;
@@ -362,8 +224,10 @@ class Test:
                   "--json summary: %r" % sj)
 
         # bb-reap twice: reported once each, whatever keeps or removes them
-        reap = [self.reap, "--dir", self.boxes, "--journal=box", "--journal-reported", self.state,
-                "--json"]
+        # the boxes of uid 65534 are another user's private data: their
+        # records, state and box go in only with --journal-content=all
+        reap = [self.reap, "--dir", self.boxes, "--journal=box", "--journal-content=all",
+                "--journal-reported", self.state, "--json"]
         r1 = run(reap + ["--min-age", "1h"])
         dec1 = [json.loads(l) for l in r1.stdout.splitlines()]
         rep1 = sorted(x["pid"] for x in dec1 if x["decision"] == "reported")
@@ -434,7 +298,7 @@ class Test:
               % (len(ea["BB_BOX"]), len(boxes[a.pid])))
         check(ea["BB_UID"] == str(NOBODY).encode(), "A: BB_UID")
         msg = ea["MESSAGE"].decode()
-        check(re.fullmatch(r"ev\\x1b\]0;x\\x07il\\x7f\[%d\] \(uid %d\) crashed: SIGSEGV at "
+        check(re.fullmatch(r"\"ev\\x1b\]0;x\\x07il\\x7f\"\[%d\] \(uid %d\) crashed: SIGSEGV at "
                            r"bbx_crasher\+0x[0-9a-f]+ \(7 records\)" % (a.pid, NOBODY), msg),
               "A: MESSAGE %r" % msg)
         check(re.fullmatch(rb"[0-9a-f]{16}", ea["BB_STACK_HASH"]), "A: BB_STACK_HASH")
@@ -484,8 +348,10 @@ class Test:
                     jl, fl = fromj.stdout.splitlines(), fromf.stdout.splitlines()
                     check(jl[:-1] == fl[:-1], "pid %d: JSON records differ" % p.pid)
                     js, fs = json.loads(jl[-1])["summary"], json.loads(fl[-1])["summary"]
-                    for k in ("path", "file_uid"):
-                        js.pop(k), fs.pop(k)
+                    check(js.pop("owner_proof") == "as uploaded by remote-127.0.0.1: not "
+                          "proven; symbols as uid %d" % NOBODY and "file_uid" not in js,
+                          "pid %d: the owner of a collector's box: %r" % (p.pid, js))
+                    js.pop("path"), fs.pop("path"), fs.pop("file_uid")
                     check(js == fs, "pid %d: summaries differ\n%r\n%r" % (p.pid, js, fs))
                 else:
                     check(fromj.stdout == fromf.stdout, "pid %d: text differs" % p.pid)
@@ -552,25 +418,14 @@ class Test:
               "budget: local entry %r" % [sorted(e) for e in local])
 
     def check_catalog(self, a):
-        """The catalog parses, and journalctl -x shows its text.  The index
-        is built in a scratch root; journalctl -x reads the index at its
-        fixed path (not under --root), so the scratch one is bound there,
-        in this mount namespace only: the host's index is never touched."""
-        root = os.path.join(self.work, "root")
-        cat = os.path.join(root, "usr/lib/systemd/catalog")
-        os.makedirs(cat)
-        shutil.copy2(self.catalog, cat)
-        run(["journalctl", "--root=" + root, "--update-catalog"])
-        index = os.path.join(root, "var/lib/systemd/catalog")
-        check(os.path.exists(os.path.join(index, "database")), "no catalog index built")
-        if not os.path.isdir("/var/lib/systemd/catalog"):
-            mount("-t", "tmpfs", "tmpfs", "/var/lib")
-            os.makedirs("/var/lib/systemd/catalog")
-        mount("--bind", index, "/var/lib/systemd/catalog")
+        """The catalog parses, and journalctl -x shows its text, which
+        quotes no field of the entry (bind_catalog: the index is built in
+        a scratch root, the host's never touched)."""
+        bind_catalog(self.work, self.catalog)
         out = run(["journalctl", "-D", self.central, "-x", "--no-pager",
                    "MESSAGE_ID=" + MESSAGE_ID, "BB_PID=%d" % a.pid]).stdout.decode()
-        check(re.search(r"Subject: Flight recorder of .*\[%d\] after its death \(crashed\)"
-                        % a.pid, out) and "bb-extract --journal %d" % a.pid in out,
+        check("Subject: A process died and left its flight recorder behind" in out and
+              "bb-extract --journal PID" in out and "Only entries whose _UID is 0" in out,
               "journalctl -x: %r" % out[:1500])
 
 
@@ -596,29 +451,8 @@ def main():
     if len(argv) < 5:
         print("usage: journal_e2e.py BB_REAP BB_EXTRACT CRASHER LIBBLACKBOX_SO CATALOG")
         return 2
-    if os.environ.get("BBJ_INSIDE"):
-        return inside(argv)
-    if os.geteuid() != 0:
-        skip("needs root (a private mount namespace, journald started by hand)")
-    for exe in (JOURNALD, REMOTE, UPLOAD, shutil.which("journalctl") or "journalctl",
-                shutil.which("unshare") or "unshare"):
-        if not os.access(exe, os.X_OK):
-            skip("%s is not installed (packages systemd, systemd-journal-remote)" % exe)
-    if not os.path.exists("/etc/machine-id"):
-        skip("no /etc/machine-id: journald would not start")
-    probe = subprocess.run(["unshare", "-m", "--propagation", "private", "true"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=30)
-    if probe.returncode:
-        skip("cannot make a private mount namespace here: %s"
-             % probe.stderr.decode(errors="replace").strip())
-    env = dict(os.environ, BBJ_INSIDE="1")
-    try:
-        p = subprocess.run(["unshare", "-m", "--propagation", "private", sys.executable,
-                            os.path.abspath(__file__)] + argv, env=env, timeout=600)
-    except subprocess.TimeoutExpired:
-        print("journal_e2e: FAILED: timed out")
-        return 1
-    return p.returncode
+    enter(sys.argv, "journal_e2e", timeout=600)
+    return inside(argv)
 
 
 if __name__ == "__main__":

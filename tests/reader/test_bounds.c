@@ -45,7 +45,7 @@ static void open_built(struct synth *s, unsigned flags, struct bb_reader **r)
 static void build(struct synth *s)
 {
 	static const struct synth_mod mods[] = {
-		{ "/usr/bin/prog", 0x400000, 0x400000, 0x500000, "\x01\x02" },
+		{ "/usr/bin/prog", 0x400000, 0x400000, 0x500000, "\x01\x02", 0 },
 	};
 	static const uint64_t frames[] = { 0x401000 };
 

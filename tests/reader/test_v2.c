@@ -598,9 +598,9 @@ Test(v2, crash_area_complete_torn_corrupt)
 /* ---- modules --------------------------------------------------------------------- */
 
 static const struct synth_mod two_mods[2] = {
-	{ "/usr/bin/prog", 0x555500000000, 0x555500001000, 0x555500009000, "\x12\x34" },
+	{ "/usr/bin/prog", 0x555500000000, 0x555500001000, 0x555500009000, "\x12\x34", 0 },
 	{ "/lib/x86_64-linux-gnu/libc.so.6", 0x7f0000000000, 0x7f0000028000,
-	  0x7f00001bd000, "\xab\xcd\xef" },
+	  0x7f00001bd000, "\xab\xcd\xef", 0 },
 };
 
 Test(v2, modules_decode_and_find)

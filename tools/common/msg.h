@@ -19,6 +19,17 @@ extern const char *bbx_prog;
  * NULL) on stderr, the whole line escaped. */
 void bbx_msg(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/*
+ * bbx_quote - @n bytes of a name from a box (a comm, a file name) for a
+ * line whose other words it must not pass for: as it is when made only of
+ * letters, digits and "._-+:/@" (and not empty), else in double quotes,
+ * escaped by bb_escape_text() with each double quote as \".  So
+ * "sshd[812] (uid 0) crashed: SEGV" cannot read as a prefix of the line.
+ * @buf gets it NUL-terminated (4 * @n + 3 bytes always suffice; a smaller
+ * @len cuts it as bb_escape_text() does).  Returns the length written.
+ */
+size_t bbx_quote(const char *s, size_t n, char *buf, size_t len);
+
 /* @n bytes of a name from a box or a path (at most 8 KiB), escaped into @o. */
 void bbx_put_escaped(struct bbx_out *o, const char *s, size_t n);
 
