@@ -70,23 +70,16 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* The budget's count, as bb-extract shows the slot ("key=N"). */
 static int removed_cb(const struct bb_state_entry *e, void *arg)
 {
-	static const char key[] = "blackbox.budget_removed";
-	uint64_t n = 0;
+	static const char key[] = "blackbox.budget_removed=";
+	char text[128];
 
-	if (e->status != BB_SLOT_OK || e->key_len != sizeof(key) - 1 ||
-	    memcmp(e->key, key, e->key_len))
-		return 0;
-	/* [key, uint]: the uint after the array and key heads */
-	const uint8_t *v = e->value + 2 + e->key_len;
-
-	if (*v < 24)
-		n = *v;
-	else
-		for (int i = 0, k = 1 << (*v - 24); i < k; i++)
-			n = n << 8 | v[1 + i];
-	*(uint64_t *)arg = n;
+	if (e->status == BB_SLOT_OK &&
+	    bb_format_value(BB_TAG_KV, 0, e->value, e->value_len, text, sizeof(text)) > 0 &&
+	    !strncmp(text, key, sizeof(key) - 1))
+		*(uint64_t *)arg = strtoull(text + sizeof(key) - 1, NULL, 10);
 	return 0;
 }
 

@@ -40,6 +40,7 @@
 #include <zstd.h>
 #endif
 
+#include "out.h"
 #include "reap.h"
 
 int reap_archive_open(struct reap_ctx *c)
@@ -193,23 +194,6 @@ fail:
 	return -errno;
 }
 
-static int write_all(int fd, const void *p, size_t len)
-{
-	const uint8_t *b = p;
-
-	while (len) {
-		ssize_t n = write(fd, b, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		b += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 #ifdef BB_HAVE_ZSTD
 /*
  * The box @r reads, as one zstd frame to @fd: its bytes as bb_reader_save()
@@ -220,38 +204,37 @@ static int write_all(int fd, const void *p, size_t len)
  */
 static int save_zstd(struct bb_reader *r, int fd)
 {
-	size_t len = 0, cap = ZSTD_CStreamOutSize(), z;
+	size_t len = 0, z;
 	const uint8_t *data = bb_reader_data(r, &len);
-	ZSTD_CCtx *cc;
 	ZSTD_inBuffer in = { data, len, 0 };
-	uint8_t *buf;
-	int ret = 0;
+	struct bbx_out out;
+	ZSTD_CCtx *cc;
+	int ret;
 
 	if (!data)
 		return -ESTALE;
 	cc = ZSTD_createCCtx();
-	buf = malloc(cap);
-	if (!cc || !buf) {
+	if (!cc || bbx_out_open(&out, fd, false) < 0) {
 		ZSTD_freeCCtx(cc);
-		free(buf);
 		return -ENOMEM;
 	}
 	ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, 3);
 	ZSTD_CCtx_setParameter(cc, ZSTD_c_windowLog, 21);
 	ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
 	ZSTD_CCtx_setPledgedSrcSize(cc, len);
+	/* compressed straight into the tools' output buffers (out.h) */
 	do {
-		ZSTD_outBuffer out = { buf, cap, 0 };
+		ZSTD_outBuffer o = { bbx_out_reserve(&out, BBX_OUT_BUFSZ), BBX_OUT_BUFSZ, 0 };
 
-		z = ZSTD_compressStream2(cc, &out, &in, ZSTD_e_end);
-		if (ZSTD_isError(z)) {
-			ret = -EIO;
+		z = ZSTD_compressStream2(cc, &o, &in, ZSTD_e_end);
+		if (ZSTD_isError(z))
 			break;
-		}
-		ret = write_all(fd, buf, out.pos);
-	} while (!ret && z);
+		bbx_out_commit(&out, o.pos);
+	} while (z && !out.err);
+	ret = bbx_out_close(&out);
+	if (!ret && ZSTD_isError(z))
+		ret = -EIO;
 	ZSTD_freeCCtx(cc);
-	free(buf);
 	return ret;
 }
 #else

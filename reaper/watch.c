@@ -289,6 +289,23 @@ static bool follow_up(struct watch *w, const char *name, const struct reap_outco
 	}
 }
 
+/* Append @name to the list *@v (*@n names, room for *@cap).  false when
+ * out of memory. */
+static bool names_add(char (**v)[256], size_t *n, size_t *cap, const char *name)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? 2 * *cap : 64;
+		char (*nv)[256] = realloc(*v, nc * sizeof(*nv));
+
+		if (!nv)
+			return false;
+		*v = nv;
+		*cap = nc;
+	}
+	snprintf((*v)[(*n)++], sizeof((*v)[0]), "%s", name);
+	return true;
+}
+
 /* The box names of the directory: *@n of them (malloc'd), NULL on error
  * (said). */
 static char (*list_dir(struct reap_ctx *c, size_t *n))[256]
@@ -307,20 +324,10 @@ static char (*list_dir(struct reap_ctx *c, size_t *n))[256]
 		c->errors++;
 		return NULL;
 	}
-	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, BB_NAME_PREFIX, strlen(BB_NAME_PREFIX)))
-			continue;
-		if (*n == cap) {
-			size_t nc = cap ? 2 * cap : 256;
-			char (*nv)[256] = realloc(names, nc * sizeof(*nv));
-
-			if (!nv)
-				break;
-			names = nv;
-			cap = nc;
-		}
-		snprintf(names[(*n)++], sizeof(names[0]), "%s", de->d_name);
-	}
+	while ((de = readdir(d)))
+		if (!strncmp(de->d_name, BB_NAME_PREFIX, strlen(BB_NAME_PREFIX)) &&
+		    !names_add(&names, n, &cap, de->d_name))
+			break;
 	closedir(d);
 	return names;
 }
@@ -436,17 +443,9 @@ static void on_time(struct watch *w)
 
 		if (!e->name[0] || !e->due_ns || e->due_ns > now)
 			continue;
-		if (n == cap) {
-			size_t nc = cap ? 2 * cap : 64;
-			char (*nv)[256] = realloc(due, nc * sizeof(*nv));
-
-			if (!nv)
-				break;
-			due = nv;
-			cap = nc;
-		}
+		if (!names_add(&due, &n, &cap, e->name))
+			break;
 		e->due_ns = 0;
-		snprintf(due[n++], sizeof(due[0]), "%s", e->name);
 	}
 	if (n)
 		pass(w, due, n);

@@ -1320,24 +1320,17 @@ static uint64_t usage_of(const char *dir, uid_t uid, const char *const *except)
 	return total;
 }
 
+/* The budget's count in a box's state table (the slot rendered as
+ * bb-extract shows it: "blackbox.budget_removed=N"). */
 static int removed_cb(const struct bb_state_entry *e, void *arg)
 {
-	static const char key[] = "blackbox.budget_removed";
+	static const char key[] = "blackbox.budget_removed=";
+	char text[128];
 
-	/* [key, u64]: 0x82, the key's text head (1 byte up to 23, 2 above),
-	 * then the integer */
-	if (e->status == BB_SLOT_OK && e->key_len == sizeof(key) - 1 &&
-	    !memcmp(e->key, key, e->key_len)) {
-		const uint8_t *v = e->value + 2 + e->key_len;
-		uint64_t n = 0;
-
-		if (*v < 24)
-			n = *v;
-		else
-			for (int i = 0, k = 1 << (*v - 24); i < k; i++)
-				n = n << 8 | v[1 + i];
-		*(uint64_t *)arg = n;
-	}
+	if (e->status == BB_SLOT_OK &&
+	    bb_format_value(BB_TAG_KV, 0, e->value, e->value_len, text, sizeof(text)) > 0 &&
+	    !strncmp(text, key, sizeof(key) - 1))
+		*(uint64_t *)arg = strtoull(text + sizeof(key) - 1, NULL, 10);
 	return 0;
 }
 
