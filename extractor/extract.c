@@ -20,8 +20,15 @@
 
 #include "extract.h"
 
-/* Poll period of --follow. */
-#define FOLLOW_POLL_NS (50 * 1000 * 1000)
+/*
+ * Poll period of --follow: from FOLLOW_POLL_MAX_NS down to
+ * FOLLOW_POLL_MIN_NS while a writer fills its ring fast, back up when it
+ * is quiet (next_period()).  The owner's liveness is asked about every
+ * FOLLOW_LIVE_NS (its /proc/<pid>/maps is read each time).
+ */
+#define FOLLOW_POLL_MAX_NS (50 * 1000 * 1000)
+#define FOLLOW_POLL_MIN_NS (500 * 1000)
+#define FOLLOW_LIVE_NS     (50 * 1000 * 1000)
 
 /* Where a box comes from: a pid, a path, or an entry of a directory. */
 struct src {
@@ -98,8 +105,13 @@ static int open_box(const struct src *s, const struct opts *o, bool follow,
 		return ret;
 	}
 	*live = bb_reader_liveness(r);
+	/* the snapshot of the file just opened: a pid's by the path its box
+	 * was found at (no second scan of the directory) */
 	if (*live != BB_LIVENESS_ALIVE && !follow &&
-	    src_open(s, flags | BB_OPEN_SNAPSHOT, &snap, err, sizeof(err)) == 0) {
+	    (s->kind == SRC_PID ?
+	     bb_reader_open_path(bb_reader_info(r)->path, flags | BB_OPEN_SNAPSHOT, &snap, err,
+				 sizeof(err)) :
+	     src_open(s, flags | BB_OPEN_SNAPSHOT, &snap, err, sizeof(err))) == 0) {
 		const struct bb_box_info *a = bb_reader_info(r), *b = bb_reader_info(snap);
 
 		/* the same file (not a newer box of the pid, not a replacement) */
@@ -140,43 +152,90 @@ static int walk(struct ctx *c, unsigned flags)
 	return ret;
 }
 
-static void sleep_poll(void)
+static void sleep_ns(uint64_t ns)
 {
-	struct timespec ts = { 0, FOLLOW_POLL_NS };
+	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
 
 	nanosleep(&ts, NULL); /* a signal cuts it short: fine */
 }
 
-/* --follow: walk again every poll period until the owner is gone. */
+/*
+ * The next poll period: halved when a walk lost bytes or found a ring
+ * advanced by more than an eighth of its size since the walk before
+ * (the writer could lap the reader within a few more periods), doubled
+ * when every ring advanced by less than a 64th.  @prev: each ring's
+ * last_pos before the walk.  A ring's positions are byte counters of
+ * everything written to it, so the differences are exact.
+ */
+static uint64_t next_period(const struct ctx *c, const uint64_t *prev, uint64_t lost_before,
+			    uint64_t lost_now, uint64_t period)
+{
+	uint64_t size = c->info->ring_size, most = 0;
+
+	for (uint32_t i = 0; i < c->info->ring_count; i++)
+		if (c->last_pos[i] > prev[i] && c->last_pos[i] - prev[i] > most)
+			most = c->last_pos[i] - prev[i];
+	if (lost_now != lost_before || most > size / 8)
+		return period / 2 > FOLLOW_POLL_MIN_NS ? period / 2 : FOLLOW_POLL_MIN_NS;
+	if (most < size / 64)
+		return period * 2 < FOLLOW_POLL_MAX_NS ? period * 2 : FOLLOW_POLL_MAX_NS;
+	return period;
+}
+
+static uint64_t lost_total(const struct ctx *c)
+{
+	uint64_t t = 0;
+
+	for (uint32_t i = 0; i < c->info->ring_count; i++)
+		t += c->lost[i];
+	return t;
+}
+
+/*
+ * --follow: walk again every poll period until the owner is gone.  What
+ * the writer overwrote before a walk could read it shows as a gap record
+ * in the stream (its exact bytes, bb_record.gap_before), is counted per
+ * ring for the summary (ctx.lost) and said on standard error once per
+ * walk that lost any.
+ */
 static int follow(struct ctx *c)
 {
-	struct bb_ring_stats tot;
-	uint64_t seen;
-	int ret, live;
+	uint32_t rings = c->info->ring_count;
+	uint64_t period = FOLLOW_POLL_MAX_NS, since_live = FOLLOW_LIVE_NS, lost, now;
+	uint64_t *prev = calloc(rings ? rings : 1, sizeof(*prev));
+	int ret = 0, live = BB_LIVENESS_ALIVE;
 
-	bb_reader_total_stats(c->r, &tot);
-	seen = tot.overwritten;
+	if (!prev)
+		return -ENOMEM;
+	lost = lost_total(c);
 	for (;;) {
-		if (bbx_out_flush(c->out))
-			return c->out->err;
-		live = bb_reader_liveness(c->r);
-		sleep_poll();
+		if (bbx_out_flush(c->out)) {
+			ret = c->out->err;
+			break;
+		}
+		if (since_live >= FOLLOW_LIVE_NS) {
+			live = bb_reader_liveness(c->r);
+			since_live = 0;
+		}
+		memcpy(prev, c->last_pos, rings * sizeof(*prev));
+		sleep_ns(period);
+		since_live += period;
 		/* after the owner is gone (or on SIGINT) one last walk drains */
 		ret = walk(c, BB_WALK_FOLLOW);
 		if (ret)
-			return ret;
-		bb_reader_total_stats(c->r, &tot);
-		if (tot.overwritten != seen) {
-			/* stats count laps (gaps), not records: the records
-			 * in a gap were overwritten before anyone read them */
-			c->lapped += tot.overwritten - seen;
-			bbx_msg(c->info->path, "records lost: the writer overwrote "
-			    "them before they could be read");
-			seen = tot.overwritten;
-		}
+			break;
+		now = lost_total(c);
+		if (now != lost)
+			bbx_msg(c->info->path, "%llu bytes of records lost: the writer overwrote "
+			    "them before they could be read (gap records in the output)",
+			    (unsigned long long)(now - lost));
+		period = next_period(c, prev, lost, now, period);
+		lost = now;
 		if (live != BB_LIVENESS_ALIVE || bbx_stop_requested)
-			return 0;
+			break;
 	}
+	free(prev);
+	return ret;
 }
 
 /* Extract one open box.  Returns an exit code. */
@@ -199,12 +258,23 @@ int bbx_extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r, 
 		bbx_put_escaped(out, head, n > 0 ? (size_t)n : 0);
 		bbx_out_char(out, '\n');
 	}
+	if (o->follow) {
+		c.lost = calloc(2 * (size_t)(c.info->ring_count ? c.info->ring_count : 1),
+				sizeof(*c.lost));
+		if (!c.lost) {
+			bbx_msg(NULL, "out of memory");
+			return EXIT_FAILURE_;
+		}
+		c.last_pos = c.lost + c.info->ring_count;
+	}
 	ret = bbx_preamble(&c);
 	if (!ret)
 		ret = walk(&c, o->follow ? BB_WALK_FOLLOW : 0);
 	if (!ret && o->follow)
 		ret = follow(&c);
 	free(c.scratch);
+	if (ret == -ENOMEM || (ret < 0 && ret != out->err))
+		free(c.lost);
 	if (ret == -ENOMEM)
 		return EXIT_FAILURE_;
 	if (ret < 0 && ret != out->err) /* the box, not the output: said already */
@@ -219,6 +289,7 @@ int bbx_extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r, 
 	} else {
 		bbx_summary_struct(&c, live, code);
 	}
+	free(c.lost);
 	return code;
 }
 

@@ -63,7 +63,10 @@ struct ctx {
 	const struct bb_box_info *info;
 	bool with_pid;       /* --all: records carry the owner's pid */
 	uint64_t bad_values; /* intact records whose value did not decode */
-	uint64_t lapped;     /* --follow: times the writer lapped us between polls */
+	/* --follow: per ring (info->ring_count entries, NULL otherwise), the
+	 * bytes lost in holes since following began (the gap records'
+	 * lost_bytes), and where the ring's newest delivered record starts */
+	uint64_t *lost, *last_pos;
 	char *scratch;       /* text: room for a value too long for the fast path */
 	struct bb_crash crash;       /* the crash area, read before the records */
 	struct bb_state_stats state; /* the state table, likewise */

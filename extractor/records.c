@@ -45,6 +45,16 @@ static size_t put_thread_name(char *p, const char *name)
  * said in the stream, right before that record, by a gap record naming
  * the ring, the thread and the bytes lost (bb-extract(1), "Gaps").
  */
+/* --follow: what a ring lost and how far it got (the summary, the poll
+ * period) */
+static void follow_note(struct ctx *c, const struct bb_record *rec)
+{
+	if (!c->lost || rec->ring >= c->info->ring_count)
+		return;
+	c->lost[rec->ring] += rec->gap_before;
+	c->last_pos[rec->ring] = rec->pos;
+}
+
 /* "-- gap: ring 1, thread 101 (t1): 48 bytes lost between positions 96
  * and 144" */
 static void text_gap(struct ctx *c, const struct bb_record *rec)
@@ -105,6 +115,7 @@ int bbx_text_record(const struct bb_record *rec, void *arg)
 		text_gap(c, rec);
 		c->gaps++;
 	}
+	follow_note(c, rec);
 	p = bbx_out_reserve(o, BBX_TIME_MAX + 24 + 4 * 15 + 1);
 
 	n += bbx_fmt_time(p, rec->wall_ns);
@@ -145,6 +156,7 @@ int bbx_struct_record(const struct bb_record *rec, void *arg)
 		struct_gap(c, rec);
 		c->gaps++;
 	}
+	follow_note(c, rec);
 
 	bbx_em_record_start(em, rec->wall_ns, rec->ts, c->with_pid, c->info->pid,
 			    rec->tid, rec->thread_name ? rec->thread_name : "",

@@ -138,8 +138,12 @@ void bbx_summary_struct(struct ctx *c, int live, int code)
 		bbx_em_end(em);
 	}
 	bbx_em_kv_u64(em, "state_errors", in->state_errors);
-	if (c->opt->follow) {
-		bbx_em_kv_u64(em, "lapped_between_polls", c->lapped);
+	if (c->lost) {
+		uint64_t lost = 0;
+
+		for (i = 0; i < in->ring_count; i++)
+			lost += c->lost[i];
+		bbx_em_kv_u64(em, "lost_bytes", lost);
 	}
 	bbx_em_key(em, "dropped");
 	bbx_em_map(em);
@@ -171,6 +175,8 @@ void bbx_summary_struct(struct ctx *c, int live, int code)
 		bbx_em_kv_u64(em, "corrupt", st.corrupt);
 		bbx_em_kv_u64(em, "crc_bad", st.crc_bad);
 		bbx_em_kv_u64(em, "skipped_bytes", st.skipped_bytes);
+		if (c->lost)
+			bbx_em_kv_u64(em, "lost_bytes", c->lost[i]);
 		if (st.problem[0])
 			bbx_em_kv_str(em, "problem", st.problem);
 		bbx_em_end(em);
@@ -243,9 +249,18 @@ void bbx_summary_text(struct ctx *c, int live)
 	    (unsigned long long)in->dropped_toobig,
 	    (unsigned long long)in->dropped_important,
 	    (unsigned long long)in->truncated);
-	if (c->opt->follow && c->lapped)
-		bbx_msg(in->path, "records were lost: the writer lapped the reader "
-		    "%llu times between polls", (unsigned long long)c->lapped);
+	for (i = 0; c->lost && i < in->ring_count; i++) {
+		const struct bb_ring_stats *p = bb_reader_ring_stats(c->r, i);
+
+		if (!c->lost[i] || !p)
+			continue;
+		st = *p;
+		st.thread_name[sizeof(st.thread_name) - 1] = '\0';
+		bbx_msg(in->path, "ring %u %s tid %d (%s): %llu bytes of records lost while "
+		    "following: overwritten before they could be read", i,
+		    ring_kind_name(st.kind), (int)st.tid, st.thread_name,
+		    (unsigned long long)c->lost[i]);
+	}
 	if (bbx_is_damaged(c, &tot))
 		bbx_msg(in->path, "box damaged: the output is partial");
 }

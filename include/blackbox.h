@@ -29,6 +29,8 @@
  *                            1 = the default, checksums on
  *   BLACKBOX_CRASH_HANDLER=1 install the crash handler (as BB_OPT_CRASH_HANDLER;
  *                            any value but "" and "0" turns it on)
+ *   BLACKBOX_BUDGET=BYTES    crash-loop budget when bb_options.budget is 0
+ *                            (suffixes k, m, g; default 64m; 0 = none)
  */
 #ifndef BLACKBOX_H
 #define BLACKBOX_H
@@ -81,6 +83,9 @@ struct bb_field {
 #define BB_DEFAULT_SIZE        (4u << 20)
 /* Default number of private (per-thread) rings. */
 #define BB_DEFAULT_RING_COUNT  16u
+/* Default crash-loop budget: the bytes a uid's dead boxes may hold in the
+ * box directory (bb_options.budget, BLACKBOX_BUDGET). */
+#define BB_DEFAULT_BUDGET      (64u << 20)
 
 /* struct bb_options.flags */
 #define BB_OPT_KEEP_ON_EXIT   0x1u /* exit() leaves the box in place */
@@ -93,6 +98,8 @@ struct bb_field {
                                     * little time per record (BENCHMARKS.md
                                     * "Write path against the clock"), hence on
                                     * unless turned off */
+#define BB_OPT_NO_BUDGET     0x10u /* no crash-loop budget (bb_options.budget):
+                                    * bb_init() removes no dead box */
 
 /* struct bb_options.fork_policy: what a child of fork() does. */
 enum bb_fork_policy {
@@ -118,18 +125,30 @@ struct bb_options {
 	                         * against CLOCK_MONOTONIC in bb_init() (~2 ms), and
 	                         * CLOCK_MONOTONIC elsewhere (the header records the
 	                         * fallback; bb-extract --list shows it) */
+	size_t      budget;     /* crash-loop budget: before creating its box,
+	                         * bb_init() removes dead boxes of its uid from the
+	                         * box directory until they hold at most this many
+	                         * bytes less the new box (bb_init(3), CRASH LOOPS);
+	                         * 0 = BLACKBOX_BUDGET or BB_DEFAULT_BUDGET;
+	                         * BB_OPT_NO_BUDGET: none */
 };
 
 /*
  * bb_init - create this process's box with default options and @size bytes
  * (0 = BLACKBOX_SIZE or BB_DEFAULT_SIZE).  Registers an atexit handler that
- * marks the box "exited" and unlinks it.
+ * marks the box "exited" and unlinks it.  Before it creates the box, it
+ * enforces the crash-loop budget (bb_options.budget): dead boxes of its
+ * own uid in the box directory, never a live owner's, are removed until
+ * they hold at most the budget less the new box; the new box's state table
+ * counts them (key "blackbox.budget_removed") and names this process's PID
+ * namespace ("blackbox.pid_ns").  bb_init(3), CRASH LOOPS, says which go.
  *
  * Returns 0, or:
  *  -EALREADY  a box is already open in this process
  *  -EINVAL    size too small for one ring, ring_count or ring_size out of
  *             range, bad BLACKBOX_SIZE, unknown BLACKBOX_CLOCK or options
- *             clock, BLACKBOX_CRC not 0 or 1, unknown fork_policy
+ *             clock, BLACKBOX_CRC not 0 or 1, unknown fork_policy, bad
+ *             BLACKBOX_BUDGET
  *  -ENAMETOOLONG  the directory is too long for a box path
  *  -ENOSPC    the box's memory could not be reserved (full tmpfs)
  *  -EEXIST    no free name for this process incarnation (bb_init(3) says

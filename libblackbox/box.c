@@ -207,7 +207,7 @@ static void bb__fill_identity(struct bb_header *h)
 /* ---- sizing ------------------------------------------------------------- */
 
 /* "4m", "65536", "1G" -> bytes; 0 on error. */
-static size_t bb__parse_size(const char *s)
+size_t bb__parse_size(const char *s)
 {
 	char *end;
 	unsigned long long v;
@@ -490,12 +490,16 @@ static int bb__open(const struct bb_options *o, const char *dir, size_t size)
 {
 	struct bb__layout l;
 	struct bb__box *box;
-	uint64_t starttime;
+	uint64_t starttime, removed;
 	uint32_t seq = 0;
 	mode_t mode = o->mode ? o->mode & 0777 : 0600;
 	int fd, ret;
 
 	ret = bb__plan(size, o->ring_count ? o->ring_count : BB_DEFAULT_RING_COUNT, o->ring_size, &l);
+	if (ret < 0)
+		return ret;
+	/* The crash-loop budget: this uid's dead boxes first (budget.c). */
+	ret = bb__budget_trim(o, dir, l.box_size, &removed);
 	if (ret < 0)
 		return ret;
 	box = bb__box_alloc(&l);
@@ -527,6 +531,7 @@ static int bb__open(const struct bb_options *o, const char *dir, size_t size)
 	box->f.gen = ++bb__g.gen;
 	/* Publish to writers; pairs with the acquire load in bb__begin(). */
 	BB__STORE_RELEASE(&bb__box, box);
+	bb__budget_note(removed);
 	return 0;
 }
 

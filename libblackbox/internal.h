@@ -22,4 +22,18 @@ int bb__proc_starttime(pid_t pid, uint64_t *st);
  * -errno and @buf "". */
 int bb__boot_id(char *buf, size_t len);
 
+/* box.c: "4m", "65536", "1G" -> bytes; 0 on error. */
+size_t bb__parse_size(const char *s);
+
+/* budget.c: the crash-loop budget (bb_init(3)).  Before a box of
+ * @new_size bytes is created in @dir (NULL: POSIX shm): this uid's dead
+ * boxes trimmed to the budget less @new_size, *@removed what went (with
+ * what those had counted).  0, or -EINVAL for a bad BLACKBOX_BUDGET; never
+ * fails otherwise.  Once the box is published: bb__budget_note() records
+ * the count and this process's PID namespace in its state table. */
+struct bb_options;
+int bb__budget_trim(const struct bb_options *o, const char *dir, uint64_t new_size,
+		    uint64_t *removed);
+void bb__budget_note(uint64_t removed);
+
 #endif /* BB_INTERNAL_H */

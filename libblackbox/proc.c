@@ -8,12 +8,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "internal.h"
+#include "text.h"
 
 ssize_t bb__read_file(const char *path, char *buf, size_t len)
 {
@@ -80,14 +82,32 @@ int bb__proc_starttime(pid_t pid, uint64_t *st)
 	return -EINVAL;
 }
 
-int bb__boot_id(char *buf, size_t len)
+/* The boot id, read once: it does not change while a process runs, and
+ * readers ask for it once per box (a scan of ten thousand boxes). */
+static char boot_id[64];
+static int boot_rc;
+static pthread_once_t boot_once = PTHREAD_ONCE_INIT;
+
+static void boot_read(void)
 {
-	ssize_t n = bb__read_file("/proc/sys/kernel/random/boot_id", buf, len);
+	ssize_t n = bb__read_file("/proc/sys/kernel/random/boot_id", boot_id, sizeof(boot_id));
 
 	if (n <= 0) {
-		buf[0] = '\0';
-		return n < 0 ? (int)n : -ENODATA;
+		boot_id[0] = '\0';
+		boot_rc = n < 0 ? (int)n : -ENODATA;
+		return;
 	}
-	buf[strcspn(buf, "\n")] = '\0';
+	boot_id[strcspn(boot_id, "\n")] = '\0';
+}
+
+int bb__boot_id(char *buf, size_t len)
+{
+	/* pthread_once: the read happens-before every return of it */
+	pthread_once(&boot_once, boot_read);
+	if (boot_rc) {
+		buf[0] = '\0';
+		return boot_rc;
+	}
+	bb__strlcpy(buf, boot_id, len);
 	return 0;
 }

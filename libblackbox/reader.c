@@ -55,7 +55,7 @@ int bb__rdr_say(char *err, size_t errlen, int rc, const char *fmt, ...)
 }
 
 /* A reader with the geometry and info validated into @tmp. */
-static struct bb_reader *reader_new(const struct bb_reader *tmp)
+struct bb_reader *bb__rdr_new(const struct bb_reader *tmp)
 {
 	struct bb_reader *r = malloc(sizeof(*r));
 
@@ -101,6 +101,9 @@ BB_EXPORT void bb_reader_close(struct bb_reader *r)
 	free(r);
 }
 
+/* check_fd(): the file is a compressed box, bb__rdr_open_zstd() reads it */
+#define CHECK_ZSTD 1
+
 /*
  * check_fd - everything short of reading the box: a regular file, long
  * enough, a valid header (copied to @h), owned by the header's uid, as
@@ -123,6 +126,8 @@ static int check_fd(int fd, const char *label, unsigned flags, struct bb_reader 
 		return bb__rdr_say(err, errlen, -EINVAL,
 			   "%s: not a regular file (FIFOs, sockets and devices are never read)",
 			   label);
+	if (bb__rdr_is_zstd(fd))
+		return CHECK_ZSTD; /* a compressed box: reader_zstd.c */
 	if (st.st_size == 0)
 		return bb__rdr_say(err, errlen, -ENODATA, "%s: empty file (a box still being created?)",
 			   label);
@@ -181,9 +186,11 @@ int bb__rdr_open_owned_fd(int fd, const char *label, unsigned flags,
 
 	*out = NULL;
 	rc = check_fd(fd, label, flags, &tmp, &h, err, errlen);
+	if (rc == CHECK_ZSTD)
+		return bb__rdr_open_zstd(fd, label, flags, out, err, errlen);
 	if (rc)
 		goto fail;
-	r = reader_new(&tmp);
+	r = bb__rdr_new(&tmp);
 	if (!r) {
 		rc = bb__rdr_say(err, errlen, -ENOMEM, "%s: out of memory", label);
 		goto fail;
@@ -314,7 +321,7 @@ BB_EXPORT int bb_reader_open_mem(const void *buf, size_t len, unsigned flags,
 	rc = bb__rdr_check_header(&tmp, &h, len, label, err, errlen);
 	if (rc)
 		return rc;
-	r = reader_new(&tmp);
+	r = bb__rdr_new(&tmp);
 	if (!r || !(r->base = malloc(len))) {
 		bb_reader_close(r);
 		return bb__rdr_say(err, errlen, -ENOMEM, "%s: out of memory", label);

@@ -339,12 +339,32 @@ BB_EXPORT int bb_reader_state(struct bb_reader *r, bb_state_fn fn, void *arg,
 	if (!r->info.state_slot_count)
 		return -ENODATA;
 	tot.slots = r->info.state_slot_count;
+	/*
+	 * A live reader first copies the whole table with one read, to skip
+	 * the slots never written (seq and len 0, as the box was created:
+	 * seq only grows), then reads each other slot under its seqlock: a
+	 * box with a few keys costs a few reads, not three per slot.  A slot
+	 * first written after that copy is left out, as if this call had
+	 * come a moment earlier.
+	 */
+	if (r->fd >= 0 && (rc = bb__rdr_fetch(r, r->state_off,
+					       (uint64_t)tot.slots * r->slot_size)))
+		return rc;
 	for (uint32_t i = 0; i < tot.slots && !rc; i++) {
 		struct bb_state_entry e = { .slot = i, .problem = "" };
-		int64_t seq = copy_seqlocked(r, r->state_off + (uint64_t)i * r->slot_size, r->slot,
-					     r->slot_size);
+		uint64_t off = r->state_off + (uint64_t)i * r->slot_size;
 		const struct bb_record_hdr *h = (const struct bb_record_hdr *)(void *)r->slot;
 		const char *why;
+		int64_t seq;
+
+		if (r->fd >= 0) {
+			struct bb_record_hdr fresh;
+
+			memcpy(&fresh, r->base + off, sizeof(fresh));
+			if (!fresh.seq && !fresh.len)
+				continue; /* never written */
+		}
+		seq = copy_seqlocked(r, off, r->slot, r->slot_size);
 
 		if (seq < 0 && seq != -EBUSY) {
 			rc = (int)seq; /* the file cannot be read (any more) */

@@ -127,7 +127,12 @@ enum load_what {
 	LOAD_ALL,      /* every byte (bb_reader_save, bb_reader_data) */
 };
 
+/* Internal open flag: the header and ring table are all the caller reads
+ * (a scan); a compressed box is decompressed no further (reader_zstd.c). */
+#define BB__OPEN_TABLE_ONLY 0x80000000u
+
 /* reader.c */
+struct bb_reader *bb__rdr_new(const struct bb_reader *tmp);
 __attribute__((format(printf, 4, 5)))
 int bb__rdr_say(char *err, size_t errlen, int rc, const char *fmt, ...);
 int bb__rdr_open_nofollow(int dirfd, const char *name, const char *label, char *err,
@@ -136,6 +141,11 @@ int bb__rdr_open_owned_fd(int fd, const char *label, unsigned flags,
 			  struct bb_reader **out, char *err, size_t errlen);
 int bb__rdr_open_at(int dirfd, const char *name, const char *label, unsigned flags,
 		    struct bb_reader **out, char *err, size_t errlen);
+
+/* reader_zstd.c: a box bb-reap compressed (.box.zst), read whole at open */
+bool bb__rdr_is_zstd(int fd);
+int bb__rdr_open_zstd(int fd, const char *label, unsigned flags, struct bb_reader **out,
+		      char *err, size_t errlen);
 
 /* reader_validate.c */
 int bb__rdr_check_header(struct bb_reader *r, const struct bb_header *h, uint64_t size,

@@ -95,10 +95,14 @@ static bool candidate(const struct bb_box_entry *e, pid_t pid)
 }
 
 /*
- * choose - the box of @pid among @v (@n entries, from scan()), marking the
- * claims that lose with BB_BOX_FOREIGN or BB_BOX_AMBIGUOUS.  Returns its
- * index, -ESRCH (no candidate) or -ENOTUNIQ (boxes of several owners claim
- * the pid and nothing tells which is the process's).
+ * choose - the box of @pid among @v, the @n entries (from scan(), sorted
+ * by entry_cmp) that claim it or at least hold no box of another pid,
+ * marking the claims that lose with BB_BOX_FOREIGN or BB_BOX_AMBIGUOUS.
+ * @boot is this boot's id, "" when unknown.  Returns its index in @v,
+ * -ESRCH (no candidate) or -ENOTUNIQ (boxes of several owners claim the
+ * pid and nothing tells which is the process's).  Its work is @n entries
+ * and one look at /proc: callers give it the pid's own run of entries
+ * (pid_run()), so that a scan judges every pid in one pass.
  *
  * While the process runs (same pid, start time and boot), the box it maps
  * is its box: nobody else can make it map a file.  When its maps cannot be
@@ -108,23 +112,21 @@ static bool candidate(const struct bb_box_entry *e, pid_t pid)
  * own and patch pid, start time and creation time, and the file owner is
  * then the only thing telling the two apart.
  */
-static int choose(struct bb_box_entry *v, size_t n, pid_t pid)
+static int choose(struct bb_box_entry *v, size_t n, pid_t pid, const char *boot)
 {
 	struct proc_facts pf;
-	char boot[64] = "";
 	int64_t best = -1;
-	bool several = false, have_boot;
+	bool several = false;
 	uint32_t owner = 0;
 
 	proc_facts(pid, &pf);
-	have_boot = bb__boot_id(boot, sizeof(boot)) == 0;
 	if (pf.alive) {
 		for (size_t i = 0; i < n; i++) {
 			struct bb_box_entry *e = &v[i];
 			int m;
 
 			if (!candidate(e, pid) || e->info.starttime != pf.starttime ||
-			    (have_boot && strncmp(boot, e->info.boot_id, sizeof(e->info.boot_id))))
+			    (boot[0] && strncmp(boot, e->info.boot_id, sizeof(e->info.boot_id))))
 				continue;
 			/* its maps, or (unreadable: another user's process) its uids */
 			m = bb__rdr_maps_has(pid, e->info.file_dev, e->info.file_ino);
@@ -166,6 +168,29 @@ static int choose(struct bb_box_entry *v, size_t n, pid_t pid)
 	return (int)best;
 }
 
+/*
+ * The run of @v (@n entries sorted by entry_cmp: boxes by pid, then the
+ * entries that are not boxes) whose boxes claim @pid: [*lo, *lo + return).
+ * Binary search: log n comparisons.
+ */
+static size_t pid_run(const struct bb_box_entry *v, size_t n, pid_t pid, size_t *lo)
+{
+	size_t a = 0, b = n, end;
+
+	while (a < b) { /* first entry not below pid */
+		size_t m = a + (b - a) / 2;
+
+		if (!v[m].error && v[m].info.pid < pid)
+			a = m + 1;
+		else
+			b = m;
+	}
+	for (end = a; end < n && !v[end].error && v[end].info.pid == pid; end++)
+		;
+	*lo = a;
+	return end - a;
+}
+
 /* A box's name, or an archive copy's: the names a scan opens (what is in
  * them is judged by their header and owner, never by the name). */
 static bool scan_name(const char *name)
@@ -174,10 +199,62 @@ static bool scan_name(const char *name)
 	       !strncmp(name, BB_ARCHIVE_PREFIX, strlen(BB_ARCHIVE_PREFIX));
 }
 
-/* Every entry of the directory @d under BB_NAME_PREFIX or BB_ARCHIVE_PREFIX,
- * opened and judged (any owner accepted, mismatches flagged).  0 or -ENOMEM. */
-static int scan_entries(DIR *d, const char *dir, struct bb_box_entry **out, size_t *count)
+/* Sorted by entry_cmp (qsort through pointers: an entry is kilobytes). */
+static int entry_ptr_cmp(const void *x, const void *y)
 {
+	return entry_cmp(*(const struct bb_box_entry *const *)x,
+			 *(const struct bb_box_entry *const *)y);
+}
+
+static int sort_entries(struct bb_box_entry **v, size_t n)
+{
+	struct bb_box_entry **p, *sorted;
+
+	if (n < 2)
+		return 0;
+	p = malloc(n * sizeof(*p));
+	sorted = malloc(n * sizeof(*sorted));
+	if (!p || !sorted) {
+		free(p);
+		free(sorted);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		p[i] = &(*v)[i];
+	qsort(p, n, sizeof(*p), entry_ptr_cmp);
+	for (size_t i = 0; i < n; i++)
+		memcpy(&sorted[i], p[i], sizeof(sorted[i]));
+	free(p);
+	free(*v);
+	*v = sorted;
+	return 0;
+}
+
+/*
+ * Does the box file @fd claim @pid?  Its header's pid, read alone: a
+ * file that is not a box yet (no magic), or claims another pid, is no
+ * candidate of bb_reader_open_pid() and is not opened any further.
+ */
+static bool claims_pid(int fd, pid_t pid)
+{
+	struct bb_header h;
+
+	return bb__rdr_pread_all(fd, &h, sizeof(h), 0) == 0 && h.magic == BB_MAGIC &&
+	       h.pid == pid;
+}
+
+/*
+ * Every entry of the directory @d under BB_NAME_PREFIX or BB_ARCHIVE_PREFIX,
+ * opened and judged (any owner accepted, mismatches flagged), sorted by
+ * entry_cmp, every pid's claims judged (choose()).  With @only > 0, only
+ * the boxes whose header claims that pid (what bb_reader_open_pid needs):
+ * the other files are read no further than their header.  Work and memory
+ * are linear in the entries.  0 or -ENOMEM.
+ */
+static int scan_entries(DIR *d, const char *dir, pid_t only, struct bb_box_entry **out,
+			size_t *count)
+{
+	char boot[64];
 	size_t n = 0, cap = 0;
 	struct bb_box_entry *v = NULL;
 	struct dirent *de;
@@ -210,27 +287,44 @@ static int scan_entries(DIR *d, const char *dir, struct bb_box_entry **out, size
 		bb__strlcpy(e->name, de->d_name, sizeof(e->name));
 		snprintf(label, sizeof(label), "%s/%s", dir, de->d_name);
 		fd = bb__rdr_open_nofollow(dirfd(d), de->d_name, label, e->problem, sizeof(e->problem));
+		if (fd >= 0 && only > 0 && !claims_pid(fd, only)) {
+			close(fd);
+			n--;
+			continue;
+		}
 		if (fd < 0) {
 			e->error = fd;
+			if (only > 0)
+				n--;
 			continue;
 		}
 		/* header and ring table only: nothing else is read here */
-		e->error = bb__rdr_open_owned_fd(fd, label, BB_OPEN_ANY_OWNER, &r, e->problem,
-					 sizeof(e->problem));
-		if (e->error)
+		e->error = bb__rdr_open_owned_fd(fd, label, BB_OPEN_ANY_OWNER | BB__OPEN_TABLE_ONLY,
+						 &r, e->problem, sizeof(e->problem));
+		if (e->error) {
+			if (only > 0)
+				n--;
 			continue;
+		}
 		e->info = *bb_reader_info(r);
 		e->liveness = bb_reader_liveness(r);
 		bb_reader_close(r);
 		if (e->info.file_uid != e->info.uid)
 			e->flags |= BB_BOX_UID_MISMATCH;
 	}
-	if (v)
-		qsort(v, n, sizeof(*v), entry_cmp);
-	/* judge every pid's claims once */
-	for (size_t i = 0; i < n; i++)
-		if (!v[i].error && (i == 0 || v[i - 1].error || v[i - 1].info.pid != v[i].info.pid))
-			(void)choose(v, n, v[i].info.pid);
+	if (sort_entries(&v, n)) {
+		free(v);
+		return -ENOMEM;
+	}
+	/* judge every pid's claims once, each on its own run of entries:
+	 * the whole pass is linear in the entries */
+	if (bb__boot_id(boot, sizeof(boot)))
+		boot[0] = '\0';
+	for (size_t i = 0, j; i < n && !v[i].error; i = j) {
+		for (j = i + 1; j < n && !v[j].error && v[j].info.pid == v[i].info.pid; j++)
+			;
+		(void)choose(v + i, j - i, v[i].info.pid, boot);
+	}
 	*out = v;
 	*count = n;
 	return 0;
@@ -252,7 +346,7 @@ BB_EXPORT int bb_reader_scan(const char *dir, struct bb_box_entry **entries, siz
 	if (!d)
 		return bb__rdr_say(err, errlen, -errno, "%s: cannot open directory: %s", dir,
 			   strerror(errno));
-	rc = scan_entries(d, dir, entries, count);
+	rc = scan_entries(d, dir, 0, entries, count);
 	closedir(d);
 	if (rc)
 		return bb__rdr_say(err, errlen, rc, "%s: out of memory", dir);
@@ -314,7 +408,7 @@ BB_EXPORT int bb_reader_open_pid(pid_t pid, const char *dir, unsigned flags,
 	char label[4096 + 256 + 2], why[256 + 96] = "";
 	struct bb_box_entry *v = NULL;
 	unsigned rejected = 0;
-	size_t n = 0;
+	size_t n = 0, lo = 0;
 	DIR *d;
 	int rc, k;
 
@@ -327,20 +421,27 @@ BB_EXPORT int bb_reader_open_pid(pid_t pid, const char *dir, unsigned flags,
 	if (!d)
 		return bb__rdr_say(err, errlen, -errno, "%s: cannot open directory: %s", dir,
 			   strerror(errno));
-	rc = scan_entries(d, dir, &v, &n);
+	/* only the boxes claiming the pid: their run is all of v (pid_run) */
+	rc = scan_entries(d, dir, pid > 0 ? pid : -1, &v, &n);
 	if (rc) {
 		closedir(d);
 		return bb__rdr_say(err, errlen, rc, "%s: out of memory", dir);
 	}
-	k = choose(v, n, pid);
+	n = pid_run(v, n, pid, &lo);
+	/* scan_entries() judged the pid: its choice is the flagged entry */
+	k = -ESRCH;
+	for (size_t i = lo; i < lo + n; i++) {
+		if (v[i].flags & BB_BOX_CHOSEN)
+			k = (int)i;
+		else if (v[i].flags & BB_BOX_AMBIGUOUS && k == -ESRCH)
+			k = -ENOTUNIQ;
+	}
 	if (k == -ENOTUNIQ) {
-		rc = say_ambiguous(err, errlen, pid, dir, v, n);
+		rc = say_ambiguous(err, errlen, pid, dir, v + lo, n);
 		goto out;
 	}
 	if (k < 0) {
-		for (size_t i = 0; i < n; i++) {
-			if (v[i].error || v[i].info.pid != pid)
-				continue;
+		for (size_t i = lo; i < lo + n; i++) {
 			rejected++;
 			snprintf(why, sizeof(why), "%s: file owner uid %" PRIu32
 				 " differs from the box's uid %" PRIu32 ": never chosen",

@@ -36,7 +36,11 @@
 #include <unistd.h>
 
 #include <blackbox/reader.h>
+#ifdef BB_HAVE_ZSTD
+#include <zstd.h>
+#endif
 
+#include "out.h"
 #include "reap.h"
 
 int reap_archive_open(struct reap_ctx *c)
@@ -63,7 +67,8 @@ int reap_archive_open(struct reap_ctx *c)
 
 /*
  * "blackbox-<uid>-<comm>-<pid>-<YYYYmmddTHHMMSSZ>.box", or with ".<n>" before
- * ".box" when n > 0 (a name already taken).  uid is the box file's owner:
+ * ".box" when n > 0 (a name already taken), and ".zst" after it when the
+ * copy is compressed (--compress=zstd).  uid is the box file's owner:
  * the only field no other user can choose, so names of different owners
  * never collide (a user cannot occupy the names another owner's archives
  * will get).  comm is reduced to [A-Za-z0-9_+.-] (anything else becomes
@@ -72,7 +77,7 @@ int reap_archive_open(struct reap_ctx *c)
  * the time is a plausible one (bb-reap.c).
  */
 static int archive_name(uint32_t uid, const char *comm, int32_t pid, int64_t when_ns,
-		      unsigned n, char *buf, size_t len)
+			unsigned n, bool zst, char *buf, size_t len)
 {
 	char safe[32], stamp[32], suffix[16] = "";
 	time_t t = (time_t)(when_ns / 1000000000);
@@ -94,8 +99,8 @@ static int archive_name(uint32_t uid, const char *comm, int32_t pid, int64_t whe
 		strcpy(stamp, "19700101T000000Z");
 	if (n)
 		snprintf(suffix, sizeof(suffix), ".%u", n);
-	w = snprintf(buf, len, BB_ARCHIVE_PREFIX "%lu-%s-%ld-%s%s.box", (unsigned long)uid, safe,
-		     (long)pid, stamp, suffix);
+	w = snprintf(buf, len, BB_ARCHIVE_PREFIX "%lu-%s-%ld-%s%s.box%s", (unsigned long)uid, safe,
+		     (long)pid, stamp, suffix, zst ? ".zst" : "");
 	if (w < 0 || (size_t)w >= len)
 		return -ENAMETOOLONG;
 	return 0;
@@ -115,11 +120,14 @@ static bool all_digits(const char *s, size_t n)
  * the rest parsed from the right (comm may hold '-'). */
 bool reap_archive_name_ours(const char *name)
 {
-	static const char pre[] = BB_ARCHIVE_PREFIX, suf[] = ".box";
+	static const char pre[] = BB_ARCHIVE_PREFIX, suf[] = ".box", zst[] = ".zst";
 	size_t len = strlen(name), end, dash, u;
 
+	if (len > sizeof(zst) - 1 && !strcmp(name + len - (sizeof(zst) - 1), zst))
+		len -= sizeof(zst) - 1;
+
 	if (len < sizeof(pre) - 1 + sizeof(suf) - 1 || strncmp(name, pre, sizeof(pre) - 1) ||
-	    strcmp(name + len - (sizeof(suf) - 1), suf))
+	    strncmp(name + len - (sizeof(suf) - 1), suf, sizeof(suf) - 1))
 		return false;
 	/* "<uid>-" */
 	u = sizeof(pre) - 1;
@@ -186,6 +194,57 @@ fail:
 	return -errno;
 }
 
+#ifdef BB_HAVE_ZSTD
+/*
+ * The box @r reads, as one zstd frame to @fd: its bytes as bb_reader_save()
+ * writes them (bb_reader_data: a live box read again, tails raised), the
+ * content size in the frame header, a checksum at its end, a window of
+ * 2 MiB (readers accept up to 8, reader_zstd.c).  Level 3, zstd's
+ * default: BENCHMARKS.md "Reap" has its sizes and times.  0 or -errno.
+ */
+static int save_zstd(struct bb_reader *r, int fd)
+{
+	size_t len = 0, z;
+	const uint8_t *data = bb_reader_data(r, &len);
+	ZSTD_inBuffer in = { data, len, 0 };
+	struct bbx_out out;
+	ZSTD_CCtx *cc;
+	int ret;
+
+	if (!data)
+		return -ESTALE;
+	cc = ZSTD_createCCtx();
+	if (!cc || bbx_out_open(&out, fd, false) < 0) {
+		ZSTD_freeCCtx(cc);
+		return -ENOMEM;
+	}
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, 3);
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_windowLog, 21);
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
+	ZSTD_CCtx_setPledgedSrcSize(cc, len);
+	/* compressed straight into the tools' output buffers (out.h) */
+	do {
+		ZSTD_outBuffer o = { bbx_out_reserve(&out, BBX_OUT_BUFSZ), BBX_OUT_BUFSZ, 0 };
+
+		z = ZSTD_compressStream2(cc, &o, &in, ZSTD_e_end);
+		if (ZSTD_isError(z))
+			break;
+		bbx_out_commit(&out, o.pos);
+	} while (z && !out.err);
+	ret = bbx_out_close(&out);
+	if (!ret && ZSTD_isError(z))
+		ret = -EIO;
+	ZSTD_freeCCtx(cc);
+	return ret;
+}
+#else
+static int save_zstd(struct bb_reader *r, int fd)
+{
+	(void)r; (void)fd;
+	return -EOPNOTSUPP;
+}
+#endif
+
 /*
  * reap_archive_box - write the archive copy of the box @r reads, whose
  * file is @st.  The name comes from the file owner's uid (trusted: nobody
@@ -203,7 +262,7 @@ int reap_archive_box(struct reap_ctx *c, struct bb_reader *r, const struct stat 
 
 	for (unsigned n = 0; n < 1000 && ret == -EEXIST; n++) {
 		ret = archive_name((uint32_t)st->st_uid, info->comm, info->pid, when_ns, n,
-				   a->name, sizeof(a->name));
+				   c->o.compress, a->name, sizeof(a->name));
 		if (ret)
 			break;
 		if (c->o.dry_run)
@@ -220,10 +279,10 @@ int reap_archive_box(struct reap_ctx *c, struct bb_reader *r, const struct stat 
 	if (c->o.dry_run)
 		return 0;
 
-	ret = bb_reader_save(r, fd);
+	ret = c->o.compress ? save_zstd(r, fd) : bb_reader_save(r, fd);
 	if (ret < 0)
-		snprintf(err, errlen, "bb_reader_save: %s", ret == -ESTALE ?
-			 "the box changed size while being read" : strerror(-ret));
+		snprintf(err, errlen, "%s: %s", c->o.compress ? "compressing" : "bb_reader_save",
+			 ret == -ESTALE ? "the box changed size while being read" : strerror(-ret));
 	else if (!c->volatile_dir && fsync(fd) < 0)
 		ret = -errno, snprintf(err, errlen, "fsync: %s", strerror(errno));
 	if (!ret)
@@ -288,12 +347,25 @@ static int arch_cmp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* Prune the archives v[0..n) of one owner (oldest first) to the quotas. */
-static int prune_owner(struct reap_ctx *c, struct arch_entry *v, size_t n)
+/*
+ * Prune the archives v[0..n) of one owner (oldest first) to the quotas,
+ * less what @res reserves for this pass's copies of that owner (NULL:
+ * none): at most --keep minus res->count archives and --max-archive-bytes
+ * minus res->bytes bytes remain.
+ */
+static int prune_owner(struct reap_ctx *c, struct arch_entry *v, size_t n,
+		       const struct reap_reserve *res)
 {
-	uint64_t total = 0;
+	long keep = c->o.keep;
+	uint64_t total = 0, max = c->o.max_bytes;
+	bool for_copies = res && (res->count || res->bytes);
 	int ret = 0;
 
+	if (res && keep >= 0)
+		keep = keep > res->count ? keep - res->count : 0;
+	if (res && max)
+		/* from here on 0 is no room left (not "no bound") */
+		max = max > res->bytes ? max - res->bytes : 0;
 	for (size_t i = 0; i < n; i++)
 		total += v[i].size;
 	for (size_t i = 0; i < n; i++) {
@@ -301,13 +373,17 @@ static int prune_owner(struct reap_ctx *c, struct arch_entry *v, size_t n)
 		struct reap_event ev = {
 			.dir = c->o.archive, .name = v[i].name, .size = v[i].size, .age_s = -1,
 		};
+		bool over_keep = keep >= 0 && left > (size_t)keep;
+		bool over_bytes = c->o.max_bytes && (max ? total > max : total > 0);
 		int r;
 
-		if (!((c->o.keep >= 0 && left > (size_t)c->o.keep) ||
-		      (c->o.max_bytes && total > c->o.max_bytes)))
+		if (!over_keep && !over_bytes)
 			break;
-		ev.reason = (c->o.keep >= 0 && left > (size_t)c->o.keep) ?
-			    "more than --keep archives of its owner" :
+		ev.reason = over_keep ? (for_copies ? "more than --keep archives of its owner "
+					  "with this run's copies" :
+					  "more than --keep archives of its owner") :
+			    for_copies ? "its owner's archives over --max-archive-bytes with this "
+					 "run's copies" :
 			    "its owner's archives over --max-archive-bytes";
 		total -= v[i].size;
 		if (c->o.dry_run) {
@@ -331,7 +407,26 @@ static int prune_owner(struct reap_ctx *c, struct arch_entry *v, size_t n)
 	return ret;
 }
 
-int reap_prune(struct reap_ctx *c)
+/* The reservation of @uid in @res (sorted by uid), or NULL. */
+static const struct reap_reserve *reserved(const struct reap_reserve *res, size_t nres,
+					   uid_t uid)
+{
+	size_t a = 0, b = nres;
+
+	while (a < b) {
+		size_t m = a + (b - a) / 2;
+
+		if (res[m].uid == uid)
+			return &res[m];
+		if (res[m].uid < uid)
+			a = m + 1;
+		else
+			b = m;
+	}
+	return NULL;
+}
+
+int reap_prune(struct reap_ctx *c, const struct reap_reserve *res, size_t nres)
 {
 	struct arch_entry *v = NULL;
 	size_t n = 0, cap = 0, i;
@@ -399,7 +494,7 @@ int reap_prune(struct reap_ctx *c)
 
 		while (j < n && v[j].uid == v[i].uid)
 			j++;
-		r = prune_owner(c, v + i, j - i);
+		r = prune_owner(c, v + i, j - i, reserved(res, nres, v[i].uid));
 		if (r)
 			ret = r;
 		i = j;

@@ -2,29 +2,14 @@
 /*
  * bb-reap - remove boxes whose owner is gone, optionally archiving them.
  *
- * Runs as root from a systemd timer or cron, in a world-writable directory
- * (/dev/shm) where any user can plant any file under any name.  Every entry
- * is therefore judged from what it is, never from what its name says:
- *
- *   fstatat(NOFOLLOW)  regular file?  ours to judge (root, or our own uid)?
- *   openat(O_NOFOLLOW | O_NONBLOCK)  then fstat() on the descriptor: this is
- *                      the inode every later decision is about
- *   bb_reader_open_fd  a valid header, else left alone (a file shorter than
- *                      a header may be a box being created right now)
- *   bb_reader_liveness pid exists, start time matches, maps the box: alive,
- *                      left alone
- *   age                time since the box's last sign of life >= --min-age
- *   archive            bb_reader_save() into --archive, O_EXCL, fsync'ed,
- *                      then given to the box file's owner (archive.c); a
- *                      box larger than an owner's quota is left in place,
- *                      a failed archive keeps the box
- *   unlink             only if the name still refers to the same inode
- *
- * The box is never parsed here: the reader API (blackbox/reader.h) does all
- * the validation, bounds checks and liveness tests, and reads every box
- * with pread(2) into memory bounded by its box_size: a user who truncates
- * or grows a box under us gets a clean error for that entry, never a
- * fault of the run and never work that follows the file's size.
+ * Runs as root from a systemd timer or cron (or as a service with
+ * --watch), in a world-writable directory (/dev/shm) where any user can
+ * plant any file under any name.  Every entry is therefore judged from
+ * what it is, never from what its name says (judge.c); a pass over the
+ * directory plans the archive copies of the boxes that go against their
+ * owners' quotas before making any (pass.c); the copies and their quotas
+ * are archive.c's, the journal entries journal.c's, --watch is watch.c.
+ * This file reads the command line, sets up a run and says how it went.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -46,432 +31,41 @@
 #define EXIT_TROUBLE 1  /* something could not be handled */
 #define EXIT_USAGE   2
 
-static const char *phase_name(int phase)
+static int scan_cb(int dirfd, const char *name, void *arg)
 {
-	switch (phase) {
-	case BB_PHASE_INIT:    return "init";
-	case BB_PHASE_RUNNING: return "running";
-	case BB_PHASE_EXITED:  return "exited";
-	case BB_PHASE_CRASHED: return "crashed";
-	case BB_PHASE_CLOSED:  return "closed";
-	default:               return "unknown";
-	}
+	return reap_entry(arg, dirfd, name, NULL) == -ENOMEM ? -ENOMEM : 0;
 }
 
-static int64_t ts_ns(const struct timespec *t)
+/* One run over the whole directory: judge every entry, then end the pass. */
+int reap_run(struct reap_ctx *c)
 {
-	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
-}
-
-/*
- * A time stamp from the box (untrusted) or its file counts only if it is
- * positive and not in the future: a corrupt or planted far-future stamp
- * must not keep a box forever.
- */
-static int64_t plausible(int64_t t, int64_t now)
-{
-	return (t > 0 && t <= now + REAP_CLOCK_SLACK_NS) ? t : 0;
-}
-
-static int64_t max64(int64_t a, int64_t b)
-{
-	return a > b ? a : b;
-}
-
-struct newest {
-	int64_t now, ns;
-};
-
-static int newest_cb(const struct bb_record *rec, void *arg)
-{
-	struct newest *n = arg;
-
-	n->ns = max64(n->ns, plausible(rec->wall_ns, n->now));
-	return 0;
-}
-
-/* What one examination of one entry found. */
-struct box {
-	struct reap_ctx  *c;
-	int               dirfd;
-	const char       *name;
-	int               fd;
-	struct stat       st;
-	struct bb_reader *r;
-	int               liveness;
-	struct reap_copy  copy;         /* its archive copy (reap_archive_box) */
-	char              err[768];
-	char              comm[sizeof(((struct bb_box_info *)0)->comm)];
-	struct reap_event ev;           /* strings point into this struct */
-};
-
-/*
- * V_SKIP_LOG: skipped, and worth a log line without --verbose.  A step of
- * the examination returns V_REAP when it found no reason to keep the box
- * (the next step decides), anything else ends it.
- */
-enum verdict { V_KEEP, V_SKIP, V_SKIP_LOG, V_ERROR, V_REAP };
-
-/* Open the reader on the examined descriptor: V_REAP, or why not. */
-static enum verdict open_reader(struct box *b)
-{
-	struct reap_event *ev = &b->ev;
+	struct timespec now;
 	int r;
 
-	/*
-	 * BB_OPEN_ANY_OWNER: the reader by default refuses a file whose owner
-	 * differs from the uid in its header, to keep bb-extract from showing
-	 * a planted file as somebody else's box.  Here it does not matter who
-	 * the header claims to be: root may remove any file of /dev/shm, a
-	 * user only files it owns (checked on the descriptor by the caller),
-	 * and removing a planted file is harmless.  It also covers boxes of
-	 * set-uid programs and boxes that were chown'ed.
-	 */
-	r = bb_reader_open_fd(b->fd, ev->name, BB_OPEN_ANY_OWNER, &b->r, b->err,
-			      sizeof(b->err));
-	if (r >= 0)
-		return V_REAP;
-	ev->detail = b->err[0] ? b->err : strerror(-r);
-	switch (r) {
-	case -ENODATA:
-		/* bb_init() writes the header before its magic: a
-		 * short file may be a box being born.  Leave it. */
-		ev->reason = "no complete header (yet): maybe a box being created";
-		return V_SKIP;
-	case -EBADMSG: case -EPROTONOSUPPORT: case -EPFNOSUPPORT:
-	case -EPERM: case -EINVAL: case -EISDIR: case -ELOOP:
-		ev->reason = "not a valid box";
-		return V_SKIP;
-	default:
-		ev->reason = "cannot open";
-		return V_ERROR;
-	}
-}
-
-/* The header's facts into the event (copied: the event outlives the
- * reader, closed before logging). */
-static void describe(struct box *b, const struct bb_box_info *info)
-{
-	struct reap_event *ev = &b->ev;
-
-	ev->have_box = true;
-	ev->pid = info->pid;
-	ev->starttime = info->starttime;
-	ev->uid = info->uid;
-	snprintf(b->comm, sizeof(b->comm), "%s", info->comm);
-	ev->comm = b->comm;
-	ev->phase = phase_name(info->phase);
-}
-
-/* Is the owner gone?  V_REAP, or V_KEEP (alive), V_ERROR (cannot tell). */
-static enum verdict judge_owner(struct box *b, const struct bb_box_info *info)
-{
-	struct reap_event *ev = &b->ev;
-
-	b->liveness = bb_reader_liveness(b->r);
-	if (b->liveness < 0) {
-		ev->reason = "liveness unknown";
-		ev->detail = strerror(-b->liveness);
-		return V_ERROR;
-	}
-	/*
-	 * Belt and braces for the one rule that must never break: whatever
-	 * the header's state word says (the owner's own bytes), a process
-	 * with the header's pid and start time that maps this very inode is
-	 * alive.
-	 */
-	if (b->liveness != BB_LIVENESS_ALIVE &&
-	    bb_pid_maps_file(info->pid, info->starttime, (uint64_t)b->st.st_dev,
-			     (uint64_t)b->st.st_ino))
-		b->liveness = BB_LIVENESS_ALIVE;
-	ev->liveness = bb_liveness_name(b->liveness);
-	if (b->liveness == BB_LIVENESS_ALIVE) {
-		ev->reason = "owner alive";
-		return V_KEEP;
-	}
-	return V_REAP;
-}
-
-/* V_KEEP when the owner's last sign of life @last is younger than --min-age. */
-static enum verdict young(struct box *b, int64_t last)
-{
-	int64_t now = b->c->now_ns;
-
-	if (b->c->o.min_age_s && now - last < (int64_t)b->c->o.min_age_s * 1000000000) {
-		b->ev.age_s = (now - last) / 1000000000;
-		b->ev.reason = "younger than --min-age";
-		b->c->young++;
-		return V_KEEP;
-	}
-	return V_REAP;
-}
-
-/*
- * What one owner may hold in the archive is its quota: a box that alone
- * exceeds it is not copied (to be pruned at once, or to push the owner's
- * other archives out), and its records are not read either: no run reads
- * more of a box than the quota.  V_REAP, or V_SKIP_LOG.
- */
-static enum verdict over_quota(struct box *b, const struct bb_box_info *info)
-{
-	struct reap_ctx *c = b->c;
-	uint64_t bytes = info->file_size < info->box_size ? info->file_size : info->box_size;
-
-	if (!c->o.archive || !c->o.max_bytes || bytes <= c->o.max_bytes)
-		return V_REAP;
-	snprintf(b->err, sizeof(b->err), "%llu bytes > --max-archive-bytes %llu",
-		 (unsigned long long)bytes, (unsigned long long)c->o.max_bytes);
-	b->ev.reason = "larger than its owner's archive quota: not archived, left in place";
-	b->ev.detail = b->err;
-	return V_SKIP_LOG;
-}
-
-/* --archive: the copy (reap_archive_box).  V_REAP, or V_ERROR: box kept. */
-static enum verdict archive(struct box *b, const struct bb_box_info *info)
-{
-	struct reap_ctx *c = b->c;
-	int64_t when = plausible((int64_t)info->created_ns, c->now_ns);
-
-	if (c->archfd < 0 && !(c->o.archive && c->o.dry_run))
-		return V_REAP;
-	if (!when)
-		when = ts_ns(&b->st.st_mtim);
-	if (reap_archive_box(c, b->r, &b->st, when, &b->copy, b->err, sizeof(b->err)) < 0) {
-		b->ev.reason = "archive failed, box kept";
-		b->ev.detail = b->err;
-		return V_ERROR;
-	}
-	b->ev.archive = b->copy.path;
-	return V_REAP;
-}
-
-static enum verdict examine(struct box *b)
-{
-	const struct bb_box_info *info;
-	int64_t now = b->c->now_ns, last;
-	enum verdict v;
-
-	if ((v = open_reader(b)) != V_REAP)
-		return v;
-	info = bb_reader_info(b->r);
-	describe(b, info);
-	if ((v = judge_owner(b, info)) != V_REAP)
-		return v;
-	/*
-	 * Age: time since the last sign of life of the owner, the latest of
-	 * the file's mtime (creation; stores through a tmpfs mapping do not
-	 * update it), the header's created and state-change times (exit and
-	 * crash stamp it), and, for a box orphaned without a word (SIGKILL,
-	 * OOM killer, _exit, exec), the newest record's wall-clock time.  A
-	 * service that ran for days and was killed a minute ago is a minute
-	 * old: the grace period is for the human who investigates.  The walk
-	 * is only paid for a box that is old enough by the cheap stamps, and
-	 * within its owner's archive quota.
-	 */
-	last = max64(plausible(ts_ns(&b->st.st_mtim), now),
-		     max64(plausible((int64_t)info->created_ns, now),
-			   plausible((int64_t)info->phase_ns, now)));
-	if ((v = young(b, last)) != V_REAP || (v = over_quota(b, info)) != V_REAP)
-		return v;
-	if (b->c->o.min_age_s && b->liveness == BB_LIVENESS_ORPHANED) {
-		struct newest nw = { .now = now, .ns = 0 };
-
-		bb_reader_walk(b->r, 0, newest_cb, &nw);
-		last = max64(last, nw.ns);
-		if ((v = young(b, last)) != V_REAP)
-			return v;
-	}
-	b->ev.age_s = last ? (now - last) / 1000000000 : -1;
-	b->ev.reason = b->ev.liveness;
-	return archive(b, info);
-}
-
-/*
- * A first look without following or opening anything, then the entry
- * opened (O_NOFOLLOW: a symlink swapped in since fails with ELOOP;
- * O_NONBLOCK: a FIFO swapped in cannot block the run) and looked at again
- * on the descriptor: from here on every decision is about this inode.
- * V_REAP when it is a regular file ours to judge, else why not.
- */
-static enum verdict open_entry(struct box *b)
-{
-	struct reap_ctx *c = b->c;
-	struct reap_event *ev = &b->ev;
-	struct stat st;
-
-	if (fstatat(b->dirfd, b->name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-		ev->reason = errno == ENOENT ? "vanished" : "cannot stat";
-		ev->detail = strerror(errno);
-		return errno == ENOENT ? V_SKIP : V_ERROR;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		ev->reason = S_ISLNK(st.st_mode) ? "symlink, not followed" :
-			     S_ISDIR(st.st_mode) ? "directory" : "not a regular file";
-		return V_SKIP;
-	}
-	if (!c->root && st.st_uid != c->uid) {
-		ev->reason = "another user's file";
-		return V_SKIP;
-	}
-	b->fd = openat(b->dirfd, b->name,
-		       O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	if (b->fd < 0) {
-		int e = errno;
-
-		ev->detail = strerror(e);
-		ev->reason = e == ENOENT ? "vanished" : e == ELOOP ? "symlink, not followed" :
-			     "cannot open";
-		return (e == ENOENT || e == ELOOP || e == ENXIO) ? V_SKIP : V_ERROR;
-	}
-	if (fstat(b->fd, &b->st) < 0) {
-		ev->reason = "cannot stat";
-		ev->detail = strerror(errno);
-		return V_ERROR;
-	}
-	if (!S_ISREG(b->st.st_mode)) {
-		ev->reason = "not a regular file";
-		return V_SKIP;
-	}
-	if (!c->root && b->st.st_uid != c->uid) {
-		ev->reason = "another user's file";
-		return V_SKIP;
-	}
-	ev->size = (uint64_t)b->st.st_size;
-	return V_REAP;
-}
-
+	clock_gettime(CLOCK_REALTIME, &now);
+	c->now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 #ifdef BB_HAVE_JOURNAL
-/* --journal: its entry (journal.c), once, before the box can go: one that
- * cannot be sent keeps the box for the next run, archive undone. */
-static enum verdict journal(struct box *b, enum verdict v)
-{
-	struct reap_ctx *c = b->c;
-
-	if (!c->o.journal || !b->r || b->liveness <= 0 ||
-	    reap_journal_box(c, b->r, &b->st, b->liveness, b->ev.archive, &b->ev) >= 0 ||
-	    v != V_REAP)
-		return v;
-	if (b->ev.archive && !c->o.dry_run) {
-		unlinkat(c->archfd, b->copy.name, 0);
-		c->archived--;
-	}
-	b->ev.archive = NULL;
-	b->ev.reason = "kept: its journal entry could not be sent";
-	return V_KEEP;
-}
+	/* what earlier runs reported, locked for this run (reported.c) */
+	if (c->o.journal && reap_reported_open(c) < 0)
+		return -EIO;
 #endif
-
-/*
- * Remove the box (--dry-run: say it would) and say so.  V_REAP when done
- * and said, else what became of it.
- *
- * Unlink only the inode we examined.  reap_unlink_same() re-reads the
- * name with fstatat(AT_SYMLINK_NOFOLLOW) and compares dev/ino with our
- * descriptor's.  A window remains between that fstatat() and the
- * unlinkat(): a name cannot be removed atomically "if it is still inode X"
- * on Linux.  What can a racer do in it?  unlinkat() never follows a
- * symlink and removes a directory entry, never an inode another name still
- * holds.  In a sticky directory (/dev/shm is 1777) only the owner of an
- * entry (or of the directory, or CAP_FOWNER) may remove or rename it, and
- * rename() over an existing name needs that right on the name being
- * replaced too; so swapping what this name refers to requires owning the
- * entry that was there, i.e. the box's owner, who may unlink it anyway.
- * With protected_hardlinks, a user cannot make a name for another user's
- * 0600 box either.  In a world-writable directory without the sticky bit
- * anyone may remove any entry already.  Either way the race gains the
- * racer nothing they could not do themselves.
- */
-static enum verdict remove_box(struct box *b)
-{
-	struct reap_ctx *c = b->c;
-	int r;
-
-	if (c->o.dry_run) {
-		b->ev.decision = "would-reap";
-		c->reaped++;
-		reap_emit(c, &b->ev, true);
-		return V_REAP;
-	}
-	r = reap_unlink_same(b->dirfd, b->name, b->st.st_dev, b->st.st_ino);
-	if (r == 0) {
-		b->ev.decision = "reaped";
-		c->reaped++;
-		reap_emit(c, &b->ev, true);
-		return V_REAP;
-	}
-	if (r == -ENOENT || r == -ESTALE) {
-		b->ev.reason = r == -ENOENT ? "vanished before unlink" :
-			       "name replaced by another file before unlink, left alone";
-		b->ev.decision = "skipped";
-		c->skipped++;
-		reap_emit(c, &b->ev, true);
-		return V_REAP;
-	}
-	b->ev.reason = "cannot unlink";
-	b->ev.detail = strerror(-r);
-	return V_ERROR;
-}
-
-/* Count and say a decision other than a removal (said by remove_box). */
-static void report(struct box *b, enum verdict v)
-{
-	struct reap_ctx *c = b->c;
-
-	switch (v) {
-	case V_KEEP:
-		b->ev.decision = "kept";
-		c->kept++;
-		reap_emit(c, &b->ev, false);
-		break;
-	case V_SKIP:
-	case V_SKIP_LOG:
-		b->ev.decision = "skipped";
-		c->skipped++;
-		reap_emit(c, &b->ev, v == V_SKIP_LOG);
-		break;
-	case V_ERROR:
-	default:
-		b->ev.decision = "error";
+	r = bb_scan_dir(c->o.dir, scan_cb, c);
+	if (r < 0) {
+		reap_log("error: cannot scan %s: %s", c->o.dir, strerror(-r));
 		c->errors++;
-		reap_emit(c, &b->ev, true);
-		break;
-	case V_REAP:
-		break;
 	}
-}
-
-static int reap_one(int dirfd, const char *name, void *arg)
-{
-	struct reap_ctx *c = arg;
-	struct box b = {
-		.c = c, .dirfd = dirfd, .name = name, .fd = -1,
-		.ev = { .dir = c->o.dir, .name = name, .age_s = -1 },
-	};
-	enum verdict v;
-
-	c->entries++;
-	v = open_entry(&b);
-	if (v == V_REAP)
-		v = examine(&b);
+	reap_pass_end(c);
 #ifdef BB_HAVE_JOURNAL
-	v = journal(&b, v);
+	if (c->reported_file && reap_reported_close(c) < 0)
+		c->errors++;
 #endif
-	if (b.r) {
-		bb_reader_close(b.r);
-		b.r = NULL;
-	}
-	if (v == V_REAP)
-		v = remove_box(&b);
-	report(&b, v);
-	if (b.fd >= 0)
-		close(b.fd);
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	struct reap_ctx c = { .archfd = -1 };
-	struct timespec now;
+	struct reap_ctx c = { .archfd = -1, .dirfd = -1 };
+	struct statfs sf;
 	int r;
 
 	if (reap_parse_opts(argc, argv, &c.o) < 0) {
@@ -480,17 +74,15 @@ int main(int argc, char **argv)
 	}
 	c.uid = getuid();
 	c.root = geteuid() == 0;
-	clock_gettime(CLOCK_REALTIME, &now);
-	c.now_ns = ts_ns(&now);
 	/* one write(2) per log line: whole lines in the journal, and cheap */
 	setvbuf(stderr, NULL, _IOLBF, BUFSIZ);
-	{
-		struct statfs sf;
-
-		c.volatile_dir = statfs(c.o.dir, &sf) == 0 &&
-				 (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC);
+	c.volatile_dir = statfs(c.o.dir, &sf) == 0 &&
+			 (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC);
+	c.dirfd = open(c.o.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (c.dirfd < 0) {
+		reap_log("error: cannot scan %s: %s", c.o.dir, strerror(errno));
+		return EXIT_TROUBLE;
 	}
-
 	if (c.o.archive) {
 		r = reap_archive_open(&c);
 		if (r < 0 && !(c.o.dry_run && r == -ENOENT)) {
@@ -500,28 +92,12 @@ int main(int argc, char **argv)
 		}
 	}
 
-#ifdef BB_HAVE_JOURNAL
-	/* what earlier runs reported, locked for this run (reported.c) */
-	if (c.o.journal && reap_reported_open(&c) < 0) {
+	r = c.o.watch ? reap_watch(&c) : reap_run(&c);
+	if (r < 0) {
 		if (c.archfd >= 0)
 			close(c.archfd);
 		return EXIT_TROUBLE;
 	}
-#endif
-	r = bb_scan_dir(c.o.dir, reap_one, &c);
-	if (r < 0) {
-		reap_log("error: cannot scan %s: %s", c.o.dir, strerror(-r));
-		c.errors++;
-	}
-	if (c.archived && c.volatile_dir && syncfs(c.archfd) < 0) {
-		reap_log("error: syncfs on %s: %s", c.o.archive, strerror(errno));
-		c.errors++;
-	}
-	reap_prune(&c);
-#ifdef BB_HAVE_JOURNAL
-	if (c.reported_file && reap_reported_close(&c) < 0)
-		c.errors++;
-#endif
 
 	/* a dry run that would remove nothing says why, when that is the age */
 	if (c.o.dry_run && !c.reaped && c.young)
@@ -529,13 +105,15 @@ int main(int argc, char **argv)
 			 "--min-age (%llu s)", c.young, c.young == 1 ? "box" : "boxes",
 			 c.young == 1 ? "is" : "are", (unsigned long long)c.o.min_age_s);
 	if (c.o.verbose)
-		reap_log("%u entries: %u %s, %u kept, %u skipped, %u errors, %u archives %s, "
-			 "%u journal entries sent",
+		reap_log("%u entries: %u %s (%u without an archive copy), %u kept, %u skipped, "
+			 "%u errors, %u archives %s, %u journal entries sent",
 			 c.entries, c.reaped, c.o.dry_run ? "would be reaped" : "reaped",
-			 c.kept, c.skipped, c.errors, c.pruned,
+			 c.uncopied, c.kept, c.skipped, c.errors, c.pruned,
 			 c.o.dry_run ? "would be pruned" : "pruned", c.reported);
 	if (c.archfd >= 0)
 		close(c.archfd);
+	close(c.dirfd);
+	free(c.cands);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		reap_log("error: writing standard output: %s", strerror(errno));
 		return EXIT_TROUBLE;

@@ -30,8 +30,10 @@ static void usage(FILE *f)
 "                             older ones of that owner\n"
 "  -b, --max-archive-bytes B  per owner: remove an owner's oldest archives\n"
 "                             while they hold more than B bytes; a box\n"
-"                             larger than B is not archived, left in place\n"
+"                             larger than B goes without a copy\n"
 "                             (suffixes k, M, G, T)\n"
+"      --compress=zstd|none   archives compressed (name.box.zst) or not\n"
+"                             (default: %s)\n"
 "      --journal[=summary|box] send one journal entry for each box whose\n"
 "                             owner died (crashed, killed, orphaned), once\n"
 "                             per box; =box attaches the box itself\n"
@@ -47,6 +49,10 @@ static void usage(FILE *f)
 "                             (default %u; a later run reports the rest\n"
 "                             if they are still there)\n"
 "      --journal-reported FILE   what was reported (default %s)\n"
+"  -w, --watch                keep running: reap each box as soon as its\n"
+"                             owner dies (and --min-age has passed)\n"
+"      --rescan SECONDS       --watch: a full pass this often besides\n"
+"                             (default %u; suffixes s, m, h, d)\n"
 "  -n, --dry-run              report what would be done, touch nothing\n"
 "  -v, --verbose              also log the boxes and files left alone\n"
 "  -j, --json                 one JSON object per decision on stdout\n"
@@ -55,8 +61,9 @@ static void usage(FILE *f)
 "\n"
 "Exit status: 0 success (also when nothing was reaped), 1 something could\n"
 "not be handled (see the log), 2 usage error.  See bb-reap(8).\n",
-		BB_DEFAULT_DIR, REAP_DEFAULT_MIN_AGE, REAP_JOURNAL_RECORDS, REAP_JOURNAL_RATE,
-		REAP_REPORTED_DEFAULT);
+		BB_DEFAULT_DIR, REAP_DEFAULT_MIN_AGE, REAP_COMPRESS_DEFAULT ? "zstd" : "none",
+		REAP_JOURNAL_RECORDS, REAP_JOURNAL_RATE, REAP_REPORTED_DEFAULT,
+		REAP_DEFAULT_RESCAN);
 }
 
 /* Strict unsigned parse: digits, then an optional suffix from @units. */
@@ -87,7 +94,7 @@ int reap_parse_num(const char *s, const char *suffixes, const uint64_t *mult,
 }
 
 enum { OPT_JOURNAL = 256, OPT_JBOX_MAX, OPT_JBUDGET, OPT_JRECORDS, OPT_JRATE, OPT_JREPORTED,
-       OPT_JCONTENT };
+       OPT_JCONTENT, OPT_COMPRESS, OPT_RESCAN };
 
 static const uint64_t tmult[] = { 1, 60, 3600, 86400 };
 static const uint64_t bmult[] = {
@@ -179,6 +186,35 @@ static int parse_journal(int ch, const char *arg, struct reap_opts *o)
 	}
 }
 
+/* --compress, --rescan.  0, or -1 after saying why. */
+static int parse_more(int ch, const char *arg, struct reap_opts *o)
+{
+	uint64_t v;
+
+	if (ch == OPT_COMPRESS) {
+		if (!strcmp(arg, "none")) {
+			o->compress = false;
+		} else if (!strcmp(arg, "zstd")) {
+#ifndef BB_HAVE_ZSTD
+			fprintf(stderr, "bb-reap: --compress=zstd: built without libzstd\n");
+			return -1;
+#endif
+			o->compress = true;
+		} else {
+			fprintf(stderr, "bb-reap: --compress: 'zstd' or 'none', not '%s'\n", arg);
+			return -1;
+		}
+		return 0;
+	}
+	/* OPT_RESCAN */
+	if (reap_parse_num(arg, "smhd", tmult, &v) || v < 1 || v > 365 * 86400) {
+		fprintf(stderr, "bb-reap: --rescan: invalid duration '%s'\n", arg);
+		return -1;
+	}
+	o->rescan_s = v;
+	return 0;
+}
+
 /* What no single option can check.  0, or -1 after saying why. */
 static int check_opts(const struct reap_opts *o)
 {
@@ -213,6 +249,9 @@ int reap_parse_opts(int argc, char **argv, struct reap_opts *o)
 		{ "journal-rate", required_argument, NULL, OPT_JRATE },
 		{ "journal-reported", required_argument, NULL, OPT_JREPORTED },
 		{ "journal-content", required_argument, NULL, OPT_JCONTENT },
+		{ "compress", required_argument, NULL, OPT_COMPRESS },
+		{ "watch", no_argument, NULL, 'w' },
+		{ "rescan", required_argument, NULL, OPT_RESCAN },
 		{ "dir", required_argument, NULL, 'd' },
 		{ "min-age", required_argument, NULL, 'm' },
 		{ "archive", required_argument, NULL, 'a' },
@@ -231,10 +270,16 @@ int reap_parse_opts(int argc, char **argv, struct reap_opts *o)
 				 .keep = -1, .journal_box_max = REAP_JOURNAL_BOX_MAX,
 				 .journal_records = REAP_JOURNAL_RECORDS,
 				 .journal_rate = REAP_JOURNAL_RATE,
-				 .journal_budget = REAP_JOURNAL_BUDGET };
-	while ((ch = getopt_long(argc, argv, "d:m:a:k:b:nvjhV", lo, NULL)) != -1) {
+				 .journal_budget = REAP_JOURNAL_BUDGET,
+				 .compress = REAP_COMPRESS_DEFAULT, .rescan_s = REAP_DEFAULT_RESCAN };
+	while ((ch = getopt_long(argc, argv, "d:m:a:k:b:wnvjhV", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'd': o->dir = optarg; break;
+		case 'w': o->watch = true; break;
+		case OPT_COMPRESS: case OPT_RESCAN:
+			if (parse_more(ch, optarg, o) < 0)
+				return -1;
+			break;
 		case 'a': o->archive = optarg; break;
 		case 'n': o->dry_run = true; break;
 		case 'v': o->verbose = true; break;

@@ -11,9 +11,16 @@
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #define REAP_DEFAULT_MIN_AGE 3600u  /* seconds; see bb-reap(8) */
+#define REAP_DEFAULT_RESCAN  900u   /* --watch: a full pass every 15 minutes */
+#ifdef BB_HAVE_ZSTD
+#define REAP_COMPRESS_DEFAULT true  /* --compress=zstd */
+#else
+#define REAP_COMPRESS_DEFAULT false
+#endif
 #define REAP_CLOCK_SLACK_NS  (INT64_C(60) * 1000000000) /* future stamps beyond this are untrusted */
 
 /* --journal (journal.c, reported.c); see bb-reap(8) */
@@ -37,6 +44,9 @@ struct reap_opts {
 	long        keep;         /* --keep N, -1 = unbounded */
 	uint64_t    max_bytes;    /* --max-archive-bytes, 0 = unbounded */
 	bool        dry_run, verbose, json;
+	bool        compress;     /* --compress=zstd: archives as .box.zst */
+	bool        watch;        /* --watch (watch.c) */
+	uint64_t    rescan_s;     /* --rescan: --watch's full pass, seconds */
 	int         journal;      /* enum reap_journal (--journal) */
 	uint64_t    journal_box_max;  /* --journal-box-max */
 	unsigned    journal_records;  /* --journal-records */
@@ -47,9 +57,11 @@ struct reap_opts {
 };
 
 struct reap_reported;
+struct reap_cand;
 
 struct reap_ctx {
 	struct reap_opts o;
+	int      dirfd;           /* the box directory (--dir) */
 	int      archfd;          /* archive directory, -1 without --archive */
 	uid_t    uid;             /* real uid of the caller */
 	bool     root;            /* euid 0: every uid's boxes, else our own only */
@@ -57,6 +69,9 @@ struct reap_ctx {
 	bool     volatile_dir;    /* the box directory is tmpfs/ramfs (see reap_archive_box) */
 	unsigned entries, reaped, kept, skipped, errors, pruned, archived;
 	unsigned young;           /* kept: owner gone, younger than --min-age */
+	unsigned uncopied;        /* reaped without an archive copy (pass.c) */
+	struct reap_cand *cands;  /* boxes to go in this pass (pass.c) */
+	size_t   ncands, ccands;
 	struct reap_reported *reported_file; /* --journal: what was reported (reported.c) */
 	unsigned reported;
 	uint32_t rated[64];       /* owners told this run that they hit --journal-rate */
@@ -86,6 +101,64 @@ struct reap_event {
 	const char *journal;      /* what its journal entry carries, or NULL */
 };
 
+/*
+ * What one look at one entry found (judge.c), for the pass that removes it
+ * and for --watch, which waits for what can change: the owner's death,
+ * the end of --min-age, a header being written.
+ */
+enum reap_outcome_kind {
+	REAP_GOING,       /* its owner is gone and it is old enough: this pass removes it */
+	REAP_DONE,        /* decided for good: reaped, or not ours to judge (not a box,
+			     another user's file, a symlink, vanished) */
+	REAP_ALIVE,       /* its owner lives (pid, starttime) */
+	REAP_YOUNG,       /* its owner is gone, its last sign of life younger than
+			     --min-age: look again at due_ns */
+	REAP_UNBORN,      /* no complete header yet: a box being created */
+	REAP_FAILED,      /* an error: counted, logged, look again later */
+};
+
+struct reap_outcome {
+	int      kind;            /* enum reap_outcome_kind */
+	int32_t  pid;             /* REAP_ALIVE: the header's owner */
+	uint64_t starttime;
+	int64_t  due_ns;          /* REAP_YOUNG: CLOCK_REALTIME when old enough */
+};
+
+/* bb-reap.c: one pass over the whole directory; watch.c: --watch.  0,
+ * or -errno when the run could not start (said) */
+int  reap_run(struct reap_ctx *c);
+int  reap_watch(struct reap_ctx *c);
+
+/* judge.c: one pass over entries (pass.c collects, plans and ends it) */
+int  reap_entry(struct reap_ctx *c, int dirfd, const char *name, struct reap_outcome *out);
+
+/* pass.c: a pass: every entry judged (reap_entry), then the boxes to go
+ * planned against the archive quotas (prune before copy), copied,
+ * reported and removed */
+int  reap_pass_add(struct reap_ctx *c, const char *name, const struct stat *st,
+		   const struct reap_event *ev, int liveness, uint64_t bytes, int64_t last,
+		   int64_t when);
+void reap_pass_end(struct reap_ctx *c);
+/* judge.c: the second half of a box that goes: copied (or why not),
+ * reported, removed */
+void reap_finish(struct reap_ctx *c, struct reap_cand *k);
+
+/* A box to go, from judging to its removal (pass.c, judge.c). */
+struct reap_cand {
+	char     name[256];
+	dev_t    dev;
+	ino_t    ino;
+	uid_t    uid;             /* the file's owner: whose archive quota */
+	uint64_t bytes;           /* a copy's bytes: min(file size, box_size) */
+	int64_t  last;            /* the owner's last sign of life, ns */
+	int64_t  when;            /* the archive name's time, ns */
+	int      liveness;
+	bool     copy;            /* planned: archived before it goes */
+	const char *why;          /* not copied although --archive: why */
+	struct reap_event ev;     /* what judging found (name, comm: below) */
+	char     comm[32];
+};
+
 /* options.c: fill @o from the command line; -1 after saying what is wrong
  * (exits after --help and --version). */
 int  reap_parse_opts(int argc, char **argv, struct reap_opts *o);
@@ -108,7 +181,15 @@ struct reap_copy {            /* one box's copy in --archive */
 int  reap_archive_box(struct reap_ctx *c, struct bb_reader *r, const struct stat *st,
 		      int64_t when_ns, struct reap_copy *a, char *err, size_t errlen);
 bool reap_archive_name_ours(const char *name);
-int  reap_prune(struct reap_ctx *c);
+/* Room an owner's copies of this pass take in its quotas: prune its
+ * archives to --keep minus count and --max-archive-bytes minus bytes
+ * (reap_prune: @res sorted by uid, NULL for none). */
+struct reap_reserve {
+	uid_t    uid;
+	long     count;
+	uint64_t bytes;
+};
+int  reap_prune(struct reap_ctx *c, const struct reap_reserve *res, size_t nres);
 int  reap_unlink_same(int dirfd, const char *name, dev_t dev, ino_t ino);
 
 /*

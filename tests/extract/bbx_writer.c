@@ -22,6 +22,8 @@
  *   exec   exec itself in mode "wait" as a new image (same pid, new box)
  *   spin   threads never stop (ITER only delays "ready"); sleep until killed
  *   stdin  one line a command: "w TEXT" writes str TEXT and answers "ok",
+ *          "b N" writes N records u64 2^40 + i (i = 0 .. N-1: all the same
+ *          size) as fast as it can and answers "ok",
  *          "q" _exit(0), "x" exit(0); EOF _exit(0)
  * BLACKBOX_DIR (environment) says where the box goes.
  */
@@ -143,6 +145,13 @@ int main(int argc, char **argv)
 			line[strcspn(line, "\n")] = '\0';
 			if (!strncmp(line, "w ", 2)) {
 				check(bb_write_str(line + 2), "str");
+				printf("ok\n");
+				fflush(stdout);
+			} else if (!strncmp(line, "b ", 2)) {
+				unsigned long n = strtoul(line + 2, NULL, 10);
+
+				for (unsigned long i = 0; i < n; i++)
+					check(bb_write_u64((UINT64_C(1) << 40) + i), "u64");
 				printf("ok\n");
 				fflush(stdout);
 			} else if (!strcmp(line, "q")) {

@@ -12,6 +12,7 @@
 #include <criterion/criterion.h>
 
 #include <blackbox/format.h>
+#include <blackbox/reader.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -629,6 +630,155 @@ Test(extract, follow_stops_on_sigint_with_its_report)
 	free(err);
 	kill_writer(&w);
 	unlink(outp);
+	unlink(errp);
+}
+
+/* The start of every record of tag @tag in ring @ring of @pid's box. */
+struct positions {
+	uint32_t ring;
+	uint8_t tag;
+	uint64_t *pos;
+	size_t n, cap;
+};
+
+static int pos_cb(const struct bb_record *rec, void *arg)
+{
+	struct positions *p = arg;
+
+	if (rec->ring != p->ring || rec->tag != p->tag)
+		return 0;
+	if (p->n == p->cap) {
+		p->cap = p->cap ? 2 * p->cap : 1024;
+		p->pos = realloc(p->pos, p->cap * sizeof(*p->pos));
+		cr_assert(p->pos);
+	}
+	p->pos[p->n++] = rec->pos;
+	return 0;
+}
+
+/* The number after "KEY": in @line, or -1. */
+static long long json_num(const char *line, const char *key)
+{
+	char k[64];
+	const char *p;
+
+	snprintf(k, sizeof(k), "\"%s\":", key);
+	p = strstr(line, k);
+	return p ? strtoll(p + strlen(k), NULL, 10) : -1;
+}
+
+/*
+ * A writer that outpaces a throttled --follow: 100,000 records of one
+ * size through a 64 KiB ring while bb-extract is blocked on a full pipe
+ * nobody reads.  Whatever it missed, it says exactly: the bytes lost of
+ * the writer's ring in its summary, and the gap records' lost_bytes
+ * together, are the records written and not printed times their size.
+ */
+Test(extract, follow_reports_exactly_the_bytes_it_missed)
+{
+	const char *args[] = { "-c", "1", "-R", "65536", "stdin", NULL };
+	struct writer w = start_writer(args);
+	const char *argv[] = { prog("BB_EXTRACT"), "--follow", "--json", "--dir", dir,
+			       pidstr(w.pid), NULL };
+	const unsigned long n = 100000;
+	struct positions pos = { .tag = BB_TAG_U64 };
+	long long ring = -1, gap_bytes = 0, summary_lost = -1, stride;
+	unsigned long printed = 0;
+	char errp[4200], line[8192], *buf = NULL;
+	size_t cap = 0, len = 0;
+	struct bb_reader *r;
+	pid_t ex, parent = getpid();
+	FILE *f;
+	int o[2], status;
+
+	snprintf(errp, sizeof(errp), "%s.follow.err", dir);
+	cr_assert_eq(pipe(o), 0);
+	ex = fork();
+	cr_assert(ex >= 0);
+	if (ex == 0) {
+		int fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		die_with_parent(parent);
+		dup2(o[1], 1);
+		dup2(fe, 2);
+		close(o[0]);
+		execv(argv[0], (char **)argv);
+		_exit(127);
+	}
+	close(o[1]);
+	f = fdopen(o[0], "r");
+	cr_assert(f);
+	/* its first walk printed what the box holds: the last "esc" record
+	 * (plain fgets: the stream buffers what poll() would not see) */
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "\"bad "))
+			break;
+	cr_assert(strstr(line, "\"bad "), "--follow never printed the box's records");
+	/* the burst, while nobody reads bb-extract's output */
+	dprintf(w.in, "b %lu\n", n);
+	cr_assert(read_line(w.out, line, sizeof(line), RUN_TIMEOUT_S), "writer did not answer");
+	dprintf(w.in, "q\n");
+	cr_assert_eq(waitpid(w.pid, &status, 0), w.pid);
+	fclose(w.out);
+	close(w.in);
+	/* now read it all, a little at a time */
+	for (;;) {
+		size_t k;
+
+		if (cap - len < 4096) {
+			cap = cap ? 2 * cap : 1 << 20;
+			buf = realloc(buf, cap + 1);
+			cr_assert(buf);
+		}
+		k = fread(buf + len, 1, 4096, f);
+		if (!k)
+			break;
+		len += k;
+		usleep(100);
+	}
+	buf[len] = '\0';
+	fclose(f);
+	cr_assert_eq(wait_timeout(ex, RUN_TIMEOUT_S), 0);
+
+	for (char *l = buf, *e; *l; l = e + 1) {
+		e = strchr(l, '\n');
+		cr_assert(e, "unterminated line");
+		*e = '\0';
+		if (strstr(l, "\"type\":\"u64\"")) {
+			printed++;
+			ring = json_num(l, "ring");
+		} else if (strstr(l, "\"type\":\"gap\"")) {
+			gap_bytes += json_num(l, "lost_bytes");
+		} else if (strstr(l, "\"summary\"")) {
+			const char *rs = strstr(l, "\"rings\":");
+
+			cr_assert(rs, "%s", l);
+			cr_assert_geq(ring, 0, "no record of the burst printed");
+			/* the writer's ring in the summary's rings array */
+			for (const char *q = rs; (q = strstr(q, "{\"ring\":")); q++)
+				if (json_num(q, "ring") == ring)
+					summary_lost = json_num(q, "lost_bytes");
+		}
+	}
+	free(buf);
+	cr_assert_lt(printed, n, "the writer never outpaced --follow: the test shows nothing");
+
+	/* the records' size: the distance between two of them in the box */
+	pos.ring = (uint32_t)ring;
+	cr_assert_eq(bb_reader_open_pid(w.pid, dir, BB_OPEN_SNAPSHOT, &r, NULL, 0), 0);
+	bb_reader_walk(r, 0, pos_cb, &pos);
+	bb_reader_close(r);
+	cr_assert_geq(pos.n, 2);
+	stride = (long long)(pos.pos[1] - pos.pos[0]);
+	for (size_t i = 2; i < pos.n; i++)
+		cr_assert_eq((long long)(pos.pos[i] - pos.pos[i - 1]), stride);
+	free(pos.pos);
+
+	cr_assert_eq(summary_lost, (long long)(n - printed) * stride,
+		     "summary: %lld bytes lost, but %lu of %lu records (%lld bytes each) "
+		     "were not printed", summary_lost, n - printed, n, stride);
+	cr_assert_eq(gap_bytes, summary_lost, "gap records: %lld bytes, summary %lld",
+		     gap_bytes, summary_lost);
 	unlink(errp);
 }
 

@@ -12,11 +12,16 @@
  *           time, the box is no longer mapped
  *   execed  (after exec, no box) print the pid, wait for EOF, _exit(0)
  *   abandon _exit(0) at once (box left behind, state "running")
+ *   crash   no readiness line: die of SIGSEGV at once (the crash handler
+ *           records it with BLACKBOX_CRASH_HANDLER=1), no core dump: a
+ *           service that crashes at start, restarted in a loop
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <blackbox.h>
@@ -55,6 +60,12 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 100; i++) {
 		bb_write_kv_i64("iteration", i);
 		bb_write_str("the quick brown fox jumps over the lazy dog");
+	}
+	if (!strcmp(mode, "crash")) {
+		/* not dumpable: no core file (nor a core_pattern helper) per crash */
+		prctl(PR_SET_DUMPABLE, 0);
+		raise(SIGSEGV);
+		return 4;
 	}
 	if (!strcmp(mode, "exec")) {
 		char *av[] = { argv[0], (char *)"execed", NULL };
