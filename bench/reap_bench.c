@@ -76,7 +76,7 @@ static void *template_box(size_t *len)
 	if (pid < 0)
 		die("fork");
 	if (pid == 0) {
-		struct bb_options o = { .dir = dir, .ring_count = 1, .ring_size = 4096 };
+		struct bb_options o = { .dir = dir, .segment_count = 1, .segment_size = 4096 };
 
 		if (bb_init_opts(&o) < 0)
 			_exit(2);

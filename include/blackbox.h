@@ -77,10 +77,9 @@ struct bb_field {
 #define BB_VERSION_MINOR 1
 #define BB_VERSION_PATCH 0
 
-/* Default box size when neither the caller nor BLACKBOX_SIZE gives one. */
+/* Default box size when neither the caller nor BLACKBOX_SIZE gives one:
+ * the box file is exactly this big (README "Sizes"). */
 #define BB_DEFAULT_SIZE        (4u << 20)
-/* Default number of private (per-thread) rings. */
-#define BB_DEFAULT_RING_COUNT  16u
 
 /* struct bb_options.flags */
 #define BB_OPT_KEEP_ON_EXIT   0x1u /* exit() leaves the box in place */
@@ -105,9 +104,13 @@ enum bb_fork_policy {
  * zero field means "the default".
  */
 struct bb_options {
-	size_t      size;       /* upper bound of the box size in bytes */
-	unsigned    ring_count; /* private rings (threads with a ring of their own) */
-	size_t      ring_size;  /* bytes per ring: power of two, >= 4096; 0 = derive from size */
+	size_t      size;       /* the box's size in bytes (rounded down to a page);
+	                         * 0 = BLACKBOX_SIZE or BB_DEFAULT_SIZE, or, with
+	                         * segment_count, what the segments need */
+	unsigned    segment_count; /* segments threads write into (1 .. 4096);
+	                         * 0 = as many as fit in size */
+	size_t      segment_size; /* bytes per segment: power of two, >= 4096; 0 =
+	                         * derived from size (8 KiB for the default box) */
 	const char *dir;        /* directory for the box file; NULL = POSIX shm */
 	mode_t      mode;       /* permission bits, 0 = 0600; 0640 lets the group read */
 	unsigned    flags;      /* BB_OPT_* */

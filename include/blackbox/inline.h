@@ -77,27 +77,47 @@
 #include <blackbox/format.h>
 
 /*
- * One ring as its writer sees it: the library's process-local view
- * (bb__box.rings[], one per ring of the box).  Aligned to a cache line:
- * the rings of different threads sit side by side, and head (every
- * record) and tail (every record once wrapped) are written by each ring's
- * own thread; packed, two threads' rings would share a line.
+ * Where a writer appends: one ring as its writer sees it, or a thread's
+ * window on the segment it writes (format 3.0, FORMAT.md §13).  The
+ * library's process-local view (bb__box.rings[], one per ring of the ring
+ * table, and one window per thread slot).  Aligned to a cache line: the
+ * windows of different threads sit side by side, and head (every record)
+ * is written by each one's own thread; packed, two threads would share a
+ * line.
+ *
+ * The record at position pos lives at data + (pos & mask); a record that
+ * ends at end fits when end - tail <= mask + 1, and else the library makes
+ * room (bb__ring_room() below).  A ring: mask = size - 1, tail its oldest
+ * record.  A window: positions are the thread's log positions, which never
+ * wrap inside a segment, so mask = BB__WINDOW_MASK (every position below
+ * 2^63 as it is), data = the segment's bytes - its start position, and
+ * tail = the segment's end position - 2^63: a record fits exactly when it
+ * ends inside the segment, and otherwise "making room" is taking the next
+ * segment.  The same two tests, for both.
  */
 struct __attribute__((aligned(64))) bb__ring {
-	struct bb_ring_desc *desc; /* in the box: head and tail published here */
-	uint8_t *data;             /* 2 * size bytes: the ring mapped twice */
-	uint64_t mask;             /* size - 1 */
+	uint64_t *pub;             /* where head is published: the descriptor's
+	                            * head (a ring's, or the window's segment's) */
+	uint8_t *data;             /* a ring: 2 * size bytes, the ring mapped
+	                            * twice; a window: see above */
+	uint64_t mask;             /* size - 1, or BB__WINDOW_MASK */
 	/* The writer's own copies of head and tail: the truth, published to
-	 * desc->head / desc->tail.  Touched only by the ring's one writer. */
+	 * the descriptor.  Touched only by the ring's one writer. */
 	uint64_t head;
 	uint64_t tail;
-	/* Mark segments (bb__ring_room() below): a record [pos, end) with
-	 * (pos ^ end) > segmask crosses into a new segment of segmask + 1
-	 * bytes, and the writer tells the library where that segment's first
-	 * record starts.  UINT64_MAX: no segments (a ring under
-	 * BB__MARK_RING_MIN bytes).  Set once, when the box is created. */
+	/* Mark segments of a ring (bb__ring_room() below): a record [pos, end)
+	 * with (pos ^ end) > segmask crosses into a new mark segment of
+	 * segmask + 1 bytes, and the writer tells the library where that
+	 * segment's first record starts.  UINT64_MAX: none (a ring under
+	 * BB__MARK_RING_MIN bytes, a window).  Set with the ring. */
 	uint64_t segmask;
+	struct bb_ring_desc *desc; /* a ring: its descriptor (tail, lock); a
+	                            * window: NULL (the library's, not read here) */
+	uint64_t reserved;
 };
+
+/* A window's mask: log positions below 2^63 map to data + pos. */
+#define BB__WINDOW_MASK (UINT64_MAX >> 1)
 
 /* The start of the library's struct bb__box: what every write reads,
  * chosen once at bb_init(), one cache line. */
@@ -109,10 +129,10 @@ struct bb__fast_box {
 	uint8_t rflags;            /* flags of every record: BB_RF_CRC or 0 */
 	uint8_t pad0;
 	uint32_t trailer;          /* bytes after the value: BB_CRC_SIZE or 0 */
-	uint32_t room;             /* value bytes of a private-ring record:
+	uint32_t room;             /* value bytes of a record in a segment:
 	                            * max_record - envelope - trailer; at least
-	                            * 1 KiB - 20 (a ring is >= 4 KiB and
-	                            * max_record is a quarter of it) */
+	                            * 4 KiB - 20 (a segment is >= 4 KiB and a
+	                            * record may fill one) */
 };
 
 /* bb__fast_box.crc */
@@ -122,7 +142,8 @@ struct bb__fast_box {
 
 /* The start of the library's per-thread struct bb__tls. */
 struct bb__fast_tls {
-	struct bb__ring *ring;     /* claimed private ring, NULL = none/shared */
+	struct bb__ring *ring;     /* this thread's window on its segment (3.0),
+	                            * NULL = none (the shared ring) */
 	uint32_t gen;              /* box generation of the claim; 0 = never */
 	uint32_t depth;            /* writes in progress on this thread (nesting) */
 };
@@ -351,7 +372,7 @@ void bb__ring_publish(struct bb__ring *r, uint8_t *rec, uint64_t pos, uint32_t l
 	r->head = end;
 	/* Publishes the record.  Pairs with the reader's acquire load of head:
 	 * every byte of every record before @end is visible to it. */
-	BB__STORE_RELEASE(&r->desc->head, end);
+	BB__STORE_RELEASE(r->pub, end);
 }
 
 /*
@@ -946,9 +967,12 @@ struct bb__fw {
 	uint32_t depth;            /* this write's nesting depth (1) */
 };
 
-/* The smallest room of any box (a 4 KiB ring, a quarter of it per record,
- * envelope and CRC): values up to this size need no room test. */
-#define BB__ROOM_MIN (BB_RING_MIN_SIZE / 4 - BB_RECORD_HDR_SIZE - BB_CRC_SIZE)
+/* The smallest room of any window (a 4 KiB segment, a record fills at
+ * most one, envelope and CRC): values up to this size need no room test,
+ * and every inline value is smaller (box.c asserts it for the kv paths; an
+ * event of 8 fields of two 64-byte strings is about 1.1 KiB), so the test
+ * folds away. */
+#define BB__ROOM_MIN (BB_SEG_MIN_SIZE - BB_RECORD_HDR_SIZE - BB_CRC_SIZE)
 
 /*
  * bb__fast_begin - enter the nesting section and reserve a record of @n

@@ -88,8 +88,8 @@ static inline void synth_init(struct synth *s, uint32_t rings, uint64_t ring_siz
 		abort();
 	h = synth_hdr(s);
 	h->magic = BB_MAGIC;
-	h->version_major = BB_FORMAT_MAJOR;
-	h->version_minor = BB_FORMAT_MINOR;
+	h->version_major = 2; /* the 2.x layout: private rings, no segments */
+	h->version_minor = 1;
 	h->header_size = BB_HEADER_SIZE;
 	h->byte_order = BB_BYTE_ORDER_MARK;
 	h->word_size = sizeof(void *);
