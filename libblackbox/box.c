@@ -782,7 +782,7 @@ int bb__nobox(void)
  * before and after its copy (ring.h, reader_snapshot.c).
  */
 
-/* Segment @i's descriptor and data. */
+/* Segment @i's descriptor. */
 static inline struct bb_seg_desc *bb__seg(struct bb__box *box, uint32_t i)
 {
 	return &box->segs[i];
@@ -804,28 +804,32 @@ static uint32_t bb__slot_held(const struct bb_thread_slot *s)
 }
 
 /*
- * bb__seg_pop - pop the oldest segment of slot @s's log: its index, and
- * its owner word in *@own, or BB_SEG_NONE when the log has none that may
- * be taken (its oldest is its current one) or another thread popped first.
- * The segment is then the caller's alone: no queue names it any more.
+ * bb__seg_pop - pop the oldest segment of slot @s's log, whose queue word
+ * the caller loaded with acquire as @q (the acquire pairs with the release
+ * of the pop, a compare-and-swap, or the owner's first push, that stored
+ * it: the segment it names had become the log's, and was OPEN at least,
+ * before).  Returns its index, and its owner word in *@own, or
+ * BB_SEG_NONE when it may not be taken (it is the log's current one) or
+ * another thread popped first.  The segment is then the caller's alone:
+ * no queue names it any more.
  */
-static uint32_t bb__seg_pop(struct bb__box *box, struct bb_thread_slot *s, uint64_t *own)
+static inline __attribute__((always_inline))
+uint32_t bb__seg_pop(struct bb__box *box, struct bb_thread_slot *s, uint64_t q, uint64_t *own)
 {
-	/* Acquire: pairs with the release of the pop (compare-and-swap) or
-	 * the owner's first push that stored this queue word: the segment it
-	 * names had become the log's, and was OPEN at least, before. */
-	uint64_t q = BB__LOAD_ACQUIRE(&s->queue), w;
+	const uint32_t nsegs = box->nsegs;
+	struct bb_seg_desc *const segs = box->segs;
 	uint32_t o = BB_QUEUE_IDX(q), m;
+	uint64_t w;
 
-	if (o >= box->nsegs)
+	if (o >= nsegs)
 		return BB_SEG_NONE;
 	/* Acquire: pairs with the owner's release store of SEALED, which
-	 * follows its store of next (bb__seg_link()). */
-	w = BB__LOAD_ACQUIRE(&bb__seg(box, o)->own);
+	 * follows its store of next (bb__seg_use()). */
+	w = BB__LOAD_ACQUIRE(&segs[o].own);
 	if (BB_SEG_STATE(w) != BB_SEG_SEALED || BB_SEG_LOG(w) != BB__LOAD_RELAXED(&s->log))
 		return BB_SEG_NONE;
-	m = BB__LOAD_RELAXED(&bb__seg(box, o)->next);
-	if (m >= box->nsegs)
+	m = BB__LOAD_RELAXED(&segs[o].next);
+	if (m >= nsegs)
 		m = BB_SEG_NONE;  /* the last segment of an exited thread's log */
 	/* Acquire and release: the winner owns o (acquire: after the owner's
 	 * last stores to it), and the next popper, whose acquire load reads
@@ -838,19 +842,37 @@ static uint32_t bb__seg_pop(struct bb__box *box, struct bb_thread_slot *s, uint6
 }
 
 /*
- * bb__seg_take - hand segment @i (owner word @own, ours: from the pool or
- * a pop, or our own current) to this thread's log, at log position
- * @start, ordinal @ord.  A seqlock write (see above): a reader that copied
- * any byte we write from here on sees the new owner word after its
- * acquire fence, and drops the copy.
+ * bb__seg_use - hand segment @i (owner word @own, ours: from the pool or a
+ * pop, or our own current @c over again) to this thread's log at log
+ * position @start, ordinal @ord; make it the current one; point the window
+ * at it.
+ *
+ * The hand-over is a seqlock write (see above): the CLAIMING word, a
+ * release fence, the descriptor, the OPEN word with release.  A reader
+ * that copied any byte we write from the fence on sees the new word after
+ * its acquire fence, and drops the copy.  Then the link: the old current
+ * @c gets next = i, then is SEALED with release (it may be taken from then
+ * on: a popper's acquire load of the SEALED word sees next); without one
+ * (the log's first) the queue names i, with release (a popper's acquire
+ * load sees i OPEN).  The window: data + pos is the record at pos (the
+ * segment's bytes less @start), and a record fits while it ends inside
+ * the segment (<blackbox/inline.h>).
  */
-static void bb__seg_take(struct bb__box *box, struct bb__tls *t, uint32_t i, uint64_t own,
-			 uint64_t start, uint32_t ord)
+static inline __attribute__((always_inline))
+void bb__seg_use(struct bb__box *box, struct bb__tls *t, uint32_t c, uint32_t i,
+		 uint64_t own, uint64_t start, uint32_t ord)
 {
+	/* The thread's fields in registers: the stores below could alias
+	 * them as far as the compiler knows. */
+	const uint32_t log = t->log, slot = t->slot;
+	const uint64_t cur = t->own;
 	struct bb_seg_desc *d = bb__seg(box, i);
+	struct bb_thread_slot *s = &box->slots[slot];
+	struct bb__ring *w = &box->windows[slot];
 	uint32_t gen = BB_SEG_GEN(own) + 1;
+	uint64_t open = BB_SEG_OWN(BB_SEG_OPEN, gen, log);
 
-	BB__STORE_RELAXED(&d->own, BB_SEG_OWN(BB_SEG_CLAIMING, gen, t->log));
+	BB__STORE_RELAXED(&d->own, BB_SEG_OWN(BB_SEG_CLAIMING, gen, log));
 	/* Orders the CLAIMING word before every store below, the records
 	 * included.  Pairs with a reader's acquire fence before it reads the
 	 * owner word again (ring.h bb__ring_read(), reader_snapshot.c). */
@@ -859,56 +881,36 @@ static void bb__seg_take(struct bb__box *box, struct bb__tls *t, uint32_t i, uin
 	BB__STORE_RELAXED(&d->head, start);
 	BB__STORE_RELAXED(&d->ord, ord);
 	BB__STORE_RELAXED(&d->next, BB_SEG_NONE);
-	BB__STORE_RELAXED(&d->tid, t->tid);
-	BB__STORE_RELAXED(&d->slot, t->slot);
-	memcpy(d->thread_name, t->name, sizeof(d->thread_name));
+	if (BB_SEG_LOG(own) != log) {
+		/* not one of our own: say whose it is now (descriptive,
+		 * under the seqlock like the rest) */
+		BB__STORE_RELAXED(&d->tid, t->tid);
+		BB__STORE_RELAXED(&d->slot, slot);
+		memcpy(d->thread_name, t->name, sizeof(d->thread_name));
+	}
 	/* Release: a reader (or a popper) that loads OPEN with acquire sees
 	 * the descriptor above. */
-	BB__STORE_RELEASE(&d->own, BB_SEG_OWN(BB_SEG_OPEN, gen, t->log));
+	BB__STORE_RELEASE(&d->own, open);
+	if (c != i) {
+		BB__STORE_RELAXED(&s->cur_ord, ord);
+		BB__STORE_RELAXED(&s->current, i);
+		if (c == BB_SEG_NONE) {
+			BB__STORE_RELEASE(&s->queue, BB_QUEUE(i, ord));
+		} else {
+			struct bb_seg_desc *o = bb__seg(box, c);
+
+			BB__STORE_RELAXED(&o->next, i);
+			BB__STORE_RELEASE(&o->own, BB_SEG_OWN(BB_SEG_SEALED, BB_SEG_GEN(cur), log));
+		}
+	}
 	t->seg = i;
-}
-
-/* Point this thread's window at its current segment, from log position
- * @start (<blackbox/inline.h>: data + pos is the record at pos; a record
- * fits while it ends inside the segment). */
-static void bb__seg_window(struct bb__box *box, struct bb__tls *t, uint64_t start)
-{
-	struct bb__ring *w = &box->windows[t->slot];
-	uint8_t *base = box->segdata + (size_t)t->seg * box->seg_size;
-
-	w->pub = &bb__seg(box, t->seg)->head;
-	w->data = (uint8_t *)((uintptr_t)base - (uintptr_t)start);
-	w->mask = BB__WINDOW_MASK;
+	t->ord = ord;
+	t->own = open;
+	w->pub = &d->head;
+	w->data = (uint8_t *)((uintptr_t)(box->segdata + (size_t)i * box->seg_size) -
+			      (uintptr_t)start);
 	w->head = start;
 	w->tail = start + box->seg_size - (BB__WINDOW_MASK + 1);
-	w->segmask = UINT64_MAX;
-	w->desc = NULL;
-	t->f.ring = w;
-}
-
-/*
- * bb__seg_link - make segment @n, just taken at ordinal @ord, the current
- * one of this thread's log.  With a current segment @c: c.next = n, then
- * c SEALED with release (it may be taken from then on: a popper's acquire
- * load of the SEALED word sees next).  Without (the log's first): the
- * queue names n, with release (a popper's acquire load sees n OPEN).
- */
-static void bb__seg_link(struct bb__box *box, struct bb__tls *t, uint32_t c, uint32_t n,
-			 uint32_t ord)
-{
-	struct bb_thread_slot *s = &box->slots[t->slot];
-
-	BB__STORE_RELAXED(&s->cur_ord, ord);
-	BB__STORE_RELAXED(&s->current, n);
-	if (c == BB_SEG_NONE) {
-		BB__STORE_RELEASE(&s->queue, BB_QUEUE(n, ord));
-	} else if (c != n) {
-		struct bb_seg_desc *d = bb__seg(box, c);
-		uint64_t own = BB__LOAD_RELAXED(&d->own);
-
-		BB__STORE_RELAXED(&d->next, n);
-		BB__STORE_RELEASE(&d->own, BB_SEG_OWN(BB_SEG_SEALED, BB_SEG_GEN(own), t->log));
-	}
 }
 
 /*
@@ -943,7 +945,8 @@ static uint32_t bb__seg_steal(struct bb__box *box, struct bb__tls *t, uint32_t h
 		}
 		if (best == BB_SEG_NONE)
 			return BB_SEG_NONE;
-		i = bb__seg_pop(box, &box->slots[best], own);
+		i = bb__seg_pop(box, &box->slots[best], BB__LOAD_ACQUIRE(&box->slots[best].queue),
+				own);
 		if (i != BB_SEG_NONE)
 			return i;
 	}
@@ -951,56 +954,58 @@ static uint32_t bb__seg_steal(struct bb__box *box, struct bb__tls *t, uint32_t h
 }
 
 /*
- * bb__seg_next - the next segment for this thread's log, which holds the
- * segment @c (BB_SEG_NONE: none yet), starting at log position @start;
- * then its window points there.  The free pool, then our own oldest (when
- * we hold 2 or more), then a steal, then @c over again.  Returns false
- * (nothing changed) when there is nothing to take and no @c.  Counters:
- * statistics, relaxed.
+ * bb__seg_next - the next segment for this thread's log, whose current
+ * one is @c (BB_SEG_NONE: none yet), from log position @start: the free
+ * pool, then our own oldest (when it is not @c: we hold 2 or more), then
+ * a steal, then @c over again.  Returns false (nothing changed) when
+ * there is nothing to take and no @c.  Counters: statistics, relaxed.
  */
-static bool bb__seg_next(struct bb__box *box, struct bb__tls *t, uint32_t c, uint64_t start)
+static __attribute__((noinline))
+bool bb__seg_next(struct bb__box *box, struct bb__tls *t, uint32_t c, uint64_t start)
 {
 	struct bb_thread_slot *s = &box->slots[t->slot];
-	uint32_t held = c == BB_SEG_NONE ? 0 : bb__slot_held(s);
-	uint32_t ord = c == BB_SEG_NONE ? BB_QUEUE_ORD(BB__LOAD_RELAXED(&s->queue)) :
-					  BB__LOAD_RELAXED(&s->cur_ord) + 1;
-	uint32_t i = BB_SEG_NONE;
+	uint32_t ord = c == BB_SEG_NONE ? BB_QUEUE_ORD(BB__LOAD_RELAXED(&s->queue)) : t->ord + 1;
+	uint32_t i, held = c == BB_SEG_NONE ? 0 : 1;
 	uint64_t own = 0;
 
 	/* The pool: never-used segments, handed out once each.  Relaxed:
 	 * the counter orders nothing (a fresh segment is all zeros); the
 	 * load first keeps a drained pool from counting past the end. */
-	if (BB__LOAD_RELAXED(&box->hdr->seg_next) < box->nsegs) {
+	if (bb_unlikely(BB__LOAD_RELAXED(&box->hdr->seg_next) < box->nsegs)) {
 		uint64_t k = BB__FETCH_ADD(&box->hdr->seg_next, 1);
 
-		if (k < box->nsegs)
-			i = (uint32_t)k;
+		if (k < box->nsegs) {
+			bb__seg_use(box, t, c, (uint32_t)k, 0, start, ord);
+			return true;
+		}
 	}
-	for (int tries = 0; i == BB_SEG_NONE && held >= 2 && tries < 8; tries++) {
-		i = bb__seg_pop(box, s, &own);
-		if (i != BB_SEG_NONE)
-			BB__FETCH_ADD(&box->hdr->seg_recycled, 1);
-		else
-			held = bb__slot_held(s);
+	/* Our own oldest, unless it is our current one.  Acquire: see
+	 * bb__seg_pop(). */
+	for (int tries = 0; c != BB_SEG_NONE && tries < 8; tries++) {
+		uint64_t q = BB__LOAD_ACQUIRE(&s->queue);
+
+		if (BB_QUEUE_IDX(q) == c)
+			break;
+		i = bb__seg_pop(box, s, q, &own);
+		if (bb_likely(i != BB_SEG_NONE)) {
+			bb__seg_use(box, t, c, i, own, start, ord);
+			return true;
+		}
+		held = 2; /* we held more, and someone took our oldest */
 	}
-	if (i == BB_SEG_NONE) {
-		i = bb__seg_steal(box, t, held, &own);
-		if (i != BB_SEG_NONE)
-			BB__FETCH_ADD(&box->hdr->seg_stolen, 1);
-	}
-	if (i == BB_SEG_NONE) {
-		if (c == BB_SEG_NONE)
-			return false;
-		/* Nothing to take: start our own segment over. */
-		BB__FETCH_ADD(&box->hdr->seg_restarted, 1);
-		bb__seg_take(box, t, c, BB__LOAD_RELAXED(&bb__seg(box, c)->own), start,
-			     BB__LOAD_RELAXED(&bb__seg(box, c)->ord));
-		bb__seg_window(box, t, start);
+	if (held == 2)
+		held = bb__slot_held(s);
+	i = bb__seg_steal(box, t, held, &own);
+	if (i != BB_SEG_NONE) {
+		BB__FETCH_ADD(&box->hdr->seg_stolen, 1);
+		bb__seg_use(box, t, c, i, own, start, ord);
 		return true;
 	}
-	bb__seg_take(box, t, i, own, start, ord);
-	bb__seg_link(box, t, c, i, ord);
-	bb__seg_window(box, t, start);
+	if (c == BB_SEG_NONE)
+		return false;
+	/* Nothing to take: start our own segment over. */
+	BB__FETCH_ADD(&box->hdr->seg_restarted, 1);
+	bb__seg_use(box, t, c, c, t->own, start, t->ord);
 	return true;
 }
 
@@ -1042,6 +1047,11 @@ static struct bb__ring *bb__seg_join(struct bb__box *box, struct bb__tls *t)
 	t->slot = slot;
 	t->log = log;
 	t->seg = BB_SEG_NONE;
+	t->own = 0;
+	box->windows[slot].mask = BB__WINDOW_MASK;
+	box->windows[slot].segmask = UINT64_MAX;
+	box->windows[slot].desc = NULL;
+	box->windows[slot].box = box;
 	BB__STORE_RELAXED(&s->log, log);
 	BB__STORE_RELAXED(&s->tid, t->tid);
 	BB__STORE_RELAXED(&s->current, BB_SEG_NONE);
@@ -1058,6 +1068,7 @@ static struct bb__ring *bb__seg_join(struct bb__box *box, struct bb__tls *t)
 	bb__crash_thread_start(t);
 	if (bb__g.key_ok)
 		pthread_setspecific(bb__g.key, box);
+	t->f.ring = &box->windows[slot];
 	return t->f.ring;
 }
 
@@ -1067,9 +1078,8 @@ static struct bb__ring *bb__seg_join(struct bb__box *box, struct bb__tls *t)
 static void bb__seg_exit(struct bb__box *box, struct bb__tls *t)
 {
 	struct bb_seg_desc *d = bb__seg(box, t->seg);
-	uint64_t own = BB__LOAD_RELAXED(&d->own);
 
-	BB__STORE_RELEASE(&d->own, BB_SEG_OWN(BB_SEG_SEALED, BB_SEG_GEN(own), t->log));
+	BB__STORE_RELEASE(&d->own, BB_SEG_OWN(BB_SEG_SEALED, BB_SEG_GEN(t->own), t->log));
 	BB__STORE_RELEASE(&box->slots[t->slot].claim, (uint32_t)BB_RING_RETIRED);
 	t->slot = BB_SEG_NONE;
 }
@@ -1198,21 +1208,37 @@ BB_EXPORT void bb__ring_mark(struct bb__ring *r, uint64_t end)
  */
 BB_EXPORT void bb__ring_make_room(struct bb__ring *r, uint64_t end)
 {
-	uint64_t size = r->mask + 1, need = end - size;
-	uint64_t tail = r->tail;
+	uint64_t size, need, tail;
 	const uint64_t *m;
 
 	if (!r->desc) {
-		/* A thread's window: its segment is full, the record goes to
-		 * the next one, from the same log position (box.c
-		 * "Segments").  Acquire: as in bb__begin(). */
-		struct bb__box *box = BB__LOAD_ACQUIRE(&bb__box);
+		/* A thread's window (only its thread writes through it): its
+		 * segment is full, the record goes to the next one, from the
+		 * same log position (box.c "Segments").  The steady state,
+		 * once the pool is drained, of a thread holding 2 or more
+		 * segments is its own oldest: here, without a call. */
 		struct bb__tls *t = &bb__tls;
+		struct bb__box *box = r->box;
+		struct bb_thread_slot *s = &box->slots[t->slot];
+		const uint32_t c = t->seg;
+		/* Acquire: see bb__seg_pop(). */
+		uint64_t q = BB__LOAD_ACQUIRE(&s->queue), own;
+		uint32_t i;
 
-		if (box && t->f.ring == r && t->f.gen == box->f.gen)
-			bb__seg_next(box, t, t->seg, r->head);
+		if (bb_likely(BB_QUEUE_IDX(q) != c &&
+			      BB__LOAD_RELAXED(&box->hdr->seg_next) >= box->nsegs)) {
+			i = bb__seg_pop(box, s, q, &own);
+			if (bb_likely(i != BB_SEG_NONE)) {
+				bb__seg_use(box, t, c, i, own, r->head, t->ord + 1);
+				return;
+			}
+		}
+		bb__seg_next(box, t, c, r->head);
 		return;
 	}
+	size = r->mask + 1;
+	need = end - size;
+	tail = r->tail;
 	m = bb__ring_marks(r);
 
 	if (m) {

@@ -314,7 +314,6 @@ void bb__rdr_refresh_info(struct bb_reader *r)
 	if (in->version_major >= 3) {
 		in->overflow = BB__LOAD_RELAXED(&h->overflow);
 		in->seg_stolen = BB__LOAD_RELAXED(&h->seg_stolen);
-		in->seg_recycled = BB__LOAD_RELAXED(&h->seg_recycled);
 		in->seg_restarted = BB__LOAD_RELAXED(&h->seg_restarted);
 	}
 }

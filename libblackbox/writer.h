@@ -101,6 +101,8 @@ struct bb__tls {
 	uint32_t slot;             /* its thread slot (f.gen's box), BB_SEG_NONE */
 	uint32_t log;              /* its log id */
 	uint32_t seg;              /* its current segment */
+	uint32_t ord;              /* its ordinal */
+	uint64_t own;              /* its owner word (OPEN), as we stored it */
 	uint32_t retry;            /* shared-ring writes since it last tried for a segment */
 	char name[16];             /* its name when it first wrote (PR_GET_NAME) */
 };

@@ -190,8 +190,7 @@ struct bb_header {
 	uint64_t seg_restarted;      /* 1200 a thread with one segment started it over */
 	uint64_t overflow;           /* 1208 records a thread wrote to the shared ring
 	                              *      because it had no segment */
-	uint64_t seg_recycled;       /* 1216 segments a thread took back from its own log */
-	uint8_t  reserved[BB_CRASH_OFFSET - 1224];
+	uint8_t  reserved[BB_CRASH_OFFSET - 1216];
 
 	/* The crash area: written once by the crash handler (first fatal
 	 * signal wins), a record envelope + value exactly like a ring record,
@@ -410,7 +409,7 @@ BB__FORMAT_ASSERT(offsetof(struct bb_header, cgroup_hierarchy) == 568, header_cg
 BB__FORMAT_ASSERT(offsetof(struct bb_header, invocation_id) == 576, header_invocation_id);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, cgroup) == 616, header_cgroup);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, seg_count) == 1128, header_seg_count);
-BB__FORMAT_ASSERT(offsetof(struct bb_header, seg_recycled) == 1216, header_seg_recycled);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, overflow) == 1208, header_overflow);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, crash) == BB_CRASH_OFFSET, header_crash_area);
 BB__FORMAT_ASSERT(sizeof(struct bb_seg_desc) == BB_SEG_DESC_SIZE, segment_descriptor_size);
 BB__FORMAT_ASSERT(sizeof(struct bb_thread_slot) == BB_THREAD_SLOT_SIZE, thread_slot_size);

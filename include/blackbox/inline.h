@@ -76,6 +76,9 @@
 #include <blackbox/barrier.h>
 #include <blackbox/format.h>
 
+/* The library's box (struct bb__box), complete only inside it. */
+struct bb__box;
+
 /*
  * Where a writer appends: one ring as its writer sees it, or a thread's
  * window on the segment it writes (format 3.0, FORMAT.md §13).  The
@@ -111,9 +114,10 @@ struct __attribute__((aligned(64))) bb__ring {
 	 * segment's first record starts.  UINT64_MAX: none (a ring under
 	 * BB__MARK_RING_MIN bytes, a window).  Set with the ring. */
 	uint64_t segmask;
+	/* The library's, not read here: */
 	struct bb_ring_desc *desc; /* a ring: its descriptor (tail, lock); a
-	                            * window: NULL (the library's, not read here) */
-	uint64_t reserved;
+	                            * window: NULL */
+	struct bb__box *box;       /* a window: its box */
 };
 
 /* A window's mask: log positions below 2^63 map to data + pos. */
@@ -150,7 +154,6 @@ struct bb__fast_tls {
 
 /* The library's state, complete only inside it.  The asm labels version
  * the layout (see "The ABI" above). */
-struct bb__box;
 struct bb__tls;
 extern struct bb__box *bb__box __asm__("bb__box_v1");
 extern __thread struct bb__tls bb__tls __asm__("bb__tls_v1")

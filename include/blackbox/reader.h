@@ -135,7 +135,6 @@ struct bb_box_info {
 	uint64_t overflow;     /* records written to the shared ring for want of
 				  a segment (their thread got none) */
 	uint64_t seg_stolen;   /* segments taken from another thread's log */
-	uint64_t seg_recycled; /* segments a thread took back from its own log */
 	uint64_t seg_restarted;/* a thread with one segment started it over */
 };
 

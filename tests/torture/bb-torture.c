@@ -714,7 +714,7 @@ static int check_killed(pid_t pid, bool early)
 	if (info->version_major != 3 || !info->seg_count)
 		fail("format %u.%u with %u segments: not a 3.0 box", info->version_major,
 		     info->version_minor, info->seg_count);
-	fig->handovers += hdr->seg_recycled + hdr->seg_stolen + hdr->seg_restarted;
+	fig->handovers += hdr->seg_stolen + hdr->seg_restarted;
 
 	/* The segments that hold part of a log, by log and start. */
 	sx = calloc(info->seg_count + 1, sizeof(*sx));
@@ -1455,7 +1455,7 @@ int main(int argc, char **argv)
 	if (opt.kills)
 		printf("bb-torture: kills checked %" PRIu64 " records of %" PRIu64 " threads "
 		       "(%" PRIu64 " in the shared ring) in %" PRIu64 " logs; %" PRIu64
-		       " segment hand-overs, %" PRIu64 " holes measured, %" PRIu64 " torn records; "
+		       " segments stolen or started over, %" PRIu64 " holes measured, %" PRIu64 " torn records; "
 		       "killed before bb_init() finished: %" PRIu64 " no box, %" PRIu64
 		       " unfinished box\n", (uint64_t)fig->records, (uint64_t)fig->serials,
 		       (uint64_t)fig->shared_records, (uint64_t)fig->logs,
