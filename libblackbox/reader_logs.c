@@ -137,8 +137,54 @@ static void describe(struct bb_reader *r, struct rring *rr, const struct rseg *s
  * is left out and, when @count, counted corrupt on its log's ring (every
  * walk counts what it finds, as for records).  -ENOMEM.
  */
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Rings for the logs of the copy not known yet, by log id: in a walk, new
+ * logs get the next ring indexes, the oldest thread's first. */
+static int new_logs(struct bb_reader *r)
+{
+	uint32_t *ids = malloc(r->seg_count * sizeof(*ids) + 1);
+	size_t n = 0;
+	int rc = 0;
+
+	if (!ids)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < r->seg_count; i++) {
+		const struct bb_seg_desc *d = bb__rdr_seg(r, r->base, i);
+		uint64_t own;
+		uint32_t st, log;
+		size_t at;
+
+		memcpy(&own, &d->own, sizeof(own)); /* our copy: plain loads */
+		st = BB_SEG_STATE(own);
+		log = BB_SEG_LOG(own);
+		if (st != BB_SEG_OPEN && st != BB_SEG_SEALED)
+			continue;
+		at = log_at(r, log);
+		if (at < r->nlogs && r->logs[at].log == log)
+			continue;
+		ids[n++] = log;
+	}
+	if (n > 1)
+		qsort(ids, n, sizeof(*ids), u32_cmp);
+	for (size_t k = 0; k < n && rc >= 0; k++)
+		if (!k || ids[k] != ids[k - 1])
+			rc = (int)ring_of_log(r, ids[k]);
+	free(ids);
+	return rc < 0 ? rc : 0;
+}
+
 static int scan(struct bb_reader *r, bool count)
 {
+	int rc = new_logs(r);
+
+	if (rc)
+		return rc;
 	r->nsegs = 0;
 	for (uint32_t i = 0; i < r->info.ring_count; i++) {
 		r->rings[i].seg_first = 0;
