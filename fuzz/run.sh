@@ -14,6 +14,7 @@ clang -g -O1 -std=gnu11 -D_GNU_SOURCE \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	-I"$root/include" -I"$root/libblackbox" \
 	"$here/fuzz_reader.c" "$root"/libblackbox/reader*.c "$root/libblackbox/names.c" \
+	"$root/libblackbox/proc.c" \
 	"$root/libblackbox/escape.c" "$root/libblackbox/value.c" "$root/libblackbox/crc32c.c" \
 	"$root"/shared/*.c \
 	-o "$out/fuzz_reader"
