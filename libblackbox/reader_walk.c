@@ -303,8 +303,8 @@ static int tid_ring_cmp(const void *a, const void *b)
 
 /*
  * Shared and important rings: each record's tid is its BB_RF_TID
- * extension; its thread's name is the one of the private ring that tid
- * holds now (its descriptor's), "" when none does.  The private rings are
+ * extension; its thread's name is the one of the private ring (3.0: the
+ * log) that tid holds now (its descriptor's), "" when none does.  The private rings are
  * looked up by tid in a sorted table: a ring of many threads' records
  * costs a binary search per change of tid, never a pass over the table.
  */

@@ -22,7 +22,7 @@
 
 /*
  * BB__ON_RING(w, stmts): @stmts (reserve .. commit) twice, once where the
- * compiler knows the write goes to the thread's private ring (w.shared is
+ * compiler knows the write goes to the thread's segment (w.shared is
  * false: the tid extension, the lock release and their branches fold away)
  * and once for the shared ring.  Without it the two ways out of bb__begin()
  * merge and the fast path tests w.shared at run time: measured (callgrind),

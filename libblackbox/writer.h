@@ -196,9 +196,9 @@ static inline bool bb__begin(struct bb__w *w, int *ret)
 	 * the clock read (BENCHMARKS.md "Write path against the clock"). */
 	depth = t->f.depth + 1;
 	t->f.depth = depth;
-	/* The nesting mark is set before we look at the ring: a signal
+	/* The nesting mark is set before we look at the window: a signal
 	 * handler that runs after this point sees depth > 1 and stays off our
-	 * private ring; one that ran before it completed its write before we
+	 * segment; one that ran before it completed its write before we
 	 * read r->head below. */
 	BB__SIGNAL_FENCE();
 	if (bb_likely(depth == 1 && t->f.gen == box->f.gen && t->f.ring)) {

@@ -29,14 +29,15 @@
  *    string literals (lengths folded at compile time) or strings known
  *    only at run time, measured by bb__strlen_upto() (below: aligned
  *    16-byte blocks, never a page the string does not reach);
- *  - a box is open and this thread already owns a private ring in it (its
- *    first write, which claims the ring, goes through the library);
+ *  - a box is open and this thread already writes into a segment of it
+ *    through its window (its first write, which takes the segment, goes
+ *    through the library);
  *  - not nested (a signal handler interrupting a write: the library sends
  *    it to the shared ring);
  *  - the box's checksum is off or done by the SSE4.2 crc32 instruction
- *    (bb_init() found it).  Making room in a wrapped ring is a call into
- *    the library about once per 64th of the ring (bb__ring_room()), not
- *    a fallback.
+ *    (bb_init() found it).  Taking the next segment when the current one
+ *    is full is a call into the library once per segment
+ *    (bb__ring_room()), not a fallback.
  *
  * The ABI it fixes ("fast path v1").  Code compiled with this header reads
  * process state the library owns: the two symbols bb__box_v1 (a pointer to
@@ -44,7 +45,11 @@
  * TLS), and, through them, struct bb__fast_box, struct bb__fast_tls and
  * struct bb__ring as laid out below, which the library's structs begin
  * with (static assertions in libblackbox/box.c); and it calls the two
- * functions bb__ring_make_room() and bb__ring_mark().  These layouts and
+ * functions bb__ring_make_room() and bb__ring_mark().  (Format 3.0 kept
+ * the layout: struct bb__ring's first word, once the descriptor whose
+ * head lies at its offset 0, is now the address of that head word, the
+ * same store; a window's mask and tail make the same tests mean "the
+ * segment is full".)  These layouts and
  * functions are part of libblackbox.so.0's ABI (all in LIBBLACKBOX_0.1).
  * A release that must change them exports new symbol names (bb__box_v2
  * ...) for the new layout and keeps bb__box_v1 exported and NULL forever:
@@ -165,10 +170,13 @@ extern __thread struct bb__tls bb__tls __asm__("bb__tls_v1")
 #define BB__FAST_TLS()  ((struct bb__fast_tls *)(void *)&bb__tls)
 
 /*
- * Making room, in the library: bb__ring_make_room() advances tail over
- * old records until a record ending at @end fits, publishes it and issues
- * the release fence (FORMAT.md §7 step 1; it never fails: a ring the
- * process scribbled over is dropped whole).  bb__ring_mark() records that
+ * Making room, in the library: in a thread's window, bb__ring_make_room()
+ * takes the next segment (FORMAT.md §13) and points the window there, at
+ * the same log position; in a ring, it advances tail over old records
+ * until a record ending at @end fits, publishes it and issues the release
+ * fence (FORMAT.md §7 step 1).  It never fails (a thread with nothing to
+ * take starts its own segment over; a ring the process scribbled over is
+ * dropped whole).  In a ring, bb__ring_mark() records that
  * the record ending at @end crossed into a new mark segment, so that @end
  * is where that segment's first record starts.  With those marks, making
  * room jumps tail to the start of a whole segment (at most 2 segments, a
@@ -185,9 +193,11 @@ void bb__ring_mark(struct bb__ring *r, uint64_t end);
 
 /*
  * bb__ring_room - make room for the record [@pos, @end) about to be
- * written at head: the steady state of a wrapped ring is one test that
- * fails, and once per segment a call.  Afterwards every byte the record
- * overwrites lies behind a tail published with its release fence.
+ * written at head: the steady state is one test that fails (a window's
+ * segmask never triggers the mark), and once per segment (a window's) or
+ * mark segment (a ring's) a call.  Afterwards every byte the record
+ * overwrites lies behind a hand-over's owner word or a tail, published
+ * with its release fence.
  */
 static inline __attribute__((always_inline))
 void bb__ring_room(struct bb__ring *r, uint64_t pos, uint64_t end)
@@ -214,8 +224,9 @@ uint8_t *bb__ring_busy(struct bb__ring *r, uint64_t pos)
 	 * reader needs a fence here: it sees our bytes only through an older
 	 * record they overwrite, whose release is ordered before them by the
 	 * tail fence of bb__ring_make_room() (this record's or an earlier
-	 * one's); that fence pairs with the acquire fence in
-	 * bb__ring_read().  The argument: docs/DESIGN.md §5. */
+	 * one's), in a segment by the fence after the hand-over's CLAIMING
+	 * word; those fences pair with the acquire fence in bb__ring_read().
+	 * The argument: docs/DESIGN.md §5. */
 	BB__SIGNAL_FENCE();
 	return rec;
 }
@@ -951,11 +962,11 @@ int bb__kv_library(const char *key, size_t kl, int kind, const char *s, size_t v
 /*
  * The inline write protocol, shared by every inline path: the library's
  * bb__begin()/bb__reserve() and bb__commit() (writer.h) for the case they
- * take here, this thread's private ring.
+ * take here, this thread's window on its segment.
  *
- * The nesting protocol is the library's: depth is raised before the ring
+ * The nesting protocol is the library's: depth is raised before the window
  * is looked at, so a signal handler that runs after that sees depth > 1
- * and stays off our ring (it takes the shared ring); one that ran before
+ * and stays off our segment (it takes the shared ring); one that ran before
  * it finished its write before we read head.  A fallback gives the depth
  * back first: the library call starts from depth 0, as if we had never
  * begun.
@@ -965,7 +976,7 @@ struct bb__fw {
 	struct bb__fast_tls *t;
 	struct bb__ring *r;
 	uint8_t *rec;              /* the busy record */
-	uint64_t pos;              /* its position in the ring */
+	uint64_t pos;              /* its position in the log */
 	uint32_t len;              /* its exact length */
 	uint32_t depth;            /* this write's nesting depth (1) */
 };
@@ -979,9 +990,9 @@ struct bb__fw {
 
 /*
  * bb__fast_begin - enter the nesting section and reserve a record of @n
- * value bytes on this thread's private ring, marked busy.  Returns the
- * value area, or NULL when the library must write it (no box, the ring
- * claim, a nested write, the table CRC, a value over the box's room),
+ * value bytes in this thread's segment, marked busy.  Returns the value
+ * area, or NULL when the library must write it (no box, the thread's first
+ * write, a nested write, the table CRC, a value over the box's room),
  * having changed nothing.
  */
 static inline __attribute__((always_inline))

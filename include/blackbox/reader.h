@@ -268,8 +268,10 @@ bool bb_pid_maps_file(pid_t pid, uint64_t starttime, uint64_t dev, uint64_t ino)
 struct bb_record {
 	uint32_t       ring;        /* index of its ring: the ring table's rings
 				       first, in table order, then (3.0) each
-				       thread's log, in the order the reader found
-				       them (a live reader's indexes never change) */
+				       thread's log: those found at open in the
+				       order their threads first wrote, each one a
+				       later walk finds after them (a reader's
+				       indexes never change) */
 	int32_t        tid;         /* thread that wrote it; 0 if unknown */
 	const char    *thread_name; /* its name at claim, "" if unknown (shared and
 				       important rings: the name of the private
@@ -288,14 +290,16 @@ struct bb_record {
 	bool           important_copy; /* delivered from the important ring because
 					  its original is gone (overwritten) */
 	uint64_t       gap_before;  /* bytes of this ring lost right before this
-				       record: a hole in its history (records
-				       overwritten before they could be read,
+				       record, exactly: a hole in its history
+				       (records overwritten before they could be
+				       read, segments taken from a thread's log,
 				       or bytes that did not validate), 0 if
 				       none.  The first record of a ring in a
 				       walk has no hole before it (older ones
 				       are simply gone), except in a FOLLOW
 				       walk, which goes on from the last one's
-				       end. */
+				       end (a log first found after an earlier
+				       walk: from its first byte). */
 };
 
 /* Per-ring verification counts, accumulated over every walk of a reader. */
@@ -359,8 +363,9 @@ const void *bb_reader_data(const struct bb_reader *r, size_t *len);
 
 /*
  * bb_reader_save - write a consistent copy of the box to @fd: the header,
- * ring table and the ring data, with each ring's tail raised past anything
- * overwritten during the copy (a live reader reads every byte again).
+ * tables and the ring and segment data, with each ring's tail raised past
+ * anything overwritten during the copy, and each segment handed to another
+ * thread during the copy left out (a live reader reads every byte again).
  * Returns 0 or a negative errno (-ESTALE: the file shrank).
  */
 int bb_reader_save(struct bb_reader *r, int fd);
