@@ -333,10 +333,42 @@ int bt_box_read(struct bt_box *b)
 			break;
 		d = (const void *)((const char *)map + off);
 		b->bytes += d->head;
+		b->held += d->head - d->tail;
 		if (d->kind == BB_RING_PRIVATE) {
 			b->private_used += d->head > 0;
 			b->private_full += d->head >= h->ring_size;
 		}
+	}
+	if (h->version_major >= 3 && h->seg_count &&
+	    h->seg_table_offset + (uint64_t)h->seg_count * sizeof(struct bb_seg_desc) <=
+	    (uint64_t)st.st_size) {
+		const struct bb_seg_desc *sd = (const void *)((const char *)map + h->seg_table_offset);
+		uint32_t *logs = calloc(h->seg_count, sizeof(*logs));
+		uint64_t *heads = calloc(h->seg_count, sizeof(*heads));
+		uint32_t nlogs = 0;
+
+		b->seg_count = h->seg_count;
+		b->seg_size = h->seg_size;
+		b->overflow = h->overflow;
+		b->private_full = h->seg_next >= h->seg_count;
+		for (uint32_t i = 0; logs && heads && i < h->seg_count; i++) {
+			uint32_t st_ = BB_SEG_STATE(sd[i].own), log = BB_SEG_LOG(sd[i].own), k;
+
+			if (st_ != BB_SEG_OPEN && st_ != BB_SEG_SEALED)
+				continue;
+			b->held += sd[i].head - sd[i].start;
+			for (k = 0; k < nlogs && logs[k] != log; k++)
+				;
+			if (k == nlogs)
+				logs[nlogs++] = log;
+			if (sd[i].head > heads[k])
+				heads[k] = sd[i].head;
+		}
+		for (uint32_t k = 0; k < nlogs; k++)
+			b->bytes += heads[k];
+		b->private_used = nlogs;
+		free(logs);
+		free(heads);
 	}
 	munmap(map, (size_t)st.st_size);
 	return 0;

@@ -195,10 +195,16 @@ void bt_pin(unsigned idx);
 struct bt_box {
 	uint64_t box_size, ring_size;
 	uint32_t ring_count, max_record;
-	uint64_t bytes;            /* sum of every ring's head: bytes ever written */
-	uint32_t private_used;     /* private rings with a record (head > 0) */
-	uint32_t private_full;     /* private rings written round (head >= ring_size) */
+	uint32_t seg_count, seg_size; /* format 3.0: thread storage; 0 before */
+	uint64_t bytes;            /* bytes ever written: every ring's head, and
+	                            * (3.0) every thread log's furthest head */
+	uint64_t held;             /* bytes of records held now: rings' head - tail
+	                            * and segments' head - start */
+	uint32_t private_used;     /* private rings (3.0: thread logs) with a record */
+	uint32_t private_full;     /* private rings written round (head >= ring_size);
+	                            * 3.0: 1 when every segment was handed out */
 	uint64_t dropped;          /* dropped_busy + dropped_nested + dropped_toobig */
+	uint64_t overflow;         /* 3.0: records to the shared ring for want of a segment */
 	uint64_t truncated;
 	unsigned clock, clock_requested, crc;
 };

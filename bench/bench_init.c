@@ -15,13 +15,13 @@
  * allocated), at five points:
  *   before    no box
  *   idle      after bb_init, no record written
- *   1/ring    after one record in every private ring (one thread per ring,
- *             one after another: a new thread claims a never-used ring first)
- *   full      after every private ring has been written round (one thread
- *             per ring again, each claiming the least recently retired one)
+ *   1/thread  after one record from each of 16 threads, one after another
+ *             (each takes a never-used segment)
+ *   full      after one thread has written as many bytes as the box has
+ *             segments (every segment handed out, each page touched)
  *   closed    after bb_close
  * Figures are differences from "before", in KiB.  The fill also gives the
- * first-touch cost: the time to write the rings round once, page faults
+ * first-touch cost: the time to write the segments once, page faults
  * included, per MiB.
  *
  * Sizes larger than half the free space of the box directory (/dev/shm,
@@ -45,6 +45,7 @@
 
 #define MAX_REPEAT 101
 #define MAX_SIZES  8
+#define NTHREADS   16
 
 static unsigned cfg_repeat = 15;
 static unsigned long cfg_sizes[MAX_SIZES] = { 0, 64, 256, 1024 };   /* MiB, 0 = default */
@@ -101,10 +102,10 @@ static void *writer(void *arg)
 	return NULL;
 }
 
-/* One thread after another, each writing to a ring of its own. */
-static int one_thread_per_ring(unsigned rings)
+/* Threads one after another, each writing fill_records records. */
+static int threads_in_turn(unsigned threads)
 {
-	for (unsigned i = 0; i < rings; i++) {
+	for (unsigned i = 0; i < threads; i++) {
 		pthread_t th;
 
 		if (pthread_create(&th, NULL, writer, NULL))
@@ -222,11 +223,11 @@ int main(int argc, char **argv)
 		m[s][1] = mem_now();
 		bt_box_read(&boxes[s]);
 		fill_records = 0;
-		ret = one_thread_per_ring(BB_DEFAULT_RING_COUNT);
+		ret = threads_in_turn(NTHREADS);
 		m[s][2] = mem_now();
-		fill_records = boxes[s].ring_size / sizeof(val) + 2;
+		fill_records = (size_t)boxes[s].seg_count * boxes[s].seg_size / sizeof(val) + 2;
 		t0 = bt_mono_ns();
-		ret = ret ? ret : one_thread_per_ring(BB_DEFAULT_RING_COUNT);
+		ret = ret ? ret : threads_in_turn(1);
 		fill_ms[s] = (double)(bt_mono_ns() - t0) / 1e6;
 		m[s][3] = mem_now();
 		bt_box_read(&boxes[s]);
@@ -239,8 +240,8 @@ int main(int argc, char **argv)
 	}
 
 	printf("\nbb_init / bb_close, us: median (min) of %u\n\n", cfg_repeat);
-	printf("| %-8s | %10s | %9s | %5s | %16s | %16s |\n", "box", "box size", "ring size",
-	       "rings", "bb_init us", "bb_close us");
+	printf("| %-8s | %10s | %9s | %5s | %16s | %16s |\n", "box", "box size", "segment",
+	       "segs", "bb_init us", "bb_close us");
 	printf("|----------|-----------:|----------:|------:|-----------------:|-----------------:|\n");
 	for (unsigned s = 0; s < cfg_nsizes; s++) {
 		char nm[32];
@@ -252,14 +253,14 @@ int main(int argc, char **argv)
 		}
 		printf("| %-8s | %6.1f MiB | %5llu KiB | %5u | %7.1f (%6.1f) | %7.1f (%6.1f) |\n",
 		       size_name(cfg_sizes[s], nm, sizeof(nm)), (double)boxes[s].box_size / 1048576.0,
-		       (unsigned long long)boxes[s].ring_size >> 10, boxes[s].ring_count,
+		       (unsigned long long)boxes[s].seg_size >> 10, boxes[s].seg_count,
 		       init_med[s], init_min[s], close_med[s], close_min[s]);
 	}
 
 	printf("\nMemory, KiB over \"before\": process RSS / of which shared memory (RssShmem)\n"
-	       "/ pages the box file holds in tmpfs.  %u private rings; full = written round\n"
-	       "with 4000-byte records.\n\n", BB_DEFAULT_RING_COUNT);
-	printf("| %-8s | %-26s | %-26s | %-26s | %-14s | %10s |\n", "box", "idle", "1 record per ring",
+	       "/ pages the box file holds in tmpfs.  1 record from each of %u threads; full =\n"
+	       "every segment written by one thread with 4000-byte records.\n\n", NTHREADS);
+	printf("| %-8s | %-26s | %-26s | %-26s | %-14s | %10s |\n", "box", "idle", "16 threads, 1 record",
 	       "full", "closed", "fill MiB/s");
 	printf("|----------|----------------------------|----------------------------|"
 	       "----------------------------|----------------|-----------:|\n");
@@ -274,13 +275,12 @@ int main(int argc, char **argv)
 				 m[s][k].rss - m[s][0].rss, m[s][k].shmem - m[s][0].shmem, m[s][k].file);
 		snprintf(closed, sizeof(closed), "%ld / %ld", m[s][4].rss - m[s][0].rss,
 			 m[s][4].shmem - m[s][0].shmem);
-		filled = (double)(boxes[s].private_full * boxes[s].ring_size) / 1048576.0;
+		filled = (double)boxes[s].seg_count * boxes[s].seg_size / 1048576.0;
 		printf("| %-8s | %-26s | %-26s | %-26s | %-14s | %10.0f |\n",
 		       size_name(cfg_sizes[s], nm, sizeof(nm)), cell[0], cell[1], cell[2], closed,
 		       filled / (fill_ms[s] / 1e3));
-		if (boxes[s].private_full != BB_DEFAULT_RING_COUNT)
-			printf("  (only %u of %u rings were written round)\n",
-			       boxes[s].private_full, BB_DEFAULT_RING_COUNT);
+		if (!boxes[s].private_full)
+			printf("  (not every segment was handed out)\n");
 	}
 	printf("\n(shared and important rings are not written: their pages stay untouched)\n");
 	return 0;

@@ -25,7 +25,7 @@
  * Threads start together (a barrier after each thread's warm-up) and
  * thread i is pinned to CPU i mod ncpu.  8 and 64 threads on 2 CPUs are
  * oversubscribed on purpose: a writer never waits for another (each thread
- * has a private ring, the box has -R rings, one per thread by default), so
+ * writes its own segments, the box has room for every thread), so
  * the only thing that can stretch a call is the kernel taking the CPU away
  * (preemption).  To tell the two apart each thread counts its context
  * switches (getrusage(RUSAGE_THREAD)) over its measured loop: a voluntary
@@ -35,8 +35,9 @@
  * those of the bare clock read at the same thread count, and voluntary
  * switches are 0, nothing but preemption stretched them.
  *
- * The box: bb_init_opts() with -R private rings of 128 KiB (the default
- * box's ring size), the BLACKBOX_* environment honoured (BLACKBOX_DIR,
+ * The box: bb_init_opts() with a quarter MiB per thread (-R: per that
+ * many threads), and at least the default 4 MiB, segments as the size
+ * gives them, the BLACKBOX_* environment honoured (BLACKBOX_DIR,
  * and the clock and checksum variables of the writer: run the same binary
  * with BLACKBOX_CLOCK=tsc to measure the TSC clock).  The header's clock
  * and checksum flag are printed with the table.
@@ -51,7 +52,8 @@
  *   -c  throughput calls per operation and thread count, split over the
  *       threads (default 2000000; a tenth for the system-call baselines)
  *   -t  thread counts (default 1,2,8,64; at most 256)
- *   -R  private rings in the box (default: the largest thread count)
+ *   -R  size the box for this many threads, a quarter MiB each, at least
+ *       4 MiB (default: the largest thread count)
  *   -o  comma-separated operation names to run (default: all)
  *
  * A benchmark: it never fails on a figure.  It exits non-zero only when a
@@ -78,7 +80,7 @@
 /* ---- operations ---------------------------------------------------------- */
 
 /* -EBUSY is not a failure: the shared ring was busy and the record was
- * dropped (only threads without a private ring write there, -R). */
+ * dropped (only threads that got no segment write there). */
 #define CHECK(c, expr) do {                                             \
 	int r_ = (expr);                                                \
 	if (__builtin_expect(r_ != 0, 0)) {                             \
@@ -478,8 +480,11 @@ int main(int argc, char **argv)
 	cfg_op[OP_FLOOR] = cfg_op[OP_CLOCK] = 1;   /* every ratio needs them */
 	bt_timer_init();
 
-	o.ring_count = cfg_rings ? cfg_rings : maxt;
-	o.ring_size = 128 * 1024;
+	/* -R: a box of that many 128 KiB "rings" worth of segments; by
+	 * default a quarter MiB per thread and at least the default box */
+	o.size = (size_t)(cfg_rings ? cfg_rings : maxt) * (256u << 10);
+	if (o.size < BB_DEFAULT_SIZE)
+		o.size = BB_DEFAULT_SIZE;
 	ret = bb_init_opts(&o);
 	if (ret < 0) {
 		fprintf(stderr, "bb_init_opts: %s\n", strerror(-ret));
@@ -500,9 +505,9 @@ int main(int argc, char **argv)
 				 bt_clock_name(box.clock), bt_clock_name(box.clock_requested));
 		else
 			snprintf(clk, sizeof(clk), "%s", bt_clock_name(box.clock));
-		printf("box: %u private rings of %llu KiB (%u descriptors), max record %u B, "
-		       "clock %s, checksums %s\n", o.ring_count,
-		       (unsigned long long)box.ring_size >> 10, box.ring_count, box.max_record,
+		printf("box: %.1f MiB, %u segments of %u KiB, max record %u B, "
+		       "clock %s, checksums %s\n", (double)box.box_size / 1048576.0,
+		       box.seg_count, box.seg_size >> 10, box.max_record,
 		       clk, box.crc ? "on" : "off");
 	}
 	printf("bench_latency: %u repetition(s); latency: %u samples per op, split over "
@@ -573,13 +578,15 @@ int main(int argc, char **argv)
 		for (unsigned ti = 0; ti < cfg_ntc; ti++)
 			if (ops[op].sample && cfg_op[op] && THR(ti, op, drop_pm) > 0)
 				printf("%s, %u threads: %.0f records dropped per million calls "
-				       "(-EBUSY: more threads than private rings, shared ring busy)\n",
+				       "(-EBUSY: threads without a segment, shared ring busy)\n",
 				       ops[op].name, cfg_threads[ti], THR(ti, op, drop_pm));
 	bt_box_read(&box);
-	printf("\nbox after the run: %.1f MB written over all rings (%.0f ring wraps), "
-	       "%llu records dropped, %llu truncated\n", (double)box.bytes / 1e6,
-	       (double)box.bytes / (double)box.ring_size, (unsigned long long)box.dropped,
-	       (unsigned long long)box.truncated);
+	printf("\nbox after the run: %.1f MB written over all threads' logs (%.0f box "
+	       "fills), %llu records dropped, %llu truncated, %llu to the shared ring\n",
+	       (double)box.bytes / 1e6,
+	       (double)box.bytes / ((double)box.seg_count * box.seg_size + 1),
+	       (unsigned long long)box.dropped, (unsigned long long)box.truncated,
+	       (unsigned long long)box.overflow);
 	if (cfg_op[OP_KV]) {
 		/* The targets (BENCHMARKS.md "Write path against the clock"):
 		 * with the default clock, bb_write_kv <= 1.25x a bare

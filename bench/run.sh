@@ -73,7 +73,7 @@ section "latency and throughput, default clock"
 section "latency and throughput, BLACKBOX_CLOCK=tsc"
 # shellcheck disable=SC2086
 BLACKBOX_CLOCK=tsc "$b/bench_latency" $tsc | tee -a "$out"
-section "64 threads on a default box (16 private rings): 48 threads share a ring"
+section "64 threads on a default box (4 MiB of segments)"
 # shellcheck disable=SC2086
 "$b/bench_latency" $shared | tee -a "$out"
 section "cost by value size, checksums as default"

@@ -167,17 +167,25 @@ static void sleep_ns(uint64_t ns)
  * last_pos before the walk.  A ring's positions are byte counters of
  * everything written to it, so the differences are exact.
  */
-static uint64_t next_period(const struct ctx *c, const uint64_t *prev, uint64_t lost_before,
-			    uint64_t lost_now, uint64_t period)
+static uint64_t next_period(const struct ctx *c, const uint64_t *prev, uint32_t nprev,
+			    uint64_t lost_before, uint64_t lost_now, uint64_t period)
 {
-	uint64_t size = c->info->ring_size, most = 0;
+	bool fast = lost_now != lost_before, slow = true;
 
-	for (uint32_t i = 0; i < c->info->ring_count; i++)
-		if (c->last_pos[i] > prev[i] && c->last_pos[i] - prev[i] > most)
-			most = c->last_pos[i] - prev[i];
-	if (lost_now != lost_before || most > size / 8)
+	for (uint32_t i = 0; i < c->nlost; i++) {
+		const struct bb_ring_stats *st = bb_reader_ring_stats(c->r, i);
+		uint64_t from = i < nprev ? prev[i] : 0, size = c->info->ring_size, d;
+
+		/* a thread's log holds the segments it held at the last walk */
+		if (st && st->log)
+			size = (uint64_t)c->info->seg_size * (st->segments ? st->segments : 1);
+		d = c->last_pos[i] > from ? c->last_pos[i] - from : 0;
+		fast |= d > size / 8;
+		slow &= d < size / 64;
+	}
+	if (fast)
 		return period / 2 > FOLLOW_POLL_MIN_NS ? period / 2 : FOLLOW_POLL_MIN_NS;
-	if (most < size / 64)
+	if (slow)
 		return period * 2 < FOLLOW_POLL_MAX_NS ? period * 2 : FOLLOW_POLL_MAX_NS;
 	return period;
 }
@@ -186,9 +194,29 @@ static uint64_t lost_total(const struct ctx *c)
 {
 	uint64_t t = 0;
 
-	for (uint32_t i = 0; i < c->info->ring_count; i++)
+	for (uint32_t i = 0; i < c->nlost; i++)
 		t += c->lost[i];
 	return t;
+}
+
+int bbx_follow_fit(struct ctx *c, uint32_t n)
+{
+	uint64_t *lost, *pos;
+
+	if (n <= c->nlost)
+		return 0;
+	lost = realloc(c->lost, n * sizeof(*lost));
+	if (!lost)
+		return -ENOMEM;
+	c->lost = lost;
+	pos = realloc(c->last_pos, n * sizeof(*pos));
+	if (!pos)
+		return -ENOMEM;
+	c->last_pos = pos;
+	memset(lost + c->nlost, 0, (n - c->nlost) * sizeof(*lost));
+	memset(pos + c->nlost, 0, (n - c->nlost) * sizeof(*pos));
+	c->nlost = n;
+	return 0;
 }
 
 /*
@@ -200,13 +228,11 @@ static uint64_t lost_total(const struct ctx *c)
  */
 static int follow(struct ctx *c)
 {
-	uint32_t rings = c->info->ring_count;
 	uint64_t period = FOLLOW_POLL_MAX_NS, since_live = FOLLOW_LIVE_NS, lost, now;
-	uint64_t *prev = calloc(rings ? rings : 1, sizeof(*prev));
+	uint64_t *prev = NULL;
+	uint32_t nprev = 0;
 	int ret = 0, live = BB_LIVENESS_ALIVE;
 
-	if (!prev)
-		return -ENOMEM;
 	lost = lost_total(c);
 	for (;;) {
 		if (bbx_out_flush(c->out)) {
@@ -217,7 +243,17 @@ static int follow(struct ctx *c)
 			live = bb_reader_liveness(c->r);
 			since_live = 0;
 		}
-		memcpy(prev, c->last_pos, rings * sizeof(*prev));
+		if (nprev < c->nlost) {
+			uint64_t *p = realloc(prev, c->nlost * sizeof(*prev));
+
+			if (!p) {
+				ret = -ENOMEM;
+				break;
+			}
+			prev = p;
+		}
+		nprev = c->nlost;
+		memcpy(prev, c->last_pos, nprev * sizeof(*prev));
 		sleep_ns(period);
 		since_live += period;
 		/* after the owner is gone (or on SIGINT) one last walk drains */
@@ -229,7 +265,7 @@ static int follow(struct ctx *c)
 			bbx_msg(c->info->path, "%llu bytes of records lost: the writer overwrote "
 			    "them before they could be read (gap records in the output)",
 			    (unsigned long long)(now - lost));
-		period = next_period(c, prev, lost, now, period);
+		period = next_period(c, prev, nprev, lost, now, period);
 		lost = now;
 		if (live != BB_LIVENESS_ALIVE || bbx_stop_requested)
 			break;
@@ -259,13 +295,12 @@ int bbx_extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r, 
 		bbx_out_char(out, '\n');
 	}
 	if (o->follow) {
-		c.lost = calloc(2 * (size_t)(c.info->ring_count ? c.info->ring_count : 1),
-				sizeof(*c.lost));
-		if (!c.lost) {
+		if (bbx_follow_fit(&c, c.info->ring_count ? c.info->ring_count : 1)) {
+			free(c.lost);
+			free(c.last_pos);
 			bbx_msg(NULL, "out of memory");
 			return EXIT_FAILURE_;
 		}
-		c.last_pos = c.lost + c.info->ring_count;
 	}
 	ret = bbx_preamble(&c);
 	if (!ret)
@@ -273,8 +308,10 @@ int bbx_extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r, 
 	if (!ret && o->follow)
 		ret = follow(&c);
 	free(c.scratch);
-	if (ret == -ENOMEM || (ret < 0 && ret != out->err))
+	if (ret == -ENOMEM || (ret < 0 && ret != out->err)) {
 		free(c.lost);
+		free(c.last_pos);
+	}
 	if (ret == -ENOMEM)
 		return EXIT_FAILURE_;
 	if (ret < 0 && ret != out->err) /* the box, not the output: said already */
@@ -290,6 +327,7 @@ int bbx_extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r, 
 		bbx_summary_struct(&c, live, code);
 	}
 	free(c.lost);
+	free(c.last_pos);
 	return code;
 }
 

@@ -63,10 +63,12 @@ struct ctx {
 	const struct bb_box_info *info;
 	bool with_pid;       /* --all: records carry the owner's pid */
 	uint64_t bad_values; /* intact records whose value did not decode */
-	/* --follow: per ring (info->ring_count entries, NULL otherwise), the
-	 * bytes lost in holes since following began (the gap records'
+	/* --follow: per ring (nlost entries, NULL otherwise; grown by
+	 * bbx_follow_fit() as a live reader finds the logs of new threads),
+	 * the bytes lost in holes since following began (the gap records'
 	 * lost_bytes), and where the ring's newest delivered record starts */
 	uint64_t *lost, *last_pos;
+	uint32_t nlost;
 	char *scratch;       /* text: room for a value too long for the fast path */
 	struct bb_crash crash;       /* the crash area, read before the records */
 	struct bb_state_stats state; /* the state table, likewise */
@@ -106,5 +108,9 @@ int bbx_list(const struct opts *o, struct bbx_out *out);
 
 /* journal.c (built with libsystemd): --journal, --journal-directory */
 int bbx_journal_main(const struct opts *o);
+
+/* --follow: room in ctx.lost and ctx.last_pos for @n rings (zeroed);
+ * 0 or -ENOMEM (the arrays are kept as they were). */
+int bbx_follow_fit(struct ctx *c, uint32_t n);
 
 #endif /* BBX_EXTRACT_H */

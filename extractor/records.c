@@ -49,7 +49,7 @@ static size_t put_thread_name(char *p, const char *name)
  * period) */
 static void follow_note(struct ctx *c, const struct bb_record *rec)
 {
-	if (!c->lost || rec->ring >= c->info->ring_count)
+	if (!c->lost || (rec->ring >= c->nlost && bbx_follow_fit(c, rec->ring + 1)))
 		return;
 	c->lost[rec->ring] += rec->gap_before;
 	c->last_pos[rec->ring] = rec->pos;

@@ -141,7 +141,7 @@ void bbx_summary_struct(struct ctx *c, int live, int code)
 	if (c->lost) {
 		uint64_t lost = 0;
 
-		for (i = 0; i < in->ring_count; i++)
+		for (i = 0; i < c->nlost; i++)
 			lost += c->lost[i];
 		bbx_em_kv_u64(em, "lost_bytes", lost);
 	}
@@ -249,7 +249,7 @@ void bbx_summary_text(struct ctx *c, int live)
 	    (unsigned long long)in->dropped_toobig,
 	    (unsigned long long)in->dropped_important,
 	    (unsigned long long)in->truncated);
-	for (i = 0; c->lost && i < in->ring_count; i++) {
+	for (i = 0; c->lost && i < c->nlost; i++) {
 		const struct bb_ring_stats *p = bb_reader_ring_stats(c->r, i);
 
 		if (!c->lost[i] || !p)

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gen_seeds.c - write the fuzz seeds into DIR: small format 2.0 boxes (2 or
+ * gen_seeds.c - write the fuzz seeds into DIR: small format 2.x boxes (2 or
  * 3 rings of 4096 bytes) built by hand with tests/helpers/synth.h, with and
  * without CRC trailers, with an important ring, a state table, a crash
- * area, a module area and a TSC clock.  Run once and commit
+ * area, a module area and a TSC clock; and format 3.0 boxes (segments of
+ * 4096 bytes, two threads' logs, holes, damage).  Run once and commit
  * the result: ninja -C build fuzz/gen-seeds && build/fuzz/gen-seeds fuzz/corpus
+ * (a seed carries the pid, uid and boot id of the process that made it:
+ * commit the new ones, keep the committed ones as they are).
  */
 #include <stdio.h>
 #include <string.h>
@@ -110,6 +113,73 @@ static int v2_seeds(const char *dir)
 	return bad;
 }
 
+/* A 3.0 box: the shared and the important ring, two logs in four
+ * segments (one out of table order, one after a hole), a thread slot each,
+ * a shared-ring record of a thread without a segment, an important copy,
+ * the 2.0 areas. */
+static void full_v3(struct synth3 *x)
+{
+	static const uint64_t frames[2] = { 0x555500001234, 0x1 };
+	static const struct synth_mod mods[1] = {
+		{ "/usr/bin/prog", 0x555500000000, 0x555500001000, 0x555500009000, "\x12\x34" },
+	};
+	uint8_t v[32];
+	size_t n = cb_text(v, "important");
+	uint64_t p;
+
+	synth3_init(x, 4, 4096, 4, 4096);
+	synth_use_crc(&x->s);
+	/* log 1 (tid 10 "main"): segment 2, then 0, then a hole, then 3 */
+	synth3_seg(x, 2, BB_SEG_SEALED, 1, 1, 0, 10, "main", 0);
+	synth3_str(x, 2, 1, "first");
+	synth3_put(x, 2, BB_TAG_STR, BB_RF_IMPORTANT, 2, v, n);
+	p = synth3_desc(x, 2)->head;
+	synth3_desc(x, 2)->next = 0;
+	synth3_seg(x, 0, BB_SEG_SEALED, 2, 1, p, 10, "main", 0);
+	synth3_str(x, 0, 3, "second");
+	p = synth3_desc(x, 0)->head;
+	synth3_desc(x, 0)->next = 3;
+	synth3_seg(x, 3, BB_SEG_OPEN, 1, 1, p + 512, 10, "main", 0);
+	synth3_str(x, 3, 4, "after a hole");
+	synth3_thread(x, 0, BB_RING_OWNED, 1, 10, "main", 2, 0, 3, 2);
+	/* log 2 (tid 20 "worker", exited) */
+	synth3_seg(x, 1, BB_SEG_SEALED, 3, 2, 96, 20, "worker", 1);
+	synth3_str(x, 1, 5, "bye");
+	synth3_thread(x, 1, BB_RING_RETIRED, 2, 20, "worker", 1, 0, 1, 0);
+	/* a thread without a segment, and the important copy */
+	synth_put_tid(&x->s, 0, BB_TAG_STR, BB_RF_TID, 6, "\x62" "hi", 3, 30);
+	synth_put_tid(&x->s, 1, BB_TAG_STR, BB_RF_IMPORTANT | BB_RF_TID, 2, v, n, 10);
+	synth_add_state(&x->s, 4, 128);
+	synth_state(&x->s, 0, 2, 3, "request", v, cb_text(v, "GET /"));
+	synth_crash(&x->s, 10, 11, 1, 0, 10, "main", frames, 2);
+	synth_modules(&x->s, 4096, 2, mods, 1);
+}
+
+static int v3_seeds(const char *dir)
+{
+	struct synth3 x;
+	uint32_t busy;
+	int bad = 0;
+
+	full_v3(&x);
+	bad |= save(&x.s, dir, "v3-full");
+	/* damage: a scribbled record, a torn write at a dead log's head, a
+	 * descriptor past its segment, two segments over the same positions */
+	full_v3(&x);
+	synth3_data(&x, 2)[20] ^= 0x55;
+	busy = BB_SEQ_BUSY(synth3_desc(&x, 3)->head);
+	memcpy(synth3_data(&x, 3) + (synth3_desc(&x, 3)->head - synth3_desc(&x, 3)->start), &busy,
+	       4);
+	synth3_desc(&x, 1)->head = synth3_desc(&x, 1)->start + 4096 + 8;
+	synth3_desc(&x, 0)->start = 8;
+	bad |= save(&x.s, dir, "v3-damaged");
+	/* geometry on the edge: segment data ends at the box's end */
+	full_v3(&x);
+	synth_hdr(&x.s)->seg_count = 5;
+	bad |= save(&x.s, dir, "v3-badgeometry");
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	struct synth s;
@@ -149,5 +219,6 @@ int main(int argc, char **argv)
 	synth_str(&s, 1, 12, "after");
 	bad |= save(&s, argv[1], "multi");
 	bad |= v2_seeds(argv[1]);
+	bad |= v3_seeds(argv[1]);
 	return bad;
 }

@@ -3,8 +3,8 @@
  * blackbox.h - libblackbox, a crash-surviving shared-memory flight recorder.
  *
  * A process calls bb_init() once; from then on every bb_write_*() appends a
- * record to the calling thread's ring inside a shared-memory "box" that
- * outlives the process (SIGKILL included).  bb-extract(1) reads it, live or
+ * record to the calling thread's log, in segments of a shared-memory "box"
+ * that outlives the process (SIGKILL included).  bb-extract(1) reads it, live or
  * post mortem; bb-reap(8) removes boxes whose owner is gone.
  *
  * Conventions, for every function here:
@@ -13,8 +13,8 @@
  *  - each function says whether it is async-signal-safe (AS-safe);
  *  - a write function never blocks, never takes a lock that the interrupted
  *    code could hold, never calls malloc and never makes a system call,
- *    except on a thread's first write (the ring claim: one gettid(2) and one
- *    prctl(2)).  Timestamps come from clock_gettime(), which is served by
+ *    except on a thread's first write (its thread slot and first segment:
+ *    one gettid(2) and one prctl(2)).  Timestamps come from clock_gettime(), which is served by
  *    the vDSO without a system call on Linux.
  *
  * Environment read by bb_init() and bb_init_opts():
@@ -79,10 +79,9 @@ struct bb_field {
 #define BB_VERSION_MINOR 1
 #define BB_VERSION_PATCH 0
 
-/* Default box size when neither the caller nor BLACKBOX_SIZE gives one. */
+/* Default box size when neither the caller nor BLACKBOX_SIZE gives one:
+ * the box file is exactly this big (README "Sizes"). */
 #define BB_DEFAULT_SIZE        (4u << 20)
-/* Default number of private (per-thread) rings. */
-#define BB_DEFAULT_RING_COUNT  16u
 /* Default crash-loop budget: the bytes a uid's dead boxes may hold in the
  * box directory (bb_options.budget, BLACKBOX_BUDGET). */
 #define BB_DEFAULT_BUDGET      (64u << 20)
@@ -112,9 +111,13 @@ enum bb_fork_policy {
  * zero field means "the default".
  */
 struct bb_options {
-	size_t      size;       /* upper bound of the box size in bytes */
-	unsigned    ring_count; /* private rings (threads with a ring of their own) */
-	size_t      ring_size;  /* bytes per ring: power of two, >= 4096; 0 = derive from size */
+	size_t      size;       /* the box's size in bytes (rounded down to a page);
+	                         * 0 = BLACKBOX_SIZE or BB_DEFAULT_SIZE, or, with
+	                         * segment_count, what the segments need */
+	unsigned    segment_count; /* segments threads write into (1 .. 4096);
+	                         * 0 = as many as fit in size */
+	size_t      segment_size; /* bytes per segment: power of two, >= 4096; 0 =
+	                         * derived from size (8 KiB for the default box) */
 	const char *dir;        /* directory for the box file; NULL = POSIX shm */
 	mode_t      mode;       /* permission bits, 0 = 0600; 0640 lets the group read */
 	unsigned    flags;      /* BB_OPT_* */
@@ -145,8 +148,9 @@ struct bb_options {
  *
  * Returns 0, or:
  *  -EALREADY  a box is already open in this process
- *  -EINVAL    size too small for one ring, ring_count or ring_size out of
- *             range, bad BLACKBOX_SIZE, unknown BLACKBOX_CLOCK or options
+ *  -EINVAL    size too small for the tables, two rings and a segment,
+ *             segment_count or segment_size out of range (or more segments
+ *             than size holds), bad BLACKBOX_SIZE, unknown BLACKBOX_CLOCK or options
  *             clock, BLACKBOX_CRC not 0 or 1, unknown fork_policy, bad
  *             BLACKBOX_BUDGET
  *  -ENAMETOOLONG  the directory is too long for a box path
@@ -177,18 +181,21 @@ int bb_close(void);
 int bb_path(char *buf, size_t len);
 
 /*
- * Writers.  Each appends one record to the calling thread's ring.
+ * Writers.  Each appends one record to the calling thread's log (its
+ * current segment).
  *
  * Return 0 on success, or:
  *  -ENODEV  no box (bb_init() not called, failed, or bb_close() called)
  *  -EINVAL  a NULL pointer where a value is required
- *  -EBUSY   a nested write (signal handler) found the shared ring busy: the
- *           record was dropped and counted in the header
+ *  -EBUSY   a nested write (signal handler), or a thread that got no
+ *           segment, found the shared ring busy: the record was dropped
+ *           and counted in the header
  * A value too large for one record is truncated and flagged, never dropped:
  * the call still returns 0.  With BLACKBOX_DISABLE=1 they return 0.
  *
- * AS-safe: yes, except a thread's first write (ring claim) which is AS-safe
- * in practice (gettid, prctl, pthread_setspecific on a preallocated key).
+ * AS-safe: yes, except a thread's first write (its slot and first segment)
+ * which is AS-safe in practice (gettid, prctl, pthread_setspecific on a
+ * preallocated key).
  * A write interrupted by a signal handler that writes again is safe: the
  * nested write goes to the shared ring.
  */
@@ -275,7 +282,7 @@ int bb_write_event(const char *name, const struct bb_field *fields, size_t n);
 /*
  * bb_write_kv_important, bb_write_event_important - bb_write_kv() and
  * bb_write_event() for a record that must survive chatty traffic.  The
- * record goes to the thread's ring as usual, flagged BB_RF_IMPORTANT, and a
+ * record goes to the thread's log as usual, flagged BB_RF_IMPORTANT, and a
  * copy (same timestamp, tag, value and flags, plus the thread id) goes to
  * the box's important ring, which only important records use: other
  * threads' (or this thread's) ordinary records never evict it.  Readers
@@ -327,8 +334,8 @@ int bb_write_event_important(const char *name, const struct bb_field *fields, si
  * that signal, and that signal then leaves no crash record: call
  * bb_crash_rearm() after installing it (or bb_crash_record() from it).
  *
- * Stack overflows: the thread calling bb_init(), and every thread when it
- * claims its ring (its first write), gets an alternate signal stack of
+ * Stack overflows: the thread calling bb_init(), and every thread at its
+ * first write, gets an alternate signal stack of
  * max(4 * SIGSTKSZ, 64 KiB) plus a guard page (mmap; unmapped when the
  * thread exits).  A thread that already has one keeps its own.  A thread
  * that never writes has none: an overflow there dies without a record.
@@ -376,7 +383,7 @@ int bb_crash_record(const char *reason);
 
 /*
  * State table: the latest value of each key, kept in the box outside the
- * rings (never evicted by ring traffic): current request id, config
+ * records (never evicted by their traffic): current request id, config
  * version, build id ...
  *
  * bb_set - set @key to the text @value; bb_set_i64/_u64/_f64/_bool the
@@ -424,7 +431,8 @@ int bb_refresh_modules(void);
 
 /*
  * bb_dump - write this process's own box to @fd as text, one record per
- * line, records of all rings merged oldest first (newest last).  Each
+ * line, records of all segments and rings merged oldest first (newest
+ * last).  Each
  * record's CRC32C is checked: a mismatch prints a "corrupt: checksum
  * mismatch" line instead of the value.  Important records are shown once
  * (the copy in the important ring only when the original is gone).  Uses no

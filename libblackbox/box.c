@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * box.c - creating, mapping and closing a box; ring claim, retirement and
- * recycling; the shared ring's lock; atexit and fork handling.
+ * box.c - creating, mapping and closing a box; segments: a thread's
+ * first write, taking the next segment, thread exit; the shared ring's
+ * lock; making room in a ring; atexit and fork handling.
  *
  * Everything here is the slow path.  The fast path is writer.h + write.c.
  */
@@ -57,7 +58,7 @@ _Static_assert(sizeof(struct bb__ring) == 64 && offsetof(struct bb__ring, tail) 
 /* The inline kv paths write values of up to BB__INLINE_VALUE_MAX bytes
  * without a room test (bb__fast_begin() tests only above BB__ROOM_MIN). */
 _Static_assert(BB__ROOM_MIN >= BB__INLINE_VALUE_MAX,
-	       "the smallest box's room must hold the inline kv paths' largest value");
+	       "the smallest segment's room must hold the inline kv paths' largest value");
 
 /* Process-wide configuration, kept for the child of fork(). */
 static struct {
@@ -80,11 +81,13 @@ static pid_t bb__gettid(void)
 
 /* ---- thread exit and fork ---------------------------------------------- */
 
+static void bb__seg_exit(struct bb__box *box, struct bb__tls *t);
+
 /*
- * TLS destructor: retire this thread's ring.  Its data stays readable; the
- * ring may be recycled by a later thread when the pool runs dry, least
- * recently retired first.  Writes made after this (by later destructors)
- * go to the shared ring.
+ * TLS destructor: seal this thread's current segment and retire its slot
+ * (box.c "Segments").  Its segments stay readable, and stay its log's,
+ * until threads that need one take them.  Writes made after this (by
+ * later destructors) go to the shared ring.
  */
 static void bb__thread_exit(void *arg)
 {
@@ -92,18 +95,11 @@ static void bb__thread_exit(void *arg)
 	struct bb__box *box = BB__LOAD_ACQUIRE(&bb__box);
 
 	(void)arg;
-	if (box && t->f.ring && t->f.gen == box->f.gen && t->f.depth == 0) {
-		struct bb_ring_desc *d = t->f.ring->desc;
-
-		BB__STORE_RELAXED(&d->retired_at, BB__FETCH_ADD(&box->hdr->retire_counter, 1) + 1);
-		/* Release: our last head/tail stores and retired_at are
-		 * visible to the thread whose acquire CAS claims the ring
-		 * next (bb__claim), which continues from them. */
-		BB__STORE_RELEASE(&d->claim, (uint32_t)BB_RING_RETIRED);
-	}
+	if (box && t->f.ring && t->f.gen == box->f.gen && t->f.depth == 0)
+		bb__seg_exit(box, t);
 	t->f.ring = NULL;
 	t->exited = true;
-	/* Unmap the alternate signal stack bb__claim() gave us (crash.c). */
+	/* Unmap the alternate signal stack bb__seg_join() gave us (crash.c). */
 	bb__crash_thread_exit(t);
 }
 
@@ -111,16 +107,19 @@ static void bb__unmap(struct bb__box *box)
 {
 	if (box->reserve)
 		munmap(box->reserve, box->reserve_len);
+	if (box->segdata)
+		munmap(box->segdata, box->segdata_len);
 	if (box->hdr)
 		munmap(box->hdr, box->hdr_map_len);
 	free(box);
 }
 
 /*
- * Child of fork(): the parent's rings are not ours, ever (two writers on a
- * ring break every invariant).  Drop the mapping without touching the box;
- * the child's own box is created at its first write (BB_FORK_NEW_BOX), so a
- * fork() followed by exec() costs nothing, or never (BB_FORK_DISABLE).
+ * Child of fork(): the parent's segments and rings are not ours, ever (two
+ * writers on one break every invariant).  Drop the mapping without
+ * touching the box; the child's own box is created at its first write
+ * (BB_FORK_NEW_BOX), so a fork() followed by exec() costs nothing, or never
+ * (BB_FORK_DISABLE).
  */
 static void bb__atfork_child(void)
 {
@@ -130,6 +129,7 @@ static void bb__atfork_child(void)
 	bb__tls.f.ring = NULL;
 	bb__tls.f.gen = 0;
 	bb__tls.tid = 0;
+	bb__tls.named = false;
 	if (!box)
 		return;
 	bb__unmap(box);
@@ -228,18 +228,24 @@ size_t bb__parse_size(const char *s)
 }
 
 /*
- * Box layout (docs/FORMAT.md §1, §11): header | ring table | state table |
- * module area | (page aligned) ring data: nrings private rings, then the
- * shared ring, then the important ring.  Everything before data_off is
- * mapped once (box->hdr); the rings twice each.
+ * Box layout (docs/FORMAT.md §1, §13): header | ring table (2) | thread
+ * table | segment table | state table | module area | (page aligned) the
+ * shared ring, the important ring | the segments.  Everything before the
+ * rings is mapped once (box->hdr); each ring twice (a record wraps in one
+ * copy); the segments once (a record never spans two).
  */
 struct bb__layout {
-	uint32_t nrings;      /* private */
-	uint64_t ring_size;
+	uint32_t nsegs;       /* segments */
+	uint32_t nslots;      /* thread slots: bb__slots() */
+	uint32_t seg_size;
+	uint64_t ring_size;   /* the shared and the important ring */
 	uint64_t table_off;
+	uint64_t slot_off;
+	uint64_t seg_off;
 	uint64_t state_off;
 	uint64_t mod_off;
-	uint64_t data_off;
+	uint64_t data_off;    /* the rings */
+	uint64_t seg_data_off;
 	uint64_t box_size;
 };
 
@@ -248,36 +254,88 @@ static uint64_t bb__round_up(uint64_t v, uint64_t a)
 	return (v + a - 1) & ~(a - 1);
 }
 
-static int bb__plan(size_t size, unsigned nrings, size_t ring_size, struct bb__layout *l)
+/*
+ * Thread slots for @n segments: twice as many.  A slot holds a thread's
+ * log while the log holds a segment, its thread's life and after: when
+ * every segment is held by a different exited thread, as many threads
+ * again can join and take them over (box.c "Segments").
+ */
+static uint32_t bb__slots(uint32_t n)
 {
-	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-	uint64_t total = (uint64_t)nrings + BB__EXTRA_RINGS;
+	return n > BB_SEG_MAX_COUNT / 2 ? BB_SEG_MAX_COUNT : 2 * n;
+}
 
-	if (nrings == 0 || total > BB_RING_MAX_COUNT)
-		return -EINVAL;
-	l->nrings = nrings;
+/* Fill the offsets of @l for @n segments; returns the bytes they need. */
+static uint64_t bb__layout_for(struct bb__layout *l, uint32_t n, uint64_t page)
+{
+	l->nsegs = n;
+	l->nslots = bb__slots(n);
 	l->table_off = BB_HEADER_SIZE;
-	l->state_off = bb__round_up(l->table_off + total * BB_RING_DESC_SIZE, 64);
+	l->slot_off = l->table_off + (uint64_t)BB__RINGS * BB_RING_DESC_SIZE;
+	l->seg_off = l->slot_off + (uint64_t)l->nslots * BB_THREAD_SLOT_SIZE;
+	l->state_off = l->seg_off + (uint64_t)n * BB_SEG_DESC_SIZE;
 	l->mod_off = l->state_off + (uint64_t)BB__STATE_SLOTS * BB__STATE_SLOT_SIZE;
 	l->data_off = bb__round_up(l->mod_off + BB__MODULES_SIZE, page);
-	if (ring_size) {
-		if (ring_size & (ring_size - 1) || ring_size < page || ring_size > BB_RING_MAX_SIZE)
-			return -EINVAL;
-		l->ring_size = ring_size;
-	} else {
-		uint64_t avail, c;
+	l->seg_data_off = l->data_off + BB__RINGS * l->ring_size;
+	return l->seg_data_off + (uint64_t)n * l->seg_size;
+}
 
-		if (size <= l->data_off)
+/*
+ * bb__plan - the layout of a box of @size bytes (0: just what @nsegs
+ * segments need) with @nsegs segments (0: as many as fit) of @seg_size
+ * bytes (0: derived from the size).  The derived segment is 8 KiB (4 KiB
+ * under 1 MiB), doubled while the box would hold more than 512: a few
+ * hundred segments, so that hundreds of threads each get one and a
+ * steal's scan stays short (docs/DESIGN.md §10).  The shared and the
+ * important ring are 4 segments each; a record is at most a segment.
+ * The box is @size bytes exactly (bytes after the last whole segment are
+ * unused), unless @seg_size is so small that more than BB_SEG_MAX_COUNT
+ * segments would fit: then it ends after the last one.
+ */
+static int bb__plan(size_t size, unsigned nsegs, size_t seg_size, struct bb__layout *l)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), need;
+	uint64_t n;
+
+	if (seg_size) {
+		if (seg_size & (seg_size - 1) || seg_size < page || seg_size < BB_SEG_MIN_SIZE ||
+		    seg_size > BB_SEG_MAX_SIZE)
 			return -EINVAL;
-		avail = (size - l->data_off) / total;
-		if (avail < page || avail < BB_RING_MIN_SIZE)
-			return -EINVAL;
-		c = BB_RING_MAX_SIZE;
-		while (c > avail)
-			c >>= 1;
-		l->ring_size = c;
+	} else {
+		seg_size = size >= (1u << 20) ? 8192 : 4096;
+		if (seg_size < page)
+			seg_size = page;
+		while (size / seg_size > 512 && seg_size < BB_SEG_MAX_SIZE)
+			seg_size *= 2;
 	}
-	l->box_size = l->data_off + total * l->ring_size;
+	l->seg_size = (uint32_t)seg_size;
+	l->ring_size = 4 * (uint64_t)seg_size;
+	if (l->ring_size > BB_RING_MAX_SIZE)
+		l->ring_size = BB_RING_MAX_SIZE;
+	if (nsegs) {
+		if (nsegs > BB_SEG_MAX_COUNT)
+			return -EINVAL;
+		need = bb__layout_for(l, nsegs, page);
+		if (size && need > size)
+			return -EINVAL;
+		l->box_size = size ? size / page * page : need;
+		return 0;
+	}
+	if (!size)
+		return -EINVAL;
+	size = size / page * page;
+	need = bb__layout_for(l, 0, page);
+	if (size <= need)
+		return -EINVAL;
+	n = (size - need) / (seg_size + 2 * BB_THREAD_SLOT_SIZE + BB_SEG_DESC_SIZE) + 1;
+	if (n > BB_SEG_MAX_COUNT)
+		n = BB_SEG_MAX_COUNT;
+	while (n && bb__layout_for(l, (uint32_t)n, page) > size)
+		n--;
+	if (!n)
+		return -EINVAL;
+	need = bb__layout_for(l, (uint32_t)n, page);
+	l->box_size = n == BB_SEG_MAX_COUNT ? need : size;
 	return 0;
 }
 
@@ -365,53 +423,62 @@ static void bb__remove(struct bb__box *box)
 static int bb__map_rings(struct bb__box *box, int fd, const struct bb__layout *l)
 {
 	uint64_t c = l->ring_size;
-	uint32_t total = l->nrings + BB__EXTRA_RINGS;
 
-	box->reserve_len = (size_t)(2 * c * total);
+	box->reserve_len = (size_t)(2 * c * BB__RINGS);
 	box->reserve = mmap(NULL, box->reserve_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (box->reserve == MAP_FAILED) {
 		box->reserve = NULL;
 		return -errno;
 	}
-	for (uint32_t i = 0; i < total; i++) {
+	for (uint32_t i = 0; i < BB__RINGS; i++) {
 		uint8_t *at = box->reserve + 2 * c * i;
 		off_t off = (off_t)(l->data_off + c * i);
+		struct bb__ring *r = &box->rings[i];
 
 		/* The same file range twice, back to back: a record that
 		 * wraps is contiguous in memory (docs/DESIGN.md §2). */
 		if (mmap(at, c, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, off) == MAP_FAILED ||
 		    mmap(at + c, c, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, off) == MAP_FAILED)
 			return -errno;
-		box->rings[i].data = at;
-		box->rings[i].mask = c - 1;
-		box->rings[i].segmask = c >= BB__MARK_RING_MIN ? c / BB__MARKS - 1 : UINT64_MAX;
-		box->rings[i].desc = (struct bb_ring_desc *)(void *)
+		r->data = at;
+		r->mask = c - 1;
+		r->segmask = c >= BB__MARK_RING_MIN ? c / BB__MARKS - 1 : UINT64_MAX;
+		r->desc = (struct bb_ring_desc *)(void *)
 			((uint8_t *)box->hdr + l->table_off + (uint64_t)i * BB_RING_DESC_SIZE);
+		r->pub = &r->desc->head;
+	}
+	/* The segments, once: a record never spans two. */
+	box->segdata_len = (size_t)l->nsegs * l->seg_size;
+	box->segdata = mmap(NULL, box->segdata_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+			    (off_t)l->seg_data_off);
+	if (box->segdata == MAP_FAILED) {
+		box->segdata = NULL;
+		return -errno;
 	}
 	return 0;
 }
 
-/* The process-local box, its rings and their mark tables in one block,
- * aligned as struct bb__ring is, to a cache line (<blackbox/inline.h>:
- * false sharing between the rings of different threads). */
+/* The process-local box, its windows and the rings' mark tables in one
+ * block, aligned as struct bb__ring is, to a cache line (<blackbox/inline.h>:
+ * false sharing between the windows of different threads). */
 static struct bb__box *bb__box_alloc(const struct bb__layout *l)
 {
-	size_t n = l->nrings + BB__EXTRA_RINGS;
-	size_t rings = sizeof(struct bb__box) + n * sizeof(struct bb__ring);
-	size_t sz = rings + n * BB__MARKS * sizeof(uint64_t);
+	size_t wins = sizeof(struct bb__box) + (size_t)l->nslots * sizeof(struct bb__ring);
+	size_t sz = wins + BB__RINGS * BB__MARKS * sizeof(uint64_t);
 	struct bb__box *box;
 	void *mem;
 
 	if (posix_memalign(&mem, _Alignof(struct bb__ring), sz))
 		return NULL;
 	box = memset(mem, 0, sz);
-	box->marks = (uint64_t *)(void *)((uint8_t *)mem + rings);
+	box->windows = (struct bb__ring *)(void *)((uint8_t *)mem + sizeof(struct bb__box));
+	box->marks = (uint64_t *)(void *)((uint8_t *)mem + wins);
 	return box;
 }
 
-/* Reserve the file's memory and map the header part and the rings.  The
- * reservation comes first: a full tmpfs fails here with ENOSPC, never
- * later as SIGBUS inside a write. */
+/* Reserve the file's memory and map the header part, the rings and the
+ * segments.  The reservation comes first: a full tmpfs fails here with
+ * ENOSPC, never later as SIGBUS inside a write. */
 static int bb__map_box(struct bb__box *box, int fd, const struct bb__layout *l)
 {
 	int ret = posix_fallocate(fd, 0, (off_t)l->box_size);
@@ -432,17 +499,23 @@ static void bb__box_setup(struct bb__box *box, const struct bb_options *o,
 			  const struct bb__layout *l)
 {
 	box->ring_size = l->ring_size;
-	box->nrings = l->nrings;
 	box->state = (uint8_t *)box->hdr + l->state_off;
 	box->modules = (uint8_t *)box->hdr + l->mod_off;
-	box->max_record = (uint32_t)(l->ring_size / 4 < BB_RECORD_MAX ? l->ring_size / 4 : BB_RECORD_MAX);
+	box->segs = (struct bb_seg_desc *)(void *)((uint8_t *)box->hdr + l->seg_off);
+	box->slots = (struct bb_thread_slot *)(void *)((uint8_t *)box->hdr + l->slot_off);
+	box->nsegs = l->nsegs;
+	box->nslots = l->nslots;
+	box->seg_size = l->seg_size;
+	/* A record fits a segment (it never spans two) and is at most a
+	 * quarter of a ring. */
+	box->max_record = l->seg_size < BB_RECORD_MAX ? l->seg_size : BB_RECORD_MAX;
 	box->f.clock = CLOCK_MONOTONIC;
 	box->pid = getpid();
 	box->keep_on_exit = o->flags & BB_OPT_KEEP_ON_EXIT;
 }
 
-/* Every field of the header and the ring table but the magic.  The file
- * is fresh (O_EXCL, fallocate zero-fills): only non-zero fields are
+/* Every field of the header and the tables but the magic.  The file is
+ * fresh (O_EXCL, fallocate zero-fills): only non-zero fields are
  * written. */
 static void bb__write_header(struct bb__box *box, const struct bb_options *o,
 			     const struct bb__layout *l, uint64_t starttime, uint32_t seq)
@@ -456,7 +529,7 @@ static void bb__write_header(struct bb__box *box, const struct bb_options *o,
 	h->word_size = (uint8_t)sizeof(void *);
 	h->clock = BB_CLOCK_MONOTONIC;
 	h->box_size = l->box_size;
-	h->ring_count = l->nrings + BB__EXTRA_RINGS;
+	h->ring_count = BB__RINGS;
 	h->ring_desc_size = BB_RING_DESC_SIZE;
 	h->ring_table_offset = l->table_off;
 	h->ring_size = l->ring_size;
@@ -475,14 +548,24 @@ static void bb__write_header(struct bb__box *box, const struct bb_options *o,
 	h->state_table_offset = l->state_off;
 	h->modules_size = BB__MODULES_SIZE;
 	h->modules_offset = l->mod_off;
-	for (uint32_t i = 0; i < l->nrings + BB__EXTRA_RINGS; i++) {
+	h->seg_count = l->nsegs;
+	h->seg_size = l->seg_size;
+	h->seg_table_offset = l->seg_off;
+	h->seg_data_offset = l->seg_data_off;
+	h->thread_count = l->nslots;
+	h->seg_desc_size = BB_SEG_DESC_SIZE;
+	h->thread_table_offset = l->slot_off;
+	h->thread_slot_size = BB_THREAD_SLOT_SIZE;
+	for (uint32_t i = 0; i < BB__RINGS; i++) {
 		struct bb_ring_desc *d = box->rings[i].desc;
 
-		d->kind = i < l->nrings ? BB_RING_PRIVATE :
-			  i == BB__SHARED_IDX(l) ? BB_RING_SHARED : BB_RING_IMPORTANT;
-		d->claim = i < l->nrings ? BB_RING_FREE : BB_RING_OWNED;
+		d->kind = i == BB__SHARED_IDX ? BB_RING_SHARED : BB_RING_IMPORTANT;
+		d->claim = BB_RING_OWNED;
 		d->data_offset = l->data_off + l->ring_size * i;
 	}
+	/* Every slot's log starts with no segment, at ordinal 0. */
+	for (uint32_t i = 0; i < l->nslots; i++)
+		box->slots[i].queue = BB_QUEUE(BB_SEG_NONE, 0);
 }
 
 /* Plan, create, map, fill in, publish. */
@@ -495,7 +578,7 @@ static int bb__open(const struct bb_options *o, const char *dir, size_t size)
 	mode_t mode = o->mode ? o->mode & 0777 : 0600;
 	int fd, ret;
 
-	ret = bb__plan(size, o->ring_count ? o->ring_count : BB_DEFAULT_RING_COUNT, o->ring_size, &l);
+	ret = bb__plan(size, o->segment_count, o->segment_size, &l);
 	if (ret < 0)
 		return ret;
 	/* The crash-loop budget: this uid's dead boxes first (budget.c). */
@@ -525,7 +608,7 @@ static int bb__open(const struct bb_options *o, const char *dir, size_t size)
 	/* The loaded objects, for the crash record's addresses (modules.c). */
 	bb__modules_gather(box);
 	/* The ready word.  Release: a reader that sees the magic (acquire)
-	 * sees the whole header and ring table written above. */
+	 * sees the whole header and tables written above. */
 	BB__STORE_RELEASE(&box->hdr->magic, BB_MAGIC);
 
 	box->f.gen = ++bb__g.gen;
@@ -574,7 +657,7 @@ BB_EXPORT int bb_init_opts(const struct bb_options *opts)
 	/* BLACKBOX_CLOCK, BLACKBOX_CRC, the clock option (write.c). */
 	if (bb__writer_env(&o) < 0)
 		return -EINVAL;
-	if (!size)
+	if (!size && !o.segment_count)
 		size = BB_DEFAULT_SIZE;
 	if (dir && strlen(dir) >= sizeof(bb__g.dir) - 96)
 		return -ENAMETOOLONG;
@@ -682,125 +765,387 @@ int bb__nobox(void)
 	return -ENODEV;
 }
 
-/* Write an owner record at the start of a freshly claimed ring. */
-static void bb__owner_record(struct bb__box *box, struct bb__ring *r, int32_t tid,
-			     const char *name, int32_t prev_tid, const char *prev)
-{
-	struct bb__w w = { .box = box, .r = r, .shared = false, .flags = 0 };
-	size_t nl = strnlen(name, 15), pl = strnlen(prev, 15);
-	uint32_t vlen = 1 + bb__cbor_int_size(tid) + bb__cbor_head(nl) + (uint32_t)nl +
-			bb__cbor_int_size(prev_tid) + bb__cbor_head(pl) + (uint32_t)pl;
-	uint8_t *p = bb__reserve(&w, 0, vlen);
+/* ---- segments (docs/FORMAT.md §13, docs/DESIGN.md §3) ------------------- */
 
-	/* [tid, name, previous tid, previous name] (FORMAT.md §6) */
-	*p++ = 0x84;  /* array(4) */
-	p = bb__cbor_put_int(tid, p);
-	p = bb__put_string(p, 3, name, nl, 0);
-	p = bb__cbor_put_int(prev_tid, p);
-	bb__put_string(p, 3, prev, pl, 0);
-	/* bb__commit leaves a nesting level: the caller entered one. */
-	bb__commit(&w, BB_TAG_OWNER);
-	bb__tls.f.depth++;
+/*
+ * A thread writes its records into its log: a chain of segments taken as
+ * it writes.  The fast path appends to the thread's current segment
+ * through its window (struct bb__ring, <blackbox/inline.h>) with no
+ * atomic instruction and nothing shared with another thread; only a full
+ * segment comes here (bb__ring_make_room() on a window), for the next one.
+ *
+ * Who holds what.  A segment's owner word (own: state, generation, log
+ * id) says whose it is: OPEN, the current segment of its log (written,
+ * never taken), or SEALED (its log moved on, or its thread exited: it may
+ * be taken).  A thread slot's queue word names its log's oldest segment
+ * and that segment's ordinal; the log's segments follow by next up to
+ * the current one.  Only the log's thread appends (it links the old
+ * current to the new one, then seals the old one with release); anyone
+ * pops the oldest with one compare-and-swap of the queue word, which is
+ * what makes a popped segment theirs: two threads popping, or a thread
+ * popping while the owner recycles its own oldest, never both win.  The
+ * ordinal in the queue word changes with every pop, so a stale value
+ * never matches (no ABA short of 2^32 pops of one slot).  The current
+ * segment is never popped: it is OPEN, and a pop takes only a SEALED one.
+ *
+ * Taking a segment: the free pool (segments never used, a bump counter)
+ * first; else a thread holding 2 or more recycles its own oldest (no
+ * contention: its queue is its own); else it steals the oldest segment of
+ * the log holding the most: an exited thread's (any), or a live one's that
+ * would keep more than the thief (so a live thread keeps its current and
+ * previous segment against any thread holding one); else a thread with a
+ * segment starts it over in place (its history lost, counted); a thread
+ * with none writes to the shared ring (counted).  docs/DESIGN.md §10 says
+ * why.
+ *
+ * Handing a segment over (bb__seg_take()) is a seqlock write: the owner
+ * word goes CLAIMING with the next generation, a release fence, the
+ * descriptor's start, head and names, the owner word OPEN with release,
+ * and only then the first record.  A reader compares the owner word
+ * before and after its copy (ring.h, reader_snapshot.c).
+ */
+
+/* Segment @i's descriptor. */
+static inline struct bb_seg_desc *bb__seg(struct bb__box *box, uint32_t i)
+{
+	return &box->segs[i];
+}
+
+/* How many segments the log of slot @s holds: its current ordinal less its
+ * oldest's, plus one (0: none).  A snapshot of two words: a guide for
+ * choosing, never trusted for ownership. */
+static uint32_t bb__slot_held(const struct bb_thread_slot *s)
+{
+	/* Acquire pairs with the release of the compare-and-swap that last
+	 * popped from the queue (or the owner's first push): cur_ord is then
+	 * at least as new as that pop's view. */
+	uint64_t q = BB__LOAD_ACQUIRE(&s->queue);
+
+	if (BB_QUEUE_IDX(q) == BB_SEG_NONE)
+		return 0;
+	return BB__LOAD_RELAXED(&s->cur_ord) - BB_QUEUE_ORD(q) + 1;
 }
 
 /*
- * Claim a private ring: a never-used one first, else the least recently
- * retired one.  The acquire CAS pairs with the release store of
- * BB_RING_RETIRED in bb__thread_exit(): we continue from the previous
- * owner's final head and tail.
+ * bb__seg_pop - pop the oldest segment of slot @s's log, whose queue word
+ * the caller loaded with acquire as @q (the acquire pairs with the release
+ * of the pop, a compare-and-swap, or the owner's first push, that stored
+ * it: the segment it names had become the log's, and was OPEN at least,
+ * before).  Returns its index, and its owner word in *@own, or
+ * BB_SEG_NONE when it may not be taken (it is the log's current one) or
+ * another thread popped first.  The segment is then the caller's alone:
+ * no queue names it any more.
  */
-static struct bb__ring *bb__claim(struct bb__box *box, struct bb__tls *t)
+static inline __attribute__((always_inline))
+uint32_t bb__seg_pop(struct bb__box *box, struct bb_thread_slot *s, uint64_t q, uint64_t *own)
 {
-	struct bb__ring *r = NULL;
-	char name[16] = "", prev[16] = "";
-	int32_t prev_tid;
+	const uint32_t nsegs = box->nsegs;
+	struct bb_seg_desc *const segs = box->segs;
+	uint32_t o = BB_QUEUE_IDX(q), m;
+	uint64_t w;
 
-	for (uint32_t i = 0; i < box->nrings && !r; i++) {
-		uint32_t expect = BB_RING_FREE;
+	if (o >= nsegs)
+		return BB_SEG_NONE;
+	/* Acquire: pairs with the owner's release store of SEALED, which
+	 * follows its store of next (bb__seg_use()). */
+	w = BB__LOAD_ACQUIRE(&segs[o].own);
+	if (BB_SEG_STATE(w) != BB_SEG_SEALED || BB_SEG_LOG(w) != BB__LOAD_RELAXED(&s->log))
+		return BB_SEG_NONE;
+	m = BB__LOAD_RELAXED(&segs[o].next);
+	if (m >= nsegs)
+		m = BB_SEG_NONE;  /* the last segment of an exited thread's log */
+	/* Acquire and release: the winner owns o (acquire: after the owner's
+	 * last stores to it), and the next popper, whose acquire load reads
+	 * the new word, sees what we saw of m (release).  A stale q (another
+	 * pop since) fails. */
+	if (!BB__CAS_ACQ_REL(&s->queue, &q, BB_QUEUE(m, BB_QUEUE_ORD(q) + 1)))
+		return BB_SEG_NONE;
+	*own = w;
+	return o;
+}
 
-		if (BB__LOAD_RELAXED(&box->rings[i].desc->claim) == BB_RING_FREE &&
-		    BB__CAS_ACQUIRE(&box->rings[i].desc->claim, &expect, (uint32_t)BB_RING_OWNED))
-			r = &box->rings[i];
+/*
+ * bb__seg_use - hand segment @i (owner word @own, ours: from the pool or a
+ * pop, or our own current @c over again) to this thread's log at log
+ * position @start, ordinal @ord; make it the current one; point the window
+ * at it.
+ *
+ * The hand-over is a seqlock write (see above): the CLAIMING word, a
+ * release fence, the descriptor, the OPEN word with release.  A reader
+ * that copied any byte we write from the fence on sees the new word after
+ * its acquire fence, and drops the copy.  Then the link: the old current
+ * @c gets next = i, then is SEALED with release (it may be taken from then
+ * on: a popper's acquire load of the SEALED word sees next); without one
+ * (the log's first) the queue names i, with release (a popper's acquire
+ * load sees i OPEN).  The window: data + pos is the record at pos (the
+ * segment's bytes less @start), and a record fits while it ends inside
+ * the segment (<blackbox/inline.h>).
+ */
+static inline __attribute__((always_inline))
+void bb__seg_use(struct bb__box *box, struct bb__tls *t, uint32_t c, uint32_t i,
+		 uint64_t own, uint64_t start, uint32_t ord)
+{
+	/* The thread's fields in registers: the stores below could alias
+	 * them as far as the compiler knows. */
+	const uint32_t log = t->log, slot = t->slot;
+	const uint64_t cur = t->own;
+	struct bb_seg_desc *d = bb__seg(box, i);
+	struct bb_thread_slot *s = &box->slots[slot];
+	struct bb__ring *w = &box->windows[slot];
+	uint32_t gen = BB_SEG_GEN(own) + 1;
+	uint64_t open = BB_SEG_OWN(BB_SEG_OPEN, gen, log);
+
+	BB__STORE_RELAXED(&d->own, BB_SEG_OWN(BB_SEG_CLAIMING, gen, log));
+	/* Orders the CLAIMING word before every store below, the records
+	 * included.  Pairs with a reader's acquire fence before it reads the
+	 * owner word again (ring.h bb__ring_read(), reader_snapshot.c). */
+	BB__FENCE_RELEASE();
+	BB__STORE_RELAXED(&d->start, start);
+	BB__STORE_RELAXED(&d->head, start);
+	BB__STORE_RELAXED(&d->ord, ord);
+	BB__STORE_RELAXED(&d->next, BB_SEG_NONE);
+	if (BB_SEG_LOG(own) != log) {
+		/* not one of our own: say whose it is now (descriptive,
+		 * under the seqlock like the rest) */
+		BB__STORE_RELAXED(&d->tid, t->tid);
+		BB__STORE_RELAXED(&d->slot, slot);
+		memcpy(d->thread_name, t->name, sizeof(d->thread_name));
 	}
-	for (int tries = 0; !r && tries < 8; tries++) {
-		struct bb__ring *best = NULL;
-		uint64_t best_at = UINT64_MAX;
-		uint32_t expect = BB_RING_RETIRED;
+	/* Release: a reader (or a popper) that loads OPEN with acquire sees
+	 * the descriptor above. */
+	BB__STORE_RELEASE(&d->own, open);
+	if (c != i) {
+		BB__STORE_RELAXED(&s->cur_ord, ord);
+		BB__STORE_RELAXED(&s->current, i);
+		if (c == BB_SEG_NONE) {
+			BB__STORE_RELEASE(&s->queue, BB_QUEUE(i, ord));
+		} else {
+			struct bb_seg_desc *o = bb__seg(box, c);
 
-		for (uint32_t i = 0; i < box->nrings; i++) {
-			struct bb_ring_desc *d = box->rings[i].desc;
-			uint64_t at = BB__LOAD_RELAXED(&d->retired_at);
+			BB__STORE_RELAXED(&o->next, i);
+			BB__STORE_RELEASE(&o->own, BB_SEG_OWN(BB_SEG_SEALED, BB_SEG_GEN(cur), log));
+		}
+	}
+	t->seg = i;
+	t->ord = ord;
+	t->own = open;
+	w->pub = &d->head;
+	w->data = (uint8_t *)((uintptr_t)(box->segdata + (size_t)i * box->seg_size) -
+			      (uintptr_t)start);
+	w->head = start;
+	w->tail = start + box->seg_size - (BB__WINDOW_MASK + 1);
+}
 
-			if (BB__LOAD_RELAXED(&d->claim) == BB_RING_RETIRED && at < best_at) {
-				best = &box->rings[i];
-				best_at = at;
+/*
+ * bb__seg_steal - pop the oldest segment of the log that holds the most,
+ * for a thread holding @held: an exited thread's log (any segment of it),
+ * or a live one's holding at least @held + 2 (it keeps more than we will
+ * have); ties go to the exited.  A few rounds, since another thread may
+ * pop first.  BB_SEG_NONE when nothing may be taken.
+ */
+static uint32_t bb__seg_steal(struct bb__box *box, struct bb__tls *t, uint32_t held,
+			      uint64_t *own)
+{
+	for (int round = 0; round < 4; round++) {
+		uint32_t best = BB_SEG_NONE, best_n = 0, i;
+		bool best_exited = false;
+
+		for (uint32_t k = 0; k < box->nslots; k++) {
+			struct bb_thread_slot *s = &box->slots[k];
+			uint32_t claim = BB__LOAD_RELAXED(&s->claim), n;
+			bool exited = claim == BB_RING_RETIRED;
+
+			if (k == t->slot || (claim != BB_RING_OWNED && !exited))
+				continue;
+			n = bb__slot_held(s);
+			if (n > box->nsegs || !n || (!exited && n < held + 2))
+				continue;
+			if (n > best_n || (n == best_n && exited && !best_exited)) {
+				best = k;
+				best_n = n;
+				best_exited = exited;
 			}
 		}
-		if (!best)
-			break;
-		if (BB__CAS_ACQUIRE(&best->desc->claim, &expect, (uint32_t)BB_RING_OWNED))
-			r = best;
+		if (best == BB_SEG_NONE)
+			return BB_SEG_NONE;
+		i = bb__seg_pop(box, &box->slots[best], BB__LOAD_ACQUIRE(&box->slots[best].queue),
+				own);
+		if (i != BB_SEG_NONE)
+			return i;
 	}
-	if (!r)
-		return NULL;
-	/* Crash handler on: this thread gets an alternate signal stack (an
-	 * mmap; the claim is the slow path), freed by bb__thread_exit(). */
-	bb__crash_thread_start(t);
-
-	/* Relaxed: ordered after the previous owner's final stores by the
-	 * acquire CAS above (pairs with its release store of RETIRED).  tid,
-	 * name and generation are descriptive: readers tolerate a torn name
-	 * (bounded, NUL-forced) and attribute records by owner records. */
-	r->head = BB__LOAD_RELAXED(&r->desc->head);
-	r->tail = BB__LOAD_RELAXED(&r->desc->tail);
-	prev_tid = BB__LOAD_RELAXED(&r->desc->tid);
-	memcpy(prev, r->desc->thread_name, sizeof(prev) - 1);
-	prctl(PR_GET_NAME, name, 0, 0, 0);
-	name[15] = '\0';
-	/* The owner record first, the descriptor's tid and name after it.
-	 * A reader attributes the records before the first visible owner
-	 * record to the descriptor's tid: had we stored the new tid first, a
-	 * SIGKILL between the two (on a recycled ring whose previous owner
-	 * record was already overwritten) would credit the previous owner's
-	 * records to this thread (found by tests/torture, ~1 kill in 1000).
-	 * In this order the descriptor names the previous owner until our
-	 * owner record, which carries both tids, is committed. */
-	bb__owner_record(box, r, t->tid, name, prev_tid, prev);
-	BB__STORE_RELAXED(&r->desc->tid, t->tid);
-	memcpy(r->desc->thread_name, name, sizeof(name));
-	BB__STORE_RELAXED(&r->desc->generation, r->desc->generation + 1);
-	return r;
+	return BB_SEG_NONE;
 }
 
 /*
- * Slow path of bb__begin(): the thread has no ring in this box yet (claim
- * one), has none to get (shared ring), or is nested (shared ring).  The
+ * bb__seg_next - the next segment for this thread's log, whose current
+ * one is @c (BB_SEG_NONE: none yet), from log position @start: the free
+ * pool, then our own oldest (when it is not @c: we hold 2 or more), then
+ * a steal, then @c over again.  Returns false (nothing changed) when
+ * there is nothing to take and no @c.  Counters: statistics, relaxed.
+ */
+static __attribute__((noinline))
+bool bb__seg_next(struct bb__box *box, struct bb__tls *t, uint32_t c, uint64_t start)
+{
+	struct bb_thread_slot *s = &box->slots[t->slot];
+	uint32_t ord = c == BB_SEG_NONE ? BB_QUEUE_ORD(BB__LOAD_RELAXED(&s->queue)) : t->ord + 1;
+	uint32_t i, held = c == BB_SEG_NONE ? 0 : 1;
+	uint64_t own = 0;
+
+	/* The pool: never-used segments, handed out once each.  Relaxed:
+	 * the counter orders nothing (a fresh segment is all zeros); the
+	 * load first keeps a drained pool from counting past the end. */
+	if (bb_unlikely(BB__LOAD_RELAXED(&box->hdr->seg_next) < box->nsegs)) {
+		uint64_t k = BB__FETCH_ADD(&box->hdr->seg_next, 1);
+
+		if (k < box->nsegs) {
+			bb__seg_use(box, t, c, (uint32_t)k, 0, start, ord);
+			return true;
+		}
+	}
+	/* Our own oldest, unless it is our current one.  Acquire: see
+	 * bb__seg_pop(). */
+	for (int tries = 0; c != BB_SEG_NONE && tries < 8; tries++) {
+		uint64_t q = BB__LOAD_ACQUIRE(&s->queue);
+
+		if (BB_QUEUE_IDX(q) == c)
+			break;
+		i = bb__seg_pop(box, s, q, &own);
+		if (bb_likely(i != BB_SEG_NONE)) {
+			bb__seg_use(box, t, c, i, own, start, ord);
+			return true;
+		}
+		held = 2; /* we held more, and someone took our oldest */
+	}
+	if (held == 2)
+		held = bb__slot_held(s);
+	i = bb__seg_steal(box, t, held, &own);
+	if (i != BB_SEG_NONE) {
+		BB__FETCH_ADD(&box->hdr->seg_stolen, 1);
+		bb__seg_use(box, t, c, i, own, start, ord);
+		return true;
+	}
+	if (c == BB_SEG_NONE)
+		return false;
+	/* Nothing to take: start our own segment over. */
+	BB__FETCH_ADD(&box->hdr->seg_restarted, 1);
+	bb__seg_use(box, t, c, c, t->own, start, t->ord);
+	return true;
+}
+
+/*
+ * bb__seg_join - this thread's first write in this box: a thread slot (a
+ * free one, or an exited thread's whose log holds nothing), a log id and
+ * a first segment.  Returns its window, or NULL (no slot, or no segment:
+ * the shared ring, counted in the header's overflow).  The slot's fields
+ * other than claim and queue describe the thread to readers.
+ */
+static struct bb__ring *bb__seg_join(struct bb__box *box, struct bb__tls *t)
+{
+	uint32_t slot = BB_SEG_NONE, log;
+	struct bb_thread_slot *s;
+
+	if (!t->named) {
+		prctl(PR_GET_NAME, t->name, 0, 0, 0);
+		t->name[15] = '\0';
+		t->named = true;
+	}
+	for (uint32_t k = 0; k < box->nslots && slot == BB_SEG_NONE; k++) {
+		uint32_t claim = BB__LOAD_RELAXED(&box->slots[k].claim);
+
+		/* Acquire: after the previous holder's last stores (its
+		 * release store of RETIRED).  A retired slot is free once its
+		 * log holds nothing; nobody pops an empty queue, and only an
+		 * owner pushes, so it stays empty. */
+		if ((claim == BB_RING_FREE ||
+		     (claim == BB_RING_RETIRED && !bb__slot_held(&box->slots[k]))) &&
+		    BB__CAS_ACQUIRE(&box->slots[k].claim, &claim, (uint32_t)BB_RING_OWNED))
+			slot = k;
+	}
+	if (slot == BB_SEG_NONE)
+		return NULL;
+	s = &box->slots[slot];
+	log = (uint32_t)(BB__FETCH_ADD(&box->hdr->log_next, 1) + 1);
+	if (!log) /* 2^32 threads later: 0 means none */
+		log = (uint32_t)(BB__FETCH_ADD(&box->hdr->log_next, 1) + 1);
+	t->slot = slot;
+	t->log = log;
+	t->seg = BB_SEG_NONE;
+	t->own = 0;
+	box->windows[slot].mask = BB__WINDOW_MASK;
+	box->windows[slot].segmask = UINT64_MAX;
+	box->windows[slot].desc = NULL;
+	box->windows[slot].box = box;
+	BB__STORE_RELAXED(&s->log, log);
+	BB__STORE_RELAXED(&s->tid, t->tid);
+	BB__STORE_RELAXED(&s->current, BB_SEG_NONE);
+	memcpy(s->thread_name, t->name, sizeof(s->thread_name));
+	if (!bb__seg_next(box, t, BB_SEG_NONE, 0)) {
+		/* Release: the next thread to claim the slot starts after us. */
+		BB__STORE_RELEASE(&s->claim, (uint32_t)BB_RING_RETIRED);
+		t->slot = BB_SEG_NONE;
+		return NULL;
+	}
+	/* Crash handler on: this thread gets an alternate signal stack (an
+	 * mmap; the first write is the slow path), freed by
+	 * bb__thread_exit(). */
+	bb__crash_thread_start(t);
+	if (bb__g.key_ok)
+		pthread_setspecific(bb__g.key, box);
+	t->f.ring = &box->windows[slot];
+	return t->f.ring;
+}
+
+/* Thread exit: our current segment SEALED (it may be taken from now on),
+ * our slot RETIRED.  Release: a popper or a joiner that reads either with
+ * acquire sees our last stores. */
+static void bb__seg_exit(struct bb__box *box, struct bb__tls *t)
+{
+	struct bb_seg_desc *d = bb__seg(box, t->seg);
+
+	BB__STORE_RELEASE(&d->own, BB_SEG_OWN(BB_SEG_SEALED, BB_SEG_GEN(t->own), t->log));
+	BB__STORE_RELEASE(&box->slots[t->slot].claim, (uint32_t)BB_RING_RETIRED);
+	t->slot = BB_SEG_NONE;
+}
+
+/* Shared-ring writes between two tries for a segment by a thread that got
+ * none. */
+#define BB__SEG_RETRY 256u
+
+/*
+ * Slow path of bb__begin(): the thread has no window in this box yet (it
+ * joins), has none to get (shared ring), or is nested (shared ring).  The
  * caller has entered the nesting section (depth >= 1).
- * Returns the claimed private ring, the shared ring locked
- * (&box->rings[box->nrings]), or NULL for -EBUSY.
+ * Returns the thread's window, the shared ring locked
+ * (&box->rings[BB__SHARED_IDX]), or NULL for -EBUSY.
  */
 struct bb__ring *bb__begin_slow(struct bb__box *box, struct bb__tls *t)
 {
-	struct bb__ring *shared = &box->rings[box->nrings];
+	struct bb__ring *shared = &box->rings[BB__SHARED_IDX];
 	int32_t *lock = &shared->desc->lock;
+	bool overflow = false;
 
 	if (!t->tid)
 		t->tid = bb__gettid();
-	if (t->f.depth == 1 && t->f.gen != box->f.gen && !t->exited) {
+	if (t->f.depth == 1 && !t->exited &&
+	    (t->f.gen != box->f.gen || (!t->f.ring && ++t->retry >= BB__SEG_RETRY))) {
+		struct bb__ring *w;
+
 		t->f.gen = box->f.gen;
-		t->f.ring = bb__claim(box, t);
-		if (t->f.ring) {
-			if (bb__g.key_ok)
-				pthread_setspecific(bb__g.key, box);
-			return t->f.ring;
-		}
+		t->f.ring = NULL;
+		t->retry = 0;
+		w = bb__seg_join(box, t);
+		if (w)
+			return w;
 	}
+	overflow = t->f.depth == 1 && !t->exited;
 	/* The shared ring: a bounded try-lock (its acquire pairs with the
 	 * release store of 0 in bb__end_shared()).  Drop counters are
 	 * statistics: relaxed, ordered with nothing (readers report whatever
 	 * value they see). */
 	switch (bb__ring_trylock(lock, t->tid)) {
 	case 1:
+		if (overflow)
+			BB__FETCH_ADD(&box->hdr->overflow, 1);
 		return shared;
 	case 0:   /* we interrupted our own shared-ring write */
 		BB__FETCH_ADD(&box->hdr->dropped_nested, 1);
@@ -815,7 +1160,7 @@ void bb__end_shared(struct bb__box *box, struct bb__tls *t)
 {
 	/* Release: our head/tail updates (process-local copies and the
 	 * descriptor) are visible to the next holder's acquire CAS. */
-	BB__STORE_RELEASE(&box->rings[box->nrings].desc->lock, 0);
+	BB__STORE_RELEASE(&box->rings[BB__SHARED_IDX].desc->lock, 0);
 	BB__SIGNAL_FENCE();
 	t->f.depth--;
 }
@@ -837,7 +1182,7 @@ static uint64_t *bb__ring_marks(const struct bb__ring *r)
 	/* Which ring of the box, by address (integers: comparing pointers
 	 * into different objects would be undefined). */
 	off = (uintptr_t)r - (uintptr_t)box->rings;
-	if (off % sizeof(*r) || off / sizeof(*r) >= box->nrings + BB__EXTRA_RINGS)
+	if (off % sizeof(*r) || off / sizeof(*r) >= BB__RINGS)
 		return NULL;
 	return box->marks + off / sizeof(*r) * BB__MARKS;
 }
@@ -886,9 +1231,38 @@ BB_EXPORT void bb__ring_mark(struct bb__ring *r, uint64_t end)
  */
 BB_EXPORT void bb__ring_make_room(struct bb__ring *r, uint64_t end)
 {
-	uint64_t size = r->mask + 1, need = end - size;
-	uint64_t tail = r->tail;
-	const uint64_t *m = bb__ring_marks(r);
+	uint64_t size, need, tail;
+	const uint64_t *m;
+
+	if (!r->desc) {
+		/* A thread's window (only its thread writes through it): its
+		 * segment is full, the record goes to the next one, from the
+		 * same log position (box.c "Segments").  The steady state,
+		 * once the pool is drained, of a thread holding 2 or more
+		 * segments is its own oldest: here, without a call. */
+		struct bb__tls *t = &bb__tls;
+		struct bb__box *box = r->box;
+		struct bb_thread_slot *s = &box->slots[t->slot];
+		const uint32_t c = t->seg;
+		/* Acquire: see bb__seg_pop(). */
+		uint64_t q = BB__LOAD_ACQUIRE(&s->queue), own;
+		uint32_t i;
+
+		if (bb_likely(BB_QUEUE_IDX(q) != c &&
+			      BB__LOAD_RELAXED(&box->hdr->seg_next) >= box->nsegs)) {
+			i = bb__seg_pop(box, s, q, &own);
+			if (bb_likely(i != BB_SEG_NONE)) {
+				bb__seg_use(box, t, c, i, own, r->head, t->ord + 1);
+				return;
+			}
+		}
+		bb__seg_next(box, t, c, r->head);
+		return;
+	}
+	size = r->mask + 1;
+	need = end - size;
+	tail = r->tail;
+	m = bb__ring_marks(r);
 
 	if (m) {
 		uint64_t seg = r->segmask + 1;

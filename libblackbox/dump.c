@@ -35,13 +35,18 @@
 #include "text.h"
 #include "writer.h"
 
+/* A ring of the ring table, or a segment of a thread's log (3.0). */
 struct bb__cursor {
 	struct bb__ring_view v;
 	uint64_t pos;
 	uint64_t head;
 	uint64_t skipped;   /* corrupt bytes skipped by a resync, not yet said */
+	uint64_t peek_pos;  /* bb__peek()'s answer for this position ... */
+	uint64_t peek_ts;   /* ... is this stamp */
+	uint32_t label;     /* ring index, or segment index */
 	int32_t tid;
-	bool done;
+	char kind;          /* 'r' a ring, 's' a segment: the label's letter */
+	bool done, peeked;
 };
 
 /* Originals of important records already printed. */
@@ -55,7 +60,7 @@ static struct bb__seen bb__seen[BB__SEEN_SLOTS];
 static uint32_t bb__seen_n;
 
 static int32_t bb__dump_busy; /* 1 while a dump runs: its buffers are static */
-static struct bb__cursor bb__cur[BB_RING_MAX_COUNT];
+static struct bb__cursor bb__cur[BB__RINGS + BB_SEG_MAX_COUNT];
 static uint8_t bb__rec[BB_RECORD_MAX];
 static char bb__line[1024];
 
@@ -154,6 +159,10 @@ static bool bb__peek(struct bb__cursor *c, uint64_t *ts)
 {
 	struct bb_record_hdr h;
 
+	if (c->peeked && c->peek_pos == c->pos && !c->done) {
+		*ts = c->peek_ts; /* the same record as last time */
+		return true;
+	}
 	while (!c->done) {
 		if (bb__pos_diff(c->head, c->pos) <= 0) {
 			c->done = true;
@@ -162,7 +171,9 @@ static bool bb__peek(struct bb__cursor *c, uint64_t *ts)
 		bb__ring_copy(&c->v, c->pos, &h, sizeof(h));
 		if (bb__ring_seq(&c->v, c->pos) == BB_SEQ_DONE(c->pos) &&
 		    bb__ring_envelope_ok(&c->v, &h, c->pos, c->head)) {
-			*ts = h.ts;
+			*ts = c->peek_ts = h.ts;
+			c->peek_pos = c->pos;
+			c->peeked = true;
 			return true;
 		}
 		/* Lapped or corrupt: as the reader decides, after its fence. */
@@ -175,13 +186,13 @@ static bool bb__peek(struct bb__cursor *c, uint64_t *ts)
 
 /* "r<ring> corrupt: <n> bytes skipped before position <pos>", once per
  * resync, before the record the walk resumed at. */
-static int bb__say_skipped(int fd, struct bb__cursor *c, uint32_t ring)
+static int bb__say_skipped(int fd, struct bb__cursor *c)
 {
 	const char *end = bb__line + sizeof(bb__line) - 2;
 	char *p = bb__line;
 
-	p = bb__put_str(p, end, "r");
-	p = bb__put_u64(p, ring, 1);
+	*p++ = c->kind;
+	p = bb__put_u64(p, c->label, 1);
 	p = bb__put_str(p, end, " corrupt: ");
 	p = bb__put_u64(p, c->skipped, 1);
 	p = bb__put_str(p, end, " bytes skipped before position ");
@@ -192,7 +203,7 @@ static int bb__say_skipped(int fd, struct bb__cursor *c, uint32_t ring)
 }
 
 static int bb__dump_one(int fd, const struct bb_header *hdr, struct bb__cursor *c,
-			uint32_t ring, bool important, bool crc)
+			bool important, bool crc)
 {
 	const struct bb_record_hdr *h = (const void *)bb__rec;
 	const char *end = bb__line + sizeof(bb__line) - 2;
@@ -205,7 +216,7 @@ static int bb__dump_one(int fd, const struct bb_header *hdr, struct bb__cursor *
 	char *p = bb__line;
 	int n;
 
-	if (c->skipped && (n = bb__say_skipped(fd, c, ring)) < 0)
+	if (c->skipped && (n = bb__say_skipped(fd, c)) < 0)
 		return n;
 	rd = bb__ring_read(&c->v, c->pos, c->head, bb__rec, &len);
 	if (rd != BB__RD_OK) {
@@ -219,8 +230,9 @@ static int bb__dump_one(int fd, const struct bb_header *hdr, struct bb__cursor *
 		p = bb__put_u64(p, ns / 1000000000u, 1);
 		*p++ = '.';
 		p = bb__put_u64(p, ns % 1000000000u, 9);
-		p = bb__put_str(p, end, " r");
-		p = bb__put_u64(p, ring, 1);
+		*p++ = ' ';
+		*p++ = c->kind;
+		p = bb__put_u64(p, c->label, 1);
 		p = bb__put_str(p, end, " corrupt: checksum mismatch at position ");
 		p = bb__put_u64(p, c->pos, 1);
 		*p++ = '\n';
@@ -250,8 +262,9 @@ static int bb__dump_one(int fd, const struct bb_header *hdr, struct bb__cursor *
 	p = bb__put_u64(p, ns / 1000000000u, 1);
 	*p++ = '.';
 	p = bb__put_u64(p, ns % 1000000000u, 9);
-	p = bb__put_str(p, end, " r");
-	p = bb__put_u64(p, ring, 1);
+	*p++ = ' ';
+	*p++ = c->kind;
+	p = bb__put_u64(p, c->label, 1);
 	p = bb__put_str(p, end, " t");
 	p = bb__put_u64(p, (uint64_t)(uint32_t)tid, 1);
 	*p++ = ' ';
@@ -276,39 +289,61 @@ BB_EXPORT int bb_dump(int fd)
 	 * with the release store below). */
 	if (!BB__CAS_ACQUIRE(&bb__dump_busy, &(int32_t){ 0 }, 1))
 		return -EBUSY;
-	/* Private rings, the shared ring, the important ring. */
-	total = box->nrings + BB__EXTRA_RINGS;
+	/* The shared ring, the important ring, then every segment. */
+	total = 0;
 	memset(bb__seen, 0, sizeof(bb__seen));
 	bb__seen_n = 0;
-	for (uint32_t i = 0; i < total; i++) {
-		struct bb__cursor *c = &bb__cur[i];
+	for (uint32_t i = 0; i < BB__RINGS; i++) {
+		struct bb__cursor *c = &bb__cur[total++];
 		struct bb_ring_desc *d = box->rings[i].desc;
 
-		c->v.desc = d;
-		c->v.data = box->rings[i].data;
-		c->v.size = box->ring_size;
-		c->v.max_record = box->max_record;
+		c->v = (struct bb__ring_view){ .desc = d, .data = box->rings[i].data,
+					       .size = box->ring_size,
+					       .max_record = box->max_record };
 		/* The live part, as every reader checks it (ring.h): a ring
 		 * whose head or tail is misaligned or reversed is not walked. */
 		rb = bb__ring_bounds(&c->v, &c->head, &c->pos);
 		c->skipped = 0;
 		c->tid = BB__LOAD_RELAXED(&d->tid);
+		c->kind = 'r';
+		c->label = i;
+		c->peeked = false;
 		c->done = rb == BB__RB_MISALIGNED || rb == BB__RB_LAPPED;
+	}
+	for (uint32_t i = 0; i < box->nsegs && i < BB_SEG_MAX_COUNT; i++) {
+		struct bb__cursor *c = &bb__cur[total];
+		const struct bb_seg_desc *d = &box->segs[i];
+
+		/* Owner word (acquire), start, head (acquire), as every reader
+		 * reads a segment (ring.h); bb__ring_read() checks the owner
+		 * word again after each copy. */
+		if (bb__seg_bounds(&c->v, d, box->segdata + (size_t)i * box->seg_size,
+				   box->seg_size, box->max_record, &c->pos, &c->head) != 1)
+			continue; /* holds nothing of a log (or a scribbled descriptor) */
+		c->skipped = 0;
+		c->tid = BB__LOAD_RELAXED(&d->tid);
+		c->kind = 's';
+		c->label = i;
+		c->peeked = false;
+		c->done = false;
+		total++;
 	}
 	for (;;) {
 		uint64_t best_ts = UINT64_MAX, ts;
 		uint32_t best = total;
 
+		/* Ties go to the lower cursor, except that the important
+		 * ring's loses them: an original (same stamp) is printed
+		 * before its copy, which is then skipped. */
 		for (uint32_t i = 0; i < total; i++)
-			if (bb__peek(&bb__cur[i], &ts) && ts < best_ts) {
+			if (bb__peek(&bb__cur[i], &ts) &&
+			    (ts < best_ts || (ts == best_ts && best == BB__IMPORTANT_IDX))) {
 				best_ts = ts;
 				best = i;
 			}
 		if (best == total)
 			break;
-		/* Ties go to the lower ring index, so an original is printed
-		 * before its copy (same ts) when both are present. */
-		ret = bb__dump_one(fd, box->hdr, &bb__cur[best], best, best == BB__IMPORTANT_IDX(box),
+		ret = bb__dump_one(fd, box->hdr, &bb__cur[best], best == BB__IMPORTANT_IDX,
 				   box->f.crc != BB__CRC_NONE);
 		if (ret < 0)
 			break;
@@ -316,7 +351,7 @@ BB_EXPORT int bb_dump(int fd)
 	/* a corrupt stretch that ran to a ring's head */
 	for (uint32_t i = 0; i < total && ret >= 0; i++)
 		if (bb__cur[i].skipped)
-			ret = bb__say_skipped(fd, &bb__cur[i], i);
+			ret = bb__say_skipped(fd, &bb__cur[i]);
 	/* Release: our use of the static buffers ends before the next dump
 	 * may start. */
 	BB__STORE_RELEASE(&bb__dump_busy, 0);

@@ -63,7 +63,8 @@ struct bb_reader *bb__rdr_new(const struct bb_reader *tmp)
 		return NULL;
 	*r = *tmp;
 	r->fd = -1;
-	r->rings = calloc(r->info.ring_count, sizeof(*r->rings));
+	r->cap_rings = r->table_rings ? r->table_rings : 1;
+	r->rings = calloc(r->cap_rings, sizeof(*r->rings));
 	r->rec = malloc(r->info.max_record);
 	r->slot = r->slot_size ? malloc(r->slot_size) : NULL;
 	if (!r->rings || !r->rec || (r->slot_size && !r->slot)) {
@@ -88,6 +89,8 @@ BB_EXPORT void bb_reader_close(struct bb_reader *r)
 		free(r->base);
 	free(r->rings);
 	free(r->rec);
+	free(r->segs);
+	free(r->logs);
 	if (r->ents)
 		munmap(r->ents, r->cents * sizeof(*r->ents));
 	free(r->vals);

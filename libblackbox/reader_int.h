@@ -20,6 +20,8 @@
 #include "clock.h"
 #include "ring.h"
 
+/* A ring of the ring table, or (3.0) a thread's log (is_log: its
+ * segments are in r->segs during a walk, v is unused). */
 struct rring {
 	struct bb__ring_view v;
 	struct bb_ring_stats st;
@@ -28,6 +30,8 @@ struct rring {
 	uint64_t torn_head;  /* head at which a torn record was counted */
 	bool has_next, torn_counted;
 	bool bad;            /* descriptor rejected at open: never read */
+	bool is_log;         /* a thread's log (3.0) */
+	size_t seg_first, seg_n; /* a log: its segments in r->segs, this walk */
 };
 
 /*
@@ -57,6 +61,20 @@ struct gap {
 	uint32_t ring;
 };
 
+/* A segment holding part of a log, as a walk found it (3.0). */
+struct rseg {
+	uint32_t idx;        /* in the segment table */
+	uint32_t ring;       /* its log's index in r->rings */
+	uint64_t start, head;
+	uint64_t own;
+	uint32_t ord;
+};
+
+/* A log id and the index of its ring in r->rings (sorted by log id). */
+struct rlog {
+	uint32_t log, ring;
+};
+
 /* An important record's identity (FORMAT §11): thread and raw timestamp. */
 struct ikey {
 	uint64_t ts;
@@ -72,7 +90,18 @@ struct bb_reader {
 	int fd;                /* live reader: the box file, re-read by bb__rdr_load(); else -1 */
 	bool anon;             /* base is private anonymous memory (munmap), else malloc'd */
 	uint64_t table_off;
-	uint64_t table_end;    /* end of the ring table */
+	uint64_t table_end;    /* end of the last table (ring table; 3.0: thread
+				  and segment tables too) */
+	uint32_t table_rings;  /* rings of the ring table: r->rings[0 ..) */
+	uint32_t cap_rings;    /* r->rings allocated */
+	/* 3.0: segments and the thread table (validated; seg_count 0: none) */
+	uint64_t seg_off, seg_data_off, thr_off;
+	uint32_t seg_count, seg_size, thread_count;
+	struct rseg *segs;     /* the current walk's segments, by ring then start */
+	size_t nsegs, csegs;
+	struct rlog *logs;     /* every log found so far, by log id */
+	size_t nlogs, clogs;
+	bool walked;           /* a walk completed: logs found later are new */
 	uint64_t limit;        /* min(box_size, file size): every offset lies below */
 	uint32_t desc_size, page_size;
 	struct rring *rings;
@@ -94,6 +123,22 @@ struct bb_reader {
 	struct bb_module *mods;
 	char *modstr;          /* NUL-terminated module paths */
 };
+
+/* Segment descriptor @i in @base (3.0). */
+static inline const struct bb_seg_desc *bb__rdr_seg(const struct bb_reader *r,
+						    const uint8_t *base, uint32_t i)
+{
+	return (const struct bb_seg_desc *)(const void *)
+		(base + r->seg_off + (uint64_t)i * BB_SEG_DESC_SIZE);
+}
+
+/* Thread slot @i in @base (3.0). */
+static inline const struct bb_thread_slot *bb__rdr_slot(const struct bb_reader *r,
+							const uint8_t *base, uint32_t i)
+{
+	return (const struct bb_thread_slot *)(const void *)
+		(base + r->thr_off + (uint64_t)i * BB_THREAD_SLOT_SIZE);
+}
 
 /* Descriptor @i of the ring table in @base (the reader's copy of the box). */
 static inline const struct bb_ring_desc *bb__rdr_desc(const struct bb_reader *r,
@@ -159,6 +204,18 @@ int bb__rdr_pread_all(int fd, void *buf, size_t len, uint64_t off);
 int bb__rdr_fetch(struct bb_reader *r, uint64_t off, uint64_t n);
 int bb__rdr_load(struct bb_reader *r, enum load_what what, bool follow);
 int bb__rdr_load_failed(char *err, size_t errlen, const char *label, int rc);
+
+/* reader_logs.c (3.0) */
+int bb__rdr_scan_logs(struct bb_reader *r);
+int bb__rdr_rescan_logs(struct bb_reader *r);
+int bb__rdr_collect_log(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
+			uint64_t *endp);
+int bb__rdr_keep(struct bb_reader *r, uint32_t ring, uint64_t pos, uint32_t len,
+		 const uint8_t *rec);
+int bb__rdr_note_gap(struct bb_reader *r, uint32_t ring, uint64_t pos, uint64_t *expect,
+		     bool *have_expect);
+const uint8_t *bb__rdr_read_fixed(struct bb_reader *r, const struct bb__ring_view *v,
+				  uint64_t pos, uint64_t head, uint32_t *lenp, enum bb__rd *rd);
 
 /* reader_liveness.c */
 int bb__rdr_maps_has(pid_t pid, uint64_t dev, uint64_t ino);

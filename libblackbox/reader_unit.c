@@ -172,8 +172,8 @@ void bb__unit_info(struct bb_box_info *in, const struct bb_header *h)
 
 	in->cgroup[0] = in->unit[0] = in->user_unit[0] = in->invocation_id[0] = '\0';
 	in->cgroup_hierarchy = BB_CGROUP_NONE;
-	if (h->version_minor < 1)
-		return; /* 2.0: reserved bytes, whatever they hold */
+	if (h->version_major == 2 && h->version_minor < 1)
+		return; /* 2.0: reserved bytes, whatever they hold (2.1 and 3.x have the unit) */
 	n = strnlen(h->invocation_id, sizeof(h->invocation_id));
 	if (bb__id128_hex(h->invocation_id, n)) {
 		for (size_t i = 0; i < n; i++) {

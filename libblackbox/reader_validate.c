@@ -35,7 +35,7 @@ static void copy_str(char *dst, const char *src, size_t n)
  * precise message in info, never fatal: the rings are still worth reading.
  */
 static void check_areas(struct bb_reader *r, const struct bb_header *h, uint64_t lim,
-			uint64_t table_len)
+			uint64_t table_end)
 {
 	struct bb_box_info *in = &r->info;
 	uint64_t off = h->state_table_offset, len;
@@ -56,11 +56,10 @@ static void check_areas(struct bb_reader *r, const struct bb_header *h, uint64_t
 			snprintf(in->state_problem, sizeof(in->state_problem),
 				 "state table [%" PRIu64 ", +%" PRIu64 ") lies outside the %"
 				 PRIu64 "-byte box or overlaps the header", off, len, lim);
-		else if (off < h->ring_table_offset + table_len &&
-			 h->ring_table_offset < off + len)
+		else if (off < table_end && h->ring_table_offset < off + len)
 			snprintf(in->state_problem, sizeof(in->state_problem),
-				 "state table [%" PRIu64 ", +%" PRIu64 ") overlaps the ring table",
-				 off, len);
+				 "state table [%" PRIu64 ", +%" PRIu64 ") overlaps the ring table%s",
+				 off, len, h->version_major >= 3 ? ", thread or segment table" : "");
 		else {
 			in->state_slot_count = h->state_slot_count;
 			r->slot_size = h->state_slot_size;
@@ -82,6 +81,81 @@ static void check_areas(struct bb_reader *r, const struct bb_header *h, uint64_t
 			r->modules_off = off;
 		}
 	}
+}
+
+/* Do [a, a + alen) and [b, b + blen) overlap?  (Both inside the box.) */
+static bool overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+	return alen && blen && a < b + blen && b < a + alen;
+}
+
+/*
+ * check_segments - the 3.0 geometry (FORMAT.md §13, §9.4-5): the thread
+ * table, the segment table and the segment data inside the @lim bytes the
+ * box has, none over the header or another table, the data after every
+ * table.  On success r->table_end covers every table.  Unlike the state
+ * table or the module area, segments hold the records: a box whose
+ * segment geometry is impossible is not a box (-EBADMSG).
+ */
+static int check_segments(struct bb_reader *r, const struct bb_header *h, uint64_t lim,
+			  const char *label, char *err, size_t errlen)
+{
+	uint64_t seg_len = (uint64_t)h->seg_count * BB_SEG_DESC_SIZE;  /* < 2^18 */
+	uint64_t thr_len = (uint64_t)h->thread_count * BB_THREAD_SLOT_SIZE;
+	uint64_t data_len = (uint64_t)h->seg_count * h->seg_size;     /* < 2^42 */
+	uint64_t rt = h->ring_table_offset, rt_len = r->table_end - rt, end = r->table_end;
+
+	if (h->seg_desc_size != BB_SEG_DESC_SIZE || h->thread_slot_size != BB_THREAD_SLOT_SIZE)
+		return bb__rdr_say(err, errlen, -EBADMSG,
+			   "%s: seg_desc_size %" PRIu32 " / thread_slot_size %" PRIu32
+			   " (want %u / %u)", label, h->seg_desc_size, h->thread_slot_size,
+			   BB_SEG_DESC_SIZE, BB_THREAD_SLOT_SIZE);
+	if (h->seg_count > BB_SEG_MAX_COUNT || h->thread_count > BB_SEG_MAX_COUNT)
+		return bb__rdr_say(err, errlen, -EBADMSG,
+			   "%s: %" PRIu32 " segments and %" PRIu32 " thread slots (at most %u each)",
+			   label, h->seg_count, h->thread_count, BB_SEG_MAX_COUNT);
+	if (h->seg_count && (!pow2(h->seg_size) || h->seg_size < BB_SEG_MIN_SIZE ||
+			     h->seg_size % h->page_size))
+		return bb__rdr_say(err, errlen, -EBADMSG,
+			   "%s: seg_size %" PRIu32 " is not a power of two >= %u and a multiple "
+			   "of the page size", label, h->seg_size, BB_SEG_MIN_SIZE);
+	if (seg_len && (h->seg_table_offset < h->header_size || h->seg_table_offset % 64 ||
+			h->seg_table_offset > lim || seg_len > lim - h->seg_table_offset))
+		return bb__rdr_say(err, errlen, -EBADMSG,
+			   "%s: segment table [%" PRIu64 ", +%" PRIu64 ") lies outside the %" PRIu64
+			   "-byte box or overlaps the header", label, h->seg_table_offset, seg_len, lim);
+	if (thr_len && (h->thread_table_offset < h->header_size || h->thread_table_offset % 64 ||
+			h->thread_table_offset > lim || thr_len > lim - h->thread_table_offset))
+		return bb__rdr_say(err, errlen, -EBADMSG,
+			   "%s: thread table [%" PRIu64 ", +%" PRIu64 ") lies outside the %" PRIu64
+			   "-byte box or overlaps the header", label, h->thread_table_offset,
+			   thr_len, lim);
+	if (overlap(h->seg_table_offset, seg_len, rt, rt_len) ||
+	    overlap(h->thread_table_offset, thr_len, rt, rt_len) ||
+	    overlap(h->seg_table_offset, seg_len, h->thread_table_offset, thr_len))
+		return bb__rdr_say(err, errlen, -EBADMSG,
+			   "%s: the ring, thread and segment tables overlap", label);
+	if (seg_len && h->seg_table_offset + seg_len > end)
+		end = h->seg_table_offset + seg_len;
+	if (thr_len && h->thread_table_offset + thr_len > end)
+		end = h->thread_table_offset + thr_len;
+	if (data_len && (h->seg_data_offset < end || h->seg_data_offset % h->page_size ||
+			 h->seg_data_offset > lim || data_len > lim - h->seg_data_offset))
+		return bb__rdr_say(err, errlen, -EBADMSG,
+			   "%s: segment data [%" PRIu64 ", +%" PRIu64 ") lies outside the %" PRIu64
+			   "-byte box, before a table or off a page boundary", label,
+			   h->seg_data_offset, data_len, lim);
+	r->seg_count = h->seg_count;
+	r->seg_size = h->seg_size;
+	r->seg_off = h->seg_table_offset;
+	r->seg_data_off = h->seg_data_offset;
+	r->thread_count = h->thread_count;
+	r->thr_off = h->thread_table_offset;
+	r->table_end = end;
+	r->info.seg_count = h->seg_count;
+	r->info.seg_size = h->seg_size;
+	r->info.thread_count = h->thread_count;
+	return 0;
 }
 
 /*
@@ -108,11 +182,12 @@ int bb__rdr_check_header(struct bb_reader *r, const struct bb_header *h, uint64_
 		return bb__rdr_say(err, errlen, -EPROTONOSUPPORT,
 			   "%s: format %u.%u is newer than this reader (%u.x)", label,
 			   h->version_major, h->version_minor, BB_FORMAT_MAJOR);
-	if (h->version_major < BB_FORMAT_MAJOR)
+	if (h->version_major < BB_FORMAT_MAJOR_OLDEST)
 		/* 1.x was written only by pre-release builds (before 0.1.0) */
 		return bb__rdr_say(err, errlen, -EPROTONOSUPPORT,
-			   "%s: format %u.%u is an unreleased older format (this reader reads %u.x)",
-			   label, h->version_major, h->version_minor, BB_FORMAT_MAJOR);
+			   "%s: format %u.%u is an unreleased older format (this reader reads "
+			   "%u.x to %u.x)", label, h->version_major, h->version_minor,
+			   BB_FORMAT_MAJOR_OLDEST, BB_FORMAT_MAJOR);
 	if (h->byte_order != BB_BYTE_ORDER_MARK)
 		return bb__rdr_say(err, errlen,
 			   h->byte_order == bswap_32(BB_BYTE_ORDER_MARK) ? -EPFNOSUPPORT : -EBADMSG,
@@ -142,6 +217,9 @@ int bb__rdr_check_header(struct bb_reader *r, const struct bb_header *h, uint64_
 			   "] and a multiple of the page size", label, h->ring_size,
 			   BB_RING_MIN_SIZE, BB_RING_MAX_SIZE);
 	max_rec = h->ring_size < BB_RECORD_MAX ? h->ring_size : BB_RECORD_MAX;
+	/* 3.0: a record fits a segment too (records never span segments) */
+	if (h->version_major >= 3 && h->seg_count && h->seg_size < max_rec)
+		max_rec = h->seg_size;
 	/* room for an envelope, a tid extension and a value (FORMAT §9.4) */
 	if (h->max_record <= BB_RECORD_HDR_SIZE + 8 || h->max_record > max_rec)
 		return bb__rdr_say(err, errlen, -EBADMSG, "%s: max_record %" PRIu32 " is outside (%u, %"
@@ -159,10 +237,17 @@ int bb__rdr_check_header(struct bb_reader *r, const struct bb_header *h, uint64_
 			   "-byte %s or overlaps the header", label, h->ring_table_offset,
 			   table_len, lim, lim < size ? "box (box_size)" : "file");
 
-	check_areas(r, h, lim, table_len);
-	r->clk = *h;
 	r->table_off = h->ring_table_offset;
 	r->table_end = h->ring_table_offset + table_len;
+	r->table_rings = h->ring_count;
+	if (h->version_major >= 3) {
+		int rc = check_segments(r, h, lim, label, err, errlen);
+
+		if (rc)
+			return rc;
+	}
+	check_areas(r, h, lim, r->table_end);
+	r->clk = *h;
 	r->limit = lim;
 	r->page_size = h->page_size;
 	r->desc_size = h->ring_desc_size;
@@ -226,6 +311,11 @@ void bb__rdr_refresh_info(struct bb_reader *r)
 	in->dropped_toobig = BB__LOAD_RELAXED(&h->dropped_toobig);
 	in->dropped_important = BB__LOAD_RELAXED(&h->dropped_important);
 	in->state_errors = BB__LOAD_RELAXED(&h->state_errors);
+	if (in->version_major >= 3) {
+		in->overflow = BB__LOAD_RELAXED(&h->overflow);
+		in->seg_stolen = BB__LOAD_RELAXED(&h->seg_stolen);
+		in->seg_restarted = BB__LOAD_RELAXED(&h->seg_restarted);
+	}
 }
 
 void bb__rdr_refresh_ring(struct rring *rr)
@@ -246,10 +336,11 @@ void bb__rdr_refresh_ring(struct rring *rr)
 int bb__rdr_setup(struct bb_reader *r, const char *label, char *err, size_t errlen)
 {
 	struct bb_box_info *in = &r->info;
-	uint64_t table_end = r->table_off + (uint64_t)in->ring_count * r->desc_size;
+	uint64_t table_end = r->table_end;
 	const char *what = r->limit < r->info.file_size ? "box (box_size)" : "file";
+	int rc;
 
-	for (uint32_t i = 0; i < in->ring_count; i++) {
+	for (uint32_t i = 0; i < r->table_rings; i++) {
 		const struct bb_ring_desc *d = bb__rdr_desc(r, r->base, i);
 		uint64_t off, head, tail;
 
@@ -269,11 +360,16 @@ int bb__rdr_setup(struct bb_reader *r, const char *label, char *err, size_t errl
 		memcpy(&off, &d->data_offset, sizeof(off)); /* validated once, cached */
 		if (off < table_end || off > r->limit || in->ring_size > r->limit - off)
 			snprintf(why, wl, "data [%" PRIu64 ", +%" PRIu64 ") lies outside the %"
-				 PRIu64 "-byte %s or overlaps the ring table", off,
-				 in->ring_size, r->limit, what);
+				 PRIu64 "-byte %s or overlaps %s", off,
+				 in->ring_size, r->limit, what,
+				 r->seg_count ? "a table" : "the ring table");
 		else if (off % r->page_size)
 			snprintf(why, wl, "data offset %" PRIu64
 				 " is not a multiple of the page size %" PRIu32, off, r->page_size);
+		else if (overlap(off, in->ring_size, r->seg_data_off,
+				 (uint64_t)r->seg_count * r->seg_size))
+			snprintf(why, wl, "data [%" PRIu64 ", +%" PRIu64 ") overlaps the segments",
+				 off, in->ring_size);
 		/* rings are ring_size apart at least: one overlap test per pair */
 		for (uint32_t j = 0; j < i && !why[0]; j++) {
 			uint64_t o;
@@ -303,7 +399,13 @@ int bb__rdr_setup(struct bb_reader *r, const char *label, char *err, size_t errl
 		    head - tail <= in->ring_size)
 			in->used_bytes += head - tail;
 	}
+	/* 3.0: the thread logs in the segments, as rings after these */
+	rc = bb__rdr_scan_logs(r);
+	if (rc)
+		return bb__rdr_say(err, errlen, rc, "%s: out of memory", label);
+	for (size_t k = 0; k < r->nsegs; k++)
+		in->used_bytes += r->segs[k].head - r->segs[k].start;
+	in->rings_used += (uint32_t)r->nlogs;
 	bb__rdr_refresh_info(r);
-	(void)label, (void)err, (void)errlen;
 	return 0;
 }

@@ -89,8 +89,8 @@ static inline const uint8_t *ent_value(const struct bb_reader *r, const struct e
  * copy in r->rec, or the bytes of a box that cannot change): verify its
  * checksum first (FORMAT §11) so that a scribbled payload is counted
  * corrupt and never decoded.  Only a copy's value goes to the arena. */
-static int keep(struct bb_reader *r, uint32_t ring, uint64_t pos, uint32_t len,
-		const uint8_t *rec)
+int bb__rdr_keep(struct bb_reader *r, uint32_t ring, uint64_t pos, uint32_t len,
+		 const uint8_t *rec)
 {
 	const struct bb_record_hdr *h = (const struct bb_record_hdr *)(const void *)rec;
 	int32_t tid = 0;
@@ -132,11 +132,14 @@ static int keep(struct bb_reader *r, uint32_t ring, uint64_t pos, uint32_t len,
  * stride, but no writer can race us, so there is no copy to re-validate
  * and no fence.  Returns the record's bytes in place, or in r->rec when it wraps
  * around the ring's end; NULL (*rd says why) when it fails validation.
+ * The same for a segment of a log (v->desc NULL, FORMAT.md §13).
  */
-static const uint8_t *read_fixed(struct bb_reader *r, const struct bb__ring_view *v,
-				 uint64_t pos, uint64_t head, uint32_t *lenp, enum bb__rd *rd)
+const uint8_t *bb__rdr_read_fixed(struct bb_reader *r, const struct bb__ring_view *v,
+				  uint64_t pos, uint64_t head, uint32_t *lenp, enum bb__rd *rd)
 {
-	size_t off = (size_t)(pos & (v->size - 1));
+	/* a segment's positions start at v->start and never wrap (the
+	 * envelope check keeps the record inside it) */
+	size_t off = v->desc ? (size_t)(pos & (v->size - 1)) : (size_t)(pos - v->start);
 	struct bb_record_hdr h;
 
 	bb__ring_copy(v, pos, &h, sizeof(h)); /* inside the ring whatever it holds */
@@ -161,8 +164,8 @@ static const uint8_t *read_fixed(struct bb_reader *r, const struct bb__ring_view
  * read, or bytes that did not validate.  Mark it, remember the bytes lost
  * (bb_record.gap_before), and expect the next record after it.
  */
-static inline int note_gap(struct bb_reader *r, uint32_t ring, uint64_t pos, uint64_t *expect,
-		    bool *have_expect)
+int bb__rdr_note_gap(struct bb_reader *r, uint32_t ring, uint64_t pos, uint64_t *expect,
+		     bool *have_expect)
 {
 	struct ent *e = &r->ents[r->nents - 1];
 
@@ -188,6 +191,8 @@ static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
 	int rc;
 
 	*endp = 0;
+	if (rr->is_log)
+		return bb__rdr_collect_log(r, i, flags, alive, endp);
 	if (rr->bad)
 		return 0; /* descriptor rejected at open (counted then) */
 	bb__rdr_refresh_ring(rr);
@@ -237,14 +242,14 @@ static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
 		enum bb__rd rd;
 		uint32_t len;
 
-		rec = read_fixed(r, &rr->v, pos, head, &len, &rd);
+		rec = bb__rdr_read_fixed(r, &rr->v, pos, head, &len, &rd);
 		switch (rd) {
 		case BB__RD_OK: {
 			size_t before = r->nents;
 
-			rc = keep(r, i, pos, len, rec);
+			rc = bb__rdr_keep(r, i, pos, len, rec);
 			if (!rc && r->nents > before)
-				rc = note_gap(r, i, pos, &expect, &have_expect);
+				rc = bb__rdr_note_gap(r, i, pos, &expect, &have_expect);
 			if (rc)
 				return rc;
 			pos += BB_RECORD_STRIDE(len);
@@ -298,8 +303,8 @@ static int tid_ring_cmp(const void *a, const void *b)
 
 /*
  * Shared and important rings: each record's tid is its BB_RF_TID
- * extension; its thread's name is the one of the private ring that tid
- * holds now (its descriptor's), "" when none does.  The private rings are
+ * extension; its thread's name is the one of the private ring (3.0: the
+ * log) that tid holds now (its descriptor's), "" when none does.  The private rings are
  * looked up by tid in a sorted table: a ring of many threads' records
  * costs a binary search per change of tid, never a pass over the table.
  */
@@ -341,10 +346,10 @@ static int name_by_tid(struct bb_reader *r, size_t first)
 
 /*
  * Attribute ring @i's records [first, r->nents) to threads.  Shared and
- * important ring: name_by_tid().  Private ring: records after an owner
- * record belong to its new thread, records before the first visible one
- * to its previous thread; with no owner record in view, to the
- * descriptor's.
+ * important ring: name_by_tid().  A thread's log (3.0): its thread.
+ * Private ring: records after an owner record belong to its new thread,
+ * records before the first visible one to its previous thread; with no
+ * owner record in view, to the descriptor's.
  */
 static int attribute(struct bb_reader *r, uint32_t i, size_t first)
 {
@@ -356,6 +361,17 @@ static int attribute(struct bb_reader *r, uint32_t i, size_t first)
 	if (rr->st.kind == BB_RING_SHARED || rr->st.kind == BB_RING_IMPORTANT)
 		return name_by_tid(r, first);
 	cur = name_index(r, rr->st.thread_name);
+	if (rr->is_log) {
+		/* 3.0: a log is one thread's, whatever it holds */
+		for (size_t k = first; k < r->nents && cur >= 0; k++) {
+			struct ent *e = &r->ents[k];
+
+			if (!(e->flags & BB_RF_TID))
+				e->tid = cur_tid;
+			e->name = (uint32_t)cur;
+		}
+		return cur < 0 ? -ENOMEM : 0;
+	}
 	for (size_t k = first; k < r->nents; k++) {
 		struct ent *e = &r->ents[k];
 
@@ -627,6 +643,10 @@ BB_EXPORT int bb_reader_walk(struct bb_reader *r, unsigned flags, bb_record_fn f
 			return rc;
 	}
 	bb__rdr_refresh_info(r);
+	/* 3.0: the segments of every log, as the copy holds them now */
+	rc = bb__rdr_rescan_logs(r);
+	if (rc)
+		return rc;
 	alive = bb_reader_liveness(r) == BB_LIVENESS_ALIVE;
 	r->nents = r->nvals = r->nnames = r->ngaps = 0;
 	firsts = malloc(r->info.ring_count * sizeof(*firsts) + 1);
@@ -660,6 +680,7 @@ BB_EXPORT int bb_reader_walk(struct bb_reader *r, unsigned flags, bb_record_fn f
 		r->rings[i].next = r->rings[i].end;
 		r->rings[i].has_next = true;
 	}
+	r->walked = true;
 	return 0;
 }
 

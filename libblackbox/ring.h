@@ -18,12 +18,22 @@
 #include "barrier.h"
 #include "crc32c.h"
 
-/* A read-only view of one ring. */
+/*
+ * A read-only view of one ring, or of one segment of a thread's log (3.0,
+ * FORMAT.md §13).  A ring: its descriptor (head, tail) and its data, the
+ * position pos at data + (pos & (size - 1)), wrapping.  A segment (desc
+ * NULL): the log positions [start, start + size) at data, never wrapping;
+ * its bytes are valid while the segment's owner word, *own, still names
+ * the hand-over own0 (BB_SEG_SAME_USE: the seqlock of FORMAT.md §13).
+ */
 struct bb__ring_view {
-	const struct bb_ring_desc *desc; /* in the box */
-	const uint8_t *data;             /* ring data, ring_size bytes, single-mapped */
-	uint64_t size;                   /* ring_size, power of two */
+	const struct bb_ring_desc *desc; /* a ring's descriptor, in the box; NULL: a segment */
+	const uint8_t *data;             /* ring data (single-mapped), or segment data */
+	uint64_t size;                   /* ring_size (power of two), or seg_size */
 	uint32_t max_record;             /* header's max_record (validated) */
+	uint64_t start;                  /* segment: log position of data[0] */
+	const uint64_t *own;             /* segment: its descriptor's owner word */
+	uint64_t own0;                   /* segment: the owner word its bounds were read under */
 };
 
 enum bb__rd {
@@ -43,13 +53,25 @@ static inline int64_t bb__pos_diff(uint64_t a, uint64_t b)
 
 /* Copy @n bytes at ring position @pos, wrapping at the end of the ring.
  * The bytes may be changing under us (live box): that is the seqlock's
- * intended race, resolved by the re-validation in bb__ring_read(). */
+ * intended race, resolved by the re-validation in bb__ring_read().  In a
+ * segment, bytes past its end (a corrupt length) read as zeros. */
 static inline void bb__ring_copy(const struct bb__ring_view *v, uint64_t pos,
 				 void *dst, size_t n)
 {
 	size_t off = (size_t)(pos & (v->size - 1));
 	size_t first = (size_t)v->size - off;
 
+	if (!v->desc) {
+		uint64_t at = pos - v->start;
+
+		first = at < v->size ? (size_t)(v->size - at) : 0;
+		if (first > n)
+			first = n;
+		if (first)
+			memcpy(dst, v->data + at, first);
+		memset((uint8_t *)dst + first, 0, n - first);
+		return;
+	}
 	if (first >= n) {
 		memcpy(dst, v->data + off, n);
 	} else {
@@ -61,17 +83,24 @@ static inline void bb__ring_copy(const struct bb__ring_view *v, uint64_t pos,
 static inline uint32_t bb__ring_seq(const struct bb__ring_view *v, uint64_t pos)
 {
 	/* Relaxed: ordered by the acquire load of head (first read) or by the
-	 * acquire fence in bb__ring_read() (re-read). */
+	 * acquire fence in bb__ring_read() (re-read).  A segment's caller
+	 * keeps pos + 4 inside it (pos 8-aligned and below a head that is). */
+	if (!v->desc)
+		return BB__LOAD_RELAXED((uint32_t *)(uintptr_t)(v->data + (pos - v->start)));
 	return BB__LOAD_RELAXED((uint32_t *)(uintptr_t)(v->data + (pos & (v->size - 1))));
 }
 
-/* Has the writer published a tail beyond @pos?  Called after an acquire
- * fence, so it sees any tail published before the bytes we copied were
- * overwritten. */
+/* Has the writer published a tail beyond @pos (a ring), or handed the
+ * segment over (a segment: its owner word names another hand-over)?
+ * Called after an acquire fence, so it sees any tail published (any
+ * hand-over begun) before the bytes we copied were overwritten. */
 static inline int bb__ring_lapped(const struct bb__ring_view *v, uint64_t pos)
 {
-	uint64_t tail = BB__LOAD_RELAXED((uint64_t *)(uintptr_t)&v->desc->tail);
+	uint64_t tail;
 
+	if (!v->desc)
+		return !BB_SEG_SAME_USE(BB__LOAD_RELAXED((uint64_t *)(uintptr_t)v->own), v->own0);
+	tail = BB__LOAD_RELAXED((uint64_t *)(uintptr_t)&v->desc->tail);
 	return bb__pos_diff(tail, pos) > 0;
 }
 
@@ -127,6 +156,41 @@ static inline enum bb__rb bb__ring_bounds(const struct bb__ring_view *v, uint64_
 }
 
 /*
+ * bb__seg_bounds - the live part of segment @d of a log (FORMAT.md §13
+ * "Reading a log"): loads the owner word with acquire, then start and
+ * head; fills @v (with @data, the segment's @size bytes, @max_record) for
+ * the positions [*startp, *headp).  Returns 1 when the segment holds part
+ * of a log (OPEN or SEALED, a log id, start and head 8-aligned, head - start
+ * <= size), 0 when it holds none (FREE, CLAIMING), -1 when its descriptor
+ * is corrupt.  The caller's reads of the bytes are then proven by
+ * bb__ring_read() (the owner word again, after an acquire fence).  AS-safe.
+ */
+static inline int bb__seg_bounds(struct bb__ring_view *v, const struct bb_seg_desc *d,
+				 const uint8_t *data, uint64_t size, uint32_t max_record,
+				 uint64_t *startp, uint64_t *headp)
+{
+	/* Acquire: pairs with the release store of OPEN that ends a
+	 * hand-over (start and the rest were stored before it). */
+	uint64_t own = BB__LOAD_ACQUIRE((uint64_t *)(uintptr_t)&d->own), start, head;
+	uint32_t st = BB_SEG_STATE(own);
+
+	*v = (struct bb__ring_view){ .desc = NULL, .data = data, .size = size,
+				     .max_record = max_record, .own = &d->own, .own0 = own };
+	if (st != BB_SEG_OPEN && st != BB_SEG_SEALED)
+		return 0;
+	start = BB__LOAD_RELAXED((uint64_t *)(uintptr_t)&d->start);
+	/* Acquire: pairs with the owner's release store of head (FORMAT.md
+	 * §7 step 4): every record below it is visible. */
+	head = BB__LOAD_ACQUIRE((uint64_t *)(uintptr_t)&d->head);
+	*startp = v->start = start;
+	*headp = head;
+	if (!BB_SEG_LOG(own) || (start | head) % 8 || bb__pos_diff(head, start) < 0 ||
+	    head - start > size)
+		return -1;
+	return 1;
+}
+
+/*
  * bb__ring_envelope_ok - the checks of an envelope copied from @pos (FORMAT.md
  * §8 steps 3.1-3.2): committed at pos, a sane len, a stride inside the ring
  * and inside [pos, @head).  The one envelope check of every walk.
@@ -153,7 +217,10 @@ static inline int bb__ring_envelope_ok(const struct bb__ring_view *v, const stru
  * saw any byte of such an overwrite, fence-fence synchronisation makes the
  * new tail visible to the re-read below, and we discard the copy (Boehm,
  * MSPC 2012, §3; the kernel's read_seqcount_retry()).  The busy mark has
- * no fence of its own to pair with: docs/DESIGN.md §5.
+ * no fence of its own to pair with: docs/DESIGN.md §5.  In a segment the
+ * owner word plays tail's part: a thread that takes the segment over stores
+ * its CLAIMING word, then a release fence, before it writes a byte
+ * (bb__seg_take()), so a copy that saw such a byte sees the new word.
  */
 static inline enum bb__rd bb__ring_read(const struct bb__ring_view *v, uint64_t pos,
 					 uint64_t head, uint8_t *buf, uint32_t *lenp)
@@ -212,9 +279,15 @@ static inline uint64_t bb__ring_resync(const struct bb__ring_view *v, uint64_t p
  */
 static inline uint64_t bb__ring_after_lap(const struct bb__ring_view *v, uint64_t pos)
 {
+	uint64_t t;
+
+	/* A segment handed over holds nothing of its log any more: past its
+	 * end, where every walk of it stops. */
+	if (!v->desc)
+		return v->start + v->size;
 	/* Relaxed: bb__ring_read() issued the acquire fence that made the
 	 * newer tail visible. */
-	uint64_t t = BB__LOAD_RELAXED((uint64_t *)(uintptr_t)&v->desc->tail);
+	t = BB__LOAD_RELAXED((uint64_t *)(uintptr_t)&v->desc->tail);
 
 	return bb__pos_diff(t, pos) > 0 && !(t % 8) ? t : pos + 8;
 }

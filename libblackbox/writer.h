@@ -3,10 +3,10 @@
  * writer.h - the writer side of a box: process-local state and the per-record
  * seqlock write protocol (docs/DESIGN.md §3).  Internal, do not use.
  *
- * One-writer contract: a private ring is written only by the thread that
- * claimed it (and, nested, never: a write that interrupts another write on
- * the same thread goes to the shared ring); the shared ring only by the
- * holder of its lock word.  Nothing here takes a lock that can be held by
+ * One-writer contract: a segment is written only by the thread whose
+ * window is on it (and, nested, never: a write that interrupts another
+ * write on the same thread goes to the shared ring); the shared and the
+ * important ring only by the holder of their lock word.  Nothing here takes a lock that can be held by
  * interrupted code, calls malloc, or makes a system call.
  */
 #ifndef BB_WRITER_H
@@ -36,13 +36,14 @@
  */
 
 /*
- * Rings after the private ones: rings[nrings] is the shared ring (overflow
- * and nested writes), rings[nrings + 1] the important ring (copies of
- * important records, FORMAT.md §11).  Both are serialised by their lock word.
+ * The ring table of a 3.0 box: rings[0] is the shared ring (nested writes,
+ * and threads that got no segment), rings[1] the important ring (copies of
+ * important records, FORMAT.md §11).  Both are serialised by their lock
+ * word.  Every other write goes to its thread's window on a segment.
  */
-#define BB__EXTRA_RINGS      2u
-#define BB__SHARED_IDX(b)    ((b)->nrings)
-#define BB__IMPORTANT_IDX(b) ((b)->nrings + 1)
+#define BB__RINGS            2u
+#define BB__SHARED_IDX       0u
+#define BB__IMPORTANT_IDX    1u
 
 /* State table and module area sizes (FORMAT.md §11; bounds in blackbox.h). */
 #define BB__STATE_SLOTS      64u
@@ -50,19 +51,18 @@
 #define BB__MODULES_SIZE     (16u << 10)
 
 /* Mark segments per ring of at least BB__MARK_RING_MIN bytes
- * (<blackbox/inline.h>): a segment is ring_size / BB__MARKS bytes. */
+ * (<blackbox/inline.h>): a mark segment is ring_size / BB__MARKS bytes. */
 #define BB__MARKS            64u
 
 struct bb__box {
 	/* First, ABI: gen, clock, tsc, crc, rflags, trailer, room; chosen at
 	 * bb_init() (bb__writer_setup()), read on every write. */
 	struct bb__fast_box f;
-	struct bb_header *hdr;     /* header, ring table, state table, module area */
+	struct bb_header *hdr;     /* header, tables, state table, module area */
 	size_t hdr_map_len;
-	uint8_t *reserve;          /* PROT_NONE reservation holding all rings */
+	uint8_t *reserve;          /* PROT_NONE reservation holding both rings */
 	size_t reserve_len;
-	uint64_t ring_size;
-	uint32_t nrings;           /* private rings; see BB__EXTRA_RINGS */
+	uint64_t ring_size;        /* of the shared and the important ring */
 	uint32_t max_record;
 	pid_t pid;                 /* the process that created it */
 	bool keep_on_exit;
@@ -71,17 +71,24 @@ struct bb__box {
 	char path[PATH_MAX];
 	uint8_t *state;            /* state table: BB__STATE_SLOTS slots */
 	uint8_t *modules;          /* module area: BB__MODULES_SIZE bytes */
+	/* Segments (FORMAT.md §13, box.c "Segments"): the tables in the
+	 * header mapping, the data mapped once (records never span
+	 * segments), and one window per thread slot, the struct bb__ring
+	 * its thread writes through (process-local). */
+	struct bb_seg_desc *segs;
+	struct bb_thread_slot *slots;
+	uint8_t *segdata;
+	size_t segdata_len;
+	uint32_t nsegs, seg_size, nslots;
+	struct bb__ring *windows;
 	/* Mark segments of each ring (bb__ring_mark(), box.c): where the
-	 * first record of a segment starts, BB__MARKS per ring, indexed by
-	 * segment number modulo BB__MARKS.  Process-local, in the same
-	 * allocation as the box, plain loads and stores: read and written
-	 * only by the ring's one writer (the shared and important rings'
-	 * under their lock, whose acquire CAS and release unlock order them
-	 * between holders; a recycled private ring's new owner after the
-	 * claim's acquire CAS, which pairs with the retiring owner's release
-	 * store of RETIRED). */
+	 * first record of a mark segment starts, BB__MARKS per ring, indexed
+	 * by mark segment number modulo BB__MARKS.  Process-local, in the
+	 * same allocation as the box, plain loads and stores: read and
+	 * written only by the ring's one writer under its lock, whose
+	 * acquire CAS and release unlock order them between holders. */
 	uint64_t *marks;
-	struct bb__ring rings[];   /* nrings + BB__EXTRA_RINGS */
+	struct bb__ring rings[BB__RINGS];
 };
 
 /* Per-thread state.  initial-exec TLS: one %fs-relative access, no call. */
@@ -89,14 +96,22 @@ struct bb__tls {
 	struct bb__fast_tls f;     /* first, ABI: ring, gen, depth */
 	int32_t tid;               /* cached gettid() */
 	bool exited;               /* TLS destructor ran: shared ring from now on */
+	bool named;                /* name holds PR_GET_NAME */
 	void *altstack;            /* crash handler's alternate signal stack (crash.c) */
+	uint32_t slot;             /* its thread slot (f.gen's box), BB_SEG_NONE */
+	uint32_t log;              /* its log id */
+	uint32_t seg;              /* its current segment */
+	uint32_t ord;              /* its ordinal */
+	uint64_t own;              /* its owner word (OPEN), as we stored it */
+	uint32_t retry;            /* shared-ring writes since it last tried for a segment */
+	char name[16];             /* its name when it first wrote (PR_GET_NAME) */
 };
 
 /* bb__box (NULL: no box, see bb__nobox()) and bb__tls are declared in
  * <blackbox/inline.h>, under their versioned symbol names. */
 
 /* Slow paths, out of line (box.c).  bb__begin_slow() returns the ring
- * (the shared ring, locked, is &box->rings[box->nrings]) or NULL for -EBUSY:
+ * (the shared ring, locked, is &box->rings[BB__SHARED_IDX]) or NULL for -EBUSY:
  * returning it, rather than storing through a pointer into struct bb__w,
  * lets the compiler keep the caller's struct bb__w in registers. */
 int bb__nobox(void);
@@ -184,9 +199,9 @@ static inline bool bb__begin(struct bb__w *w, int *ret)
 	 * the clock read (BENCHMARKS.md "Write path against the clock"). */
 	depth = t->f.depth + 1;
 	t->f.depth = depth;
-	/* The nesting mark is set before we look at the ring: a signal
+	/* The nesting mark is set before we look at the window: a signal
 	 * handler that runs after this point sees depth > 1 and stays off our
-	 * private ring; one that ran before it completed its write before we
+	 * segment; one that ran before it completed its write before we
 	 * read r->head below. */
 	BB__SIGNAL_FENCE();
 	if (bb_likely(depth == 1 && t->f.gen == box->f.gen && t->f.ring)) {
@@ -203,7 +218,7 @@ static inline bool bb__begin(struct bb__w *w, int *ret)
 		*ret = -EBUSY;
 		return false;
 	}
-	w->shared = w->r == &box->rings[box->nrings];
+	w->shared = w->r == &box->rings[BB__SHARED_IDX];
 	w->flags = w->shared ? BB_RF_TID : 0;
 	w->room = box->f.room - (w->shared ? 8 : 0);
 	return true;

@@ -26,6 +26,10 @@
 /* Strong compare-and-swap: acquire on success, relaxed on failure. */
 #define BB__CAS_ACQUIRE(p, expp, desired) \
 	__atomic_compare_exchange_n((p), (expp), (desired), 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)
+/* Strong compare-and-swap: acquire and release on success, relaxed on
+ * failure (a word that passes ownership along a chain: thread slot queues). */
+#define BB__CAS_ACQ_REL(p, expp, desired) \
+	__atomic_compare_exchange_n((p), (expp), (desired), 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)
 
 /* Orders earlier stores before later stores (writer side of a seqlock). */
 #define BB__FENCE_RELEASE()     __atomic_thread_fence(__ATOMIC_RELEASE)

@@ -24,8 +24,10 @@ extern "C" {
 
 /* "BLACKBOX" read as a little-endian u64: bytes 42 4c 41 43 4b 42 4f 58. */
 #define BB_MAGIC            UINT64_C(0x584f424b43414c42)
-#define BB_FORMAT_MAJOR     2   /* a reader refuses a newer major */
-#define BB_FORMAT_MINOR     1   /* a reader reads any minor of its major */
+#define BB_FORMAT_MAJOR     3   /* a reader refuses a newer major */
+#define BB_FORMAT_MINOR     0   /* a reader reads any minor of its major */
+#define BB_FORMAT_MAJOR_OLDEST 2 /* the oldest major a reader still reads (2.x:
+                                  * private rings, no segments) */
 #define BB_BYTE_ORDER_MARK  UINT32_C(0x01020304) /* stored in writer order */
 
 #define BB_HEADER_SIZE      4096u /* the header occupies exactly one 4 KiB block */
@@ -36,6 +38,15 @@ extern "C" {
 #define BB_RING_MIN_SIZE    4096u
 #define BB_RING_MAX_SIZE    (UINT64_C(1) << 30)
 #define BB_RING_MAX_COUNT   1024u
+
+/* Segments (3.0): thread storage handed out as threads write
+ * (docs/FORMAT.md §13). */
+#define BB_SEG_DESC_SIZE    64u   /* one cache line per segment descriptor */
+#define BB_THREAD_SLOT_SIZE 64u   /* one cache line per thread slot */
+#define BB_SEG_MIN_SIZE     4096u
+#define BB_SEG_MAX_SIZE     (UINT32_C(1) << 30)
+#define BB_SEG_MAX_COUNT    4096u /* segments, and thread slots, per box */
+#define BB_SEG_NONE         UINT32_C(0xffffffff) /* no segment (an index) */
 
 /* The crash area inside the header (2.0). */
 #define BB_CRASH_OFFSET     2048u
@@ -159,7 +170,27 @@ struct bb_header {
 	char     cgroup[512];        /* 616 the owner's cgroup path in systemd's hierarchy
 	                              *     (/proc/self/cgroup), NUL-terminated; "" when
 	                              *     unknown or longer than 511 bytes */
-	uint8_t  reserved[BB_CRASH_OFFSET - 1128];
+
+	/*
+	 * Format 3.0 additions: segments, the thread storage, and the
+	 * thread table (docs/FORMAT.md §13).  All zero in a 2.x box.
+	 */
+	uint32_t seg_count;          /* 1128 segments */
+	uint32_t seg_size;           /* 1132 data bytes per segment: power of two */
+	uint64_t seg_table_offset;   /* 1136 seg_count descriptors of seg_desc_size */
+	uint64_t seg_data_offset;    /* 1144 segment i at seg_data_offset + i * seg_size */
+	uint32_t thread_count;       /* 1152 slots in the thread table */
+	uint32_t seg_desc_size;      /* 1156 BB_SEG_DESC_SIZE */
+	uint64_t thread_table_offset;/* 1160 thread_count slots of thread_slot_size */
+	uint32_t thread_slot_size;   /* 1168 BB_THREAD_SLOT_SIZE */
+	uint32_t reserved3;          /* 1172 */
+	uint64_t seg_next;           /* 1176 never-used segments handed out (bump counter) */
+	uint64_t log_next;           /* 1184 thread logs started: the newest log id */
+	uint64_t seg_stolen;         /* 1192 segments taken from another thread's log */
+	uint64_t seg_restarted;      /* 1200 a thread with one segment started it over */
+	uint64_t overflow;           /* 1208 records a thread wrote to the shared ring
+	                              *      because it had no segment */
+	uint8_t  reserved[BB_CRASH_OFFSET - 1216];
 
 	/* The crash area: written once by the crash handler (first fatal
 	 * signal wins), a record envelope + value exactly like a ring record,
@@ -175,7 +206,7 @@ enum bb_ring_kind {
 	                        * like the shared ring; records carry a tid */
 };
 
-/* bb_ring_desc.claim (private rings) */
+/* bb_ring_desc.claim (private rings, 2.x) and bb_thread_slot.claim (3.0) */
 enum bb_ring_claim {
 	BB_RING_FREE    = 0, /* never used */
 	BB_RING_OWNED   = 1, /* a live thread writes it */
@@ -201,6 +232,67 @@ struct bb_ring_desc {
 	uint32_t reserved0;   /* 116 */
 	uint64_t reserved1;   /* 120 */
 };
+
+/*
+ * Segments (3.0, docs/FORMAT.md §13).  A thread's records form its *log*:
+ * a sequence of byte positions (free-running, starting at 0, never reused
+ * by the log) stored in a chain of segments.  A segment holds the log's
+ * positions [start, head) at its data bytes [0, head - start); records
+ * never span segments.  The owner word says who holds the segment:
+ */
+enum bb_seg_state {
+	BB_SEG_FREE     = 0, /* never used */
+	BB_SEG_CLAIMING = 1, /* being handed to a thread: nothing in it is valid */
+	BB_SEG_OPEN     = 2, /* its thread's current segment: written, never taken */
+	BB_SEG_SEALED   = 3, /* its thread moved on (or exited): complete, may be taken */
+};
+/* own = log id << 32 | generation << 2 | state.  The generation (30 bits,
+ * wrapping) counts the segment's hand-overs: a reader compares it before
+ * and after a copy (a seqlock). */
+#define BB_SEG_STATE(own)  ((uint32_t)(own) & 3u)
+#define BB_SEG_GEN(own)    ((uint32_t)(own) >> 2)
+#define BB_SEG_LOG(own)    ((uint32_t)((uint64_t)(own) >> 32))
+#define BB_SEG_OWN(state, gen, log) \
+	((uint64_t)(uint32_t)(log) << 32 | (uint64_t)((uint32_t)(gen) & 0x3fffffffu) << 2 | \
+	 (uint64_t)((state) & 3u))
+/* The same hand-over: equal but for the state (OPEN -> SEALED). */
+#define BB_SEG_SAME_USE(a, b) ((((uint64_t)(a) ^ (uint64_t)(b)) & ~(uint64_t)3u) == 0)
+
+/* Segment descriptor, 64 bytes: one cache line, written by its owner on
+ * every record (head) and by the thread that takes it over. */
+struct bb_seg_desc {
+	uint64_t own;         /*   0 BB_SEG_OWN(state, generation, log id) */
+	uint64_t head;        /*   8 log position just past the newest committed record */
+	uint64_t start;       /*  16 log position of the segment's first byte */
+	uint32_t ord;         /*  24 ordinal in its thread slot's sequence of segments */
+	uint32_t next;        /*  28 the segment its log continued in; BB_SEG_NONE */
+	int32_t  tid;         /*  32 the log's thread */
+	uint32_t slot;        /*  36 the log's thread slot */
+	char     thread_name[16]; /* 40 the thread's name when it took the segment */
+	uint64_t reserved0;   /*  56 */
+};
+
+/*
+ * Thread slot, 64 bytes: the thread table lists the threads whose logs
+ * hold segments, live (OWNED) or exited (RETIRED).  queue names the
+ * log's oldest segment; the log's segments follow by bb_seg_desc.next up
+ * to current.
+ */
+struct bb_thread_slot {
+	uint64_t queue;       /*   0 oldest segment: index (low 32 bits; BB_SEG_NONE:
+	                       *     none) | its ordinal << 32 */
+	uint32_t claim;       /*   8 enum bb_ring_claim: FREE, OWNED, RETIRED */
+	uint32_t log;         /*  12 log id of its thread (current or last) */
+	int32_t  tid;         /*  16 */
+	uint32_t current;     /*  20 the log's newest segment; BB_SEG_NONE */
+	uint32_t cur_ord;     /*  24 its ordinal */
+	uint32_t reserved0;   /*  28 */
+	char     thread_name[16]; /* 32 */
+	uint64_t reserved1[2];/*  48 */
+};
+#define BB_QUEUE(idx, ord)  ((uint64_t)(uint32_t)(ord) << 32 | (uint32_t)(idx))
+#define BB_QUEUE_IDX(q)     ((uint32_t)(q))
+#define BB_QUEUE_ORD(q)     ((uint32_t)((uint64_t)(q) >> 32))
 
 /*
  * Record envelope (16 bytes), then the value, then zero padding to 8.
@@ -316,7 +408,11 @@ BB__FORMAT_ASSERT(offsetof(struct bb_header, state_errors) == 560, header_state_
 BB__FORMAT_ASSERT(offsetof(struct bb_header, cgroup_hierarchy) == 568, header_cgroup_hierarchy);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, invocation_id) == 576, header_invocation_id);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, cgroup) == 616, header_cgroup);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, seg_count) == 1128, header_seg_count);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, overflow) == 1208, header_overflow);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, crash) == BB_CRASH_OFFSET, header_crash_area);
+BB__FORMAT_ASSERT(sizeof(struct bb_seg_desc) == BB_SEG_DESC_SIZE, segment_descriptor_size);
+BB__FORMAT_ASSERT(sizeof(struct bb_thread_slot) == BB_THREAD_SLOT_SIZE, thread_slot_size);
 BB__FORMAT_ASSERT(sizeof(struct bb_modules_hdr) == 24, module_area_header);
 BB__FORMAT_ASSERT(offsetof(struct bb_ring_desc, claim) == 64, head_tail_alone_on_line_0);
 BB__FORMAT_ASSERT(offsetof(struct bb_ring_desc, lock) == 112, descriptor_lock);

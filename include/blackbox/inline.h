@@ -29,14 +29,15 @@
  *    string literals (lengths folded at compile time) or strings known
  *    only at run time, measured by bb__strlen_upto() (below: aligned
  *    16-byte blocks, never a page the string does not reach);
- *  - a box is open and this thread already owns a private ring in it (its
- *    first write, which claims the ring, goes through the library);
+ *  - a box is open and this thread already writes into a segment of it
+ *    through its window (its first write, which takes the segment, goes
+ *    through the library);
  *  - not nested (a signal handler interrupting a write: the library sends
  *    it to the shared ring);
  *  - the box's checksum is off or done by the SSE4.2 crc32 instruction
- *    (bb_init() found it).  Making room in a wrapped ring is a call into
- *    the library about once per 64th of the ring (bb__ring_room()), not
- *    a fallback.
+ *    (bb_init() found it).  Taking the next segment when the current one
+ *    is full is a call into the library once per segment
+ *    (bb__ring_room()), not a fallback.
  *
  * The ABI it fixes ("fast path v1").  Code compiled with this header reads
  * process state the library owns: the two symbols bb__box_v1 (a pointer to
@@ -44,7 +45,11 @@
  * TLS), and, through them, struct bb__fast_box, struct bb__fast_tls and
  * struct bb__ring as laid out below, which the library's structs begin
  * with (static assertions in libblackbox/box.c); and it calls the two
- * functions bb__ring_make_room() and bb__ring_mark().  These layouts and
+ * functions bb__ring_make_room() and bb__ring_mark().  (Format 3.0 kept
+ * the layout: struct bb__ring's first word, once the descriptor whose
+ * head lies at its offset 0, is now the address of that head word, the
+ * same store; a window's mask and tail make the same tests mean "the
+ * segment is full".)  These layouts and
  * functions are part of libblackbox.so.0's ABI (all in LIBBLACKBOX_0.1).
  * A release that must change them exports new symbol names (bb__box_v2
  * ...) for the new layout and keeps bb__box_v1 exported and NULL forever:
@@ -76,28 +81,52 @@
 #include <blackbox/barrier.h>
 #include <blackbox/format.h>
 
+/* The library's box (struct bb__box), complete only inside it. */
+struct bb__box;
+
 /*
- * One ring as its writer sees it: the library's process-local view
- * (bb__box.rings[], one per ring of the box).  Aligned to a cache line:
- * the rings of different threads sit side by side, and head (every
- * record) and tail (every record once wrapped) are written by each ring's
- * own thread; packed, two threads' rings would share a line.
+ * Where a writer appends: one ring as its writer sees it, or a thread's
+ * window on the segment it writes (format 3.0, FORMAT.md §13).  The
+ * library's process-local view (bb__box.rings[], one per ring of the ring
+ * table, and one window per thread slot).  Aligned to a cache line: the
+ * windows of different threads sit side by side, and head (every record)
+ * is written by each one's own thread; packed, two threads would share a
+ * line.
+ *
+ * The record at position pos lives at data + (pos & mask); a record that
+ * ends at end fits when end - tail <= mask + 1, and else the library makes
+ * room (bb__ring_room() below).  A ring: mask = size - 1, tail its oldest
+ * record.  A window: positions are the thread's log positions, which never
+ * wrap inside a segment, so mask = BB__WINDOW_MASK (every position below
+ * 2^63 as it is), data = the segment's bytes - its start position, and
+ * tail = the segment's end position - 2^63: a record fits exactly when it
+ * ends inside the segment, and otherwise "making room" is taking the next
+ * segment.  The same two tests, for both.
  */
 struct __attribute__((aligned(64))) bb__ring {
-	struct bb_ring_desc *desc; /* in the box: head and tail published here */
-	uint8_t *data;             /* 2 * size bytes: the ring mapped twice */
-	uint64_t mask;             /* size - 1 */
+	uint64_t *pub;             /* where head is published: the descriptor's
+	                            * head (a ring's, or the window's segment's) */
+	uint8_t *data;             /* a ring: 2 * size bytes, the ring mapped
+	                            * twice; a window: see above */
+	uint64_t mask;             /* size - 1, or BB__WINDOW_MASK */
 	/* The writer's own copies of head and tail: the truth, published to
-	 * desc->head / desc->tail.  Touched only by the ring's one writer. */
+	 * the descriptor.  Touched only by the ring's one writer. */
 	uint64_t head;
 	uint64_t tail;
-	/* Mark segments (bb__ring_room() below): a record [pos, end) with
-	 * (pos ^ end) > segmask crosses into a new segment of segmask + 1
-	 * bytes, and the writer tells the library where that segment's first
-	 * record starts.  UINT64_MAX: no segments (a ring under
-	 * BB__MARK_RING_MIN bytes).  Set once, when the box is created. */
+	/* Mark segments of a ring (bb__ring_room() below): a record [pos, end)
+	 * with (pos ^ end) > segmask crosses into a new mark segment of
+	 * segmask + 1 bytes, and the writer tells the library where that
+	 * segment's first record starts.  UINT64_MAX: none (a ring under
+	 * BB__MARK_RING_MIN bytes, a window).  Set with the ring. */
 	uint64_t segmask;
+	/* The library's, not read here: */
+	struct bb_ring_desc *desc; /* a ring: its descriptor (tail, lock); a
+	                            * window: NULL */
+	struct bb__box *box;       /* a window: its box */
 };
+
+/* A window's mask: log positions below 2^63 map to data + pos. */
+#define BB__WINDOW_MASK (UINT64_MAX >> 1)
 
 /* The start of the library's struct bb__box: what every write reads,
  * chosen once at bb_init(), one cache line. */
@@ -109,10 +138,10 @@ struct bb__fast_box {
 	uint8_t rflags;            /* flags of every record: BB_RF_CRC or 0 */
 	uint8_t pad0;
 	uint32_t trailer;          /* bytes after the value: BB_CRC_SIZE or 0 */
-	uint32_t room;             /* value bytes of a private-ring record:
+	uint32_t room;             /* value bytes of a record in a segment:
 	                            * max_record - envelope - trailer; at least
-	                            * 1 KiB - 20 (a ring is >= 4 KiB and
-	                            * max_record is a quarter of it) */
+	                            * 4 KiB - 20 (a segment is >= 4 KiB and a
+	                            * record may fill one) */
 };
 
 /* bb__fast_box.crc */
@@ -122,14 +151,14 @@ struct bb__fast_box {
 
 /* The start of the library's per-thread struct bb__tls. */
 struct bb__fast_tls {
-	struct bb__ring *ring;     /* claimed private ring, NULL = none/shared */
+	struct bb__ring *ring;     /* this thread's window on its segment (3.0),
+	                            * NULL = none (the shared ring) */
 	uint32_t gen;              /* box generation of the claim; 0 = never */
 	uint32_t depth;            /* writes in progress on this thread (nesting) */
 };
 
 /* The library's state, complete only inside it.  The asm labels version
  * the layout (see "The ABI" above). */
-struct bb__box;
 struct bb__tls;
 extern struct bb__box *bb__box __asm__("bb__box_v1");
 extern __thread struct bb__tls bb__tls __asm__("bb__tls_v1")
@@ -141,10 +170,13 @@ extern __thread struct bb__tls bb__tls __asm__("bb__tls_v1")
 #define BB__FAST_TLS()  ((struct bb__fast_tls *)(void *)&bb__tls)
 
 /*
- * Making room, in the library: bb__ring_make_room() advances tail over
- * old records until a record ending at @end fits, publishes it and issues
- * the release fence (FORMAT.md §7 step 1; it never fails: a ring the
- * process scribbled over is dropped whole).  bb__ring_mark() records that
+ * Making room, in the library: in a thread's window, bb__ring_make_room()
+ * takes the next segment (FORMAT.md §13) and points the window there, at
+ * the same log position; in a ring, it advances tail over old records
+ * until a record ending at @end fits, publishes it and issues the release
+ * fence (FORMAT.md §7 step 1).  It never fails (a thread with nothing to
+ * take starts its own segment over; a ring the process scribbled over is
+ * dropped whole).  In a ring, bb__ring_mark() records that
  * the record ending at @end crossed into a new mark segment, so that @end
  * is where that segment's first record starts.  With those marks, making
  * room jumps tail to the start of a whole segment (at most 2 segments, a
@@ -161,9 +193,11 @@ void bb__ring_mark(struct bb__ring *r, uint64_t end);
 
 /*
  * bb__ring_room - make room for the record [@pos, @end) about to be
- * written at head: the steady state of a wrapped ring is one test that
- * fails, and once per segment a call.  Afterwards every byte the record
- * overwrites lies behind a tail published with its release fence.
+ * written at head: the steady state is one test that fails (a window's
+ * segmask never triggers the mark), and once per segment (a window's) or
+ * mark segment (a ring's) a call.  Afterwards every byte the record
+ * overwrites lies behind a hand-over's owner word or a tail, published
+ * with its release fence.
  */
 static inline __attribute__((always_inline))
 void bb__ring_room(struct bb__ring *r, uint64_t pos, uint64_t end)
@@ -190,8 +224,9 @@ uint8_t *bb__ring_busy(struct bb__ring *r, uint64_t pos)
 	 * reader needs a fence here: it sees our bytes only through an older
 	 * record they overwrite, whose release is ordered before them by the
 	 * tail fence of bb__ring_make_room() (this record's or an earlier
-	 * one's); that fence pairs with the acquire fence in
-	 * bb__ring_read().  The argument: docs/DESIGN.md §5. */
+	 * one's), in a segment by the fence after the hand-over's CLAIMING
+	 * word; those fences pair with the acquire fence in bb__ring_read().
+	 * The argument: docs/DESIGN.md §5. */
 	BB__SIGNAL_FENCE();
 	return rec;
 }
@@ -351,7 +386,7 @@ void bb__ring_publish(struct bb__ring *r, uint8_t *rec, uint64_t pos, uint32_t l
 	r->head = end;
 	/* Publishes the record.  Pairs with the reader's acquire load of head:
 	 * every byte of every record before @end is visible to it. */
-	BB__STORE_RELEASE(&r->desc->head, end);
+	BB__STORE_RELEASE(r->pub, end);
 }
 
 /*
@@ -927,11 +962,11 @@ int bb__kv_library(const char *key, size_t kl, int kind, const char *s, size_t v
 /*
  * The inline write protocol, shared by every inline path: the library's
  * bb__begin()/bb__reserve() and bb__commit() (writer.h) for the case they
- * take here, this thread's private ring.
+ * take here, this thread's window on its segment.
  *
- * The nesting protocol is the library's: depth is raised before the ring
+ * The nesting protocol is the library's: depth is raised before the window
  * is looked at, so a signal handler that runs after that sees depth > 1
- * and stays off our ring (it takes the shared ring); one that ran before
+ * and stays off our segment (it takes the shared ring); one that ran before
  * it finished its write before we read head.  A fallback gives the depth
  * back first: the library call starts from depth 0, as if we had never
  * begun.
@@ -941,20 +976,23 @@ struct bb__fw {
 	struct bb__fast_tls *t;
 	struct bb__ring *r;
 	uint8_t *rec;              /* the busy record */
-	uint64_t pos;              /* its position in the ring */
+	uint64_t pos;              /* its position in the log */
 	uint32_t len;              /* its exact length */
 	uint32_t depth;            /* this write's nesting depth (1) */
 };
 
-/* The smallest room of any box (a 4 KiB ring, a quarter of it per record,
- * envelope and CRC): values up to this size need no room test. */
-#define BB__ROOM_MIN (BB_RING_MIN_SIZE / 4 - BB_RECORD_HDR_SIZE - BB_CRC_SIZE)
+/* The smallest room of any window (a 4 KiB segment, a record fills at
+ * most one, envelope and CRC): values up to this size need no room test,
+ * and every inline value is smaller (box.c asserts it for the kv paths; an
+ * event of 8 fields of two 64-byte strings is about 1.1 KiB), so the test
+ * folds away. */
+#define BB__ROOM_MIN (BB_SEG_MIN_SIZE - BB_RECORD_HDR_SIZE - BB_CRC_SIZE)
 
 /*
  * bb__fast_begin - enter the nesting section and reserve a record of @n
- * value bytes on this thread's private ring, marked busy.  Returns the
- * value area, or NULL when the library must write it (no box, the ring
- * claim, a nested write, the table CRC, a value over the box's room),
+ * value bytes in this thread's segment, marked busy.  Returns the value
+ * area, or NULL when the library must write it (no box, the thread's first
+ * write, a nested write, the table CRC, a value over the box's room),
  * having changed nothing.
  */
 static inline __attribute__((always_inline))

@@ -78,9 +78,9 @@ struct bb_box_info {
 	uint64_t file_mtime_ns;/* 0 for memory */
 	uint64_t file_ino, file_dev;
 	uint32_t file_uid;
-	uint32_t ring_count;
+	uint32_t ring_count;   /* rings: the ring table's, then (3.0) the thread logs */
 	uint32_t rings_used;   /* rings that were ever claimed / written */
-	uint64_t ring_size;
+	uint64_t ring_size;    /* data bytes of each ring of the ring table */
 	uint32_t max_record;
 	int32_t  pid;
 	uint32_t uid;
@@ -111,7 +111,8 @@ struct bb_box_info {
 	 * rings are still read.  "" when fine, else what is wrong. */
 	char     state_problem[128];
 	char     modules_problem[128];
-	uint64_t used_bytes;   /* ring bytes holding records (tail to head) at open */
+	uint64_t used_bytes;   /* ring bytes holding records (tail to head; 3.0: and
+				  segment bytes, start to head) at open */
 	/* Format 2.1: the systemd unit the owner ran in, as it saw itself at
 	 * bb_init ("" when not recorded: a 2.0 box, no systemd, a path that
 	 * gives no valid name).  Claims of the owner, like comm: checked for
@@ -124,6 +125,17 @@ struct bb_box_info {
 	char     user_unit[256];/* the unit of its user manager (under
 				   user@UID.service or a session), or "" */
 	char     invocation_id[33]; /* $INVOCATION_ID: 32 lowercase hex digits */
+	/* Format 3.0: thread storage in segments (FORMAT.md §13); 0 in a 2.x
+	 * box.  Each thread's log is one of the rings the reader presents
+	 * (kind BB_RING_PRIVATE), after the ring table's: ring_count counts
+	 * both, and grows as a live reader finds new threads. */
+	uint32_t seg_count;    /* segments */
+	uint32_t seg_size;     /* data bytes per segment */
+	uint32_t thread_count; /* slots in the thread table */
+	uint64_t overflow;     /* records written to the shared ring for want of
+				  a segment (their thread got none) */
+	uint64_t seg_stolen;   /* segments taken from another thread's log */
+	uint64_t seg_restarted;/* a thread with one segment started it over */
 };
 
 /*
@@ -254,12 +266,18 @@ bool bb_pid_maps_file(pid_t pid, uint64_t starttime, uint64_t dev, uint64_t ino)
 
 /* One record, as delivered to a walk callback. */
 struct bb_record {
-	uint32_t       ring;        /* index in the ring table */
+	uint32_t       ring;        /* index of its ring: the ring table's rings
+				       first, in table order, then (3.0) each
+				       thread's log: those found at open in the
+				       order their threads first wrote, each one a
+				       later walk finds after them (a reader's
+				       indexes never change) */
 	int32_t        tid;         /* thread that wrote it; 0 if unknown */
 	const char    *thread_name; /* its name at claim, "" if unknown (shared and
 				       important rings: the name of the private
 				       ring its tid holds) */
-	uint64_t       pos;         /* byte position in its ring */
+	uint64_t       pos;         /* byte position in its ring (3.0: in its
+				       thread's log) */
 	uint64_t       ts;          /* timestamp in ns of the box's clock; a TSC
 				       box's ticks converted to CLOCK_MONOTONIC ns */
 	int64_t        wall_ns;     /* CLOCK_REALTIME ns, from the anchors */
@@ -272,14 +290,16 @@ struct bb_record {
 	bool           important_copy; /* delivered from the important ring because
 					  its original is gone (overwritten) */
 	uint64_t       gap_before;  /* bytes of this ring lost right before this
-				       record: a hole in its history (records
-				       overwritten before they could be read,
+				       record, exactly: a hole in its history
+				       (records overwritten before they could be
+				       read, segments taken from a thread's log,
 				       or bytes that did not validate), 0 if
 				       none.  The first record of a ring in a
 				       walk has no hole before it (older ones
 				       are simply gone), except in a FOLLOW
 				       walk, which goes on from the last one's
-				       end. */
+				       end (a log first found after an earlier
+				       walk: from its first byte). */
 };
 
 /* Per-ring verification counts, accumulated over every walk of a reader. */
@@ -295,13 +315,17 @@ struct bb_ring_stats {
 	uint64_t dup_suppressed; /* important ring: copies not shown because
 				    their original was delivered (2.0) */
 	int32_t  tid;          /* current / last owner */
-	uint32_t kind;         /* enum bb_ring_kind */
-	uint32_t claim;        /* enum bb_ring_claim */
+	uint32_t kind;         /* enum bb_ring_kind (a thread's log: BB_RING_PRIVATE) */
+	uint32_t claim;        /* enum bb_ring_claim (a log: OWNED while its thread
+				  lives, else RETIRED) */
 	char     thread_name[16];
 	/* "" or why the ring's descriptor was rejected (data outside the
 	 * file, misaligned, overlapping): such a ring is never read, counted
-	 * corrupt once, and the other rings are read normally (FORMAT §9.5). */
+	 * corrupt once, and the other rings are read normally (FORMAT §9.5).
+	 * A log: the last segment descriptor of it rejected by a walk. */
 	char     problem[128];
+	uint32_t log;          /* 3.0: the log id of a thread's log; 0 for a ring */
+	uint32_t segments;     /* 3.0: segments the log held at the last walk */
 };
 
 /* bb_reader_walk flags */
@@ -339,8 +363,9 @@ const void *bb_reader_data(const struct bb_reader *r, size_t *len);
 
 /*
  * bb_reader_save - write a consistent copy of the box to @fd: the header,
- * ring table and the ring data, with each ring's tail raised past anything
- * overwritten during the copy (a live reader reads every byte again).
+ * tables and the ring and segment data, with each ring's tail raised past
+ * anything overwritten during the copy, and each segment handed to another
+ * thread during the copy left out (a live reader reads every byte again).
  * Returns 0 or a negative errno (-ESTALE: the file shrank).
  */
 int bb_reader_save(struct bb_reader *r, int fd);

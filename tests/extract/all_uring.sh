@@ -10,7 +10,7 @@ trap 'rm -rf "$dir"' EXIT
 for i in 1 2 3 4 5; do
 	BLACKBOX_DIR=$dir "$writer" -t 2 -n 3000 -c 3 -s 1048576 _exit >/dev/null
 done
-BLACKBOX_DIR=$dir "$writer" -t 1 -n 100 -c 1 -s 65536 _exit >/dev/null
+BLACKBOX_DIR=$dir "$writer" -t 1 -n 100 -c 1 -s 131072 _exit >/dev/null
 for fmt in --json --cbor --quiet ""; do
 	rc1=0 rc2=0
 	"$bbx" --dir "$dir" --all $fmt --no-uring >"$dir/p.out" 2>"$dir/p.err" || rc1=$?

@@ -4,7 +4,7 @@
  * bench/extract_bench.sh.  It writes verifiable records from several
  * threads, says "ready <pid>" on stdout, then ends as told.
  *
- *   bbx_writer [-t THREADS] [-n ITER] [-s SIZE] [-c RINGS] [-R RINGSIZE] MODE
+ *   bbx_writer [-t THREADS] [-n ITER] [-s SIZE] [-c SEGMENTS] [-R SEGSIZE] MODE
  *
  * Every iteration i of thread th (named "w<th>") writes 12 records:
  *   kv   v = "t<th>-<i>"        kv  i = -i        kv u = i
@@ -115,11 +115,11 @@ int main(int argc, char **argv)
 		case 't': threads = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'n': iters = strtoul(optarg, NULL, 0); break;
 		case 's': bo.size = strtoull(optarg, NULL, 0); break;
-		case 'c': bo.ring_count = (unsigned)strtoul(optarg, NULL, 0); break;
-		case 'R': bo.ring_size = strtoull(optarg, NULL, 0); break;
+		case 'c': bo.segment_count = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'R': bo.segment_size = strtoull(optarg, NULL, 0); break;
 		default:
 			fprintf(stderr, "usage: bbx_writer [-t N] [-n N] [-s SIZE] "
-				"[-c RINGS] [-R RINGSIZE] MODE\n");
+				"[-c SEGMENTS] [-R SEGSIZE] MODE\n");
 			return 2;
 		}
 	}

@@ -116,7 +116,7 @@ def main():
                     fail("bytes: %r" % r)
             if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z", r["ts"]):
                 fail("ts: %r" % r["ts"])
-        for t in ("str", "i64", "u64", "f64", "bool", "bytes", "kv", "event", "owner"):
+        for t in ("str", "i64", "u64", "f64", "bool", "bytes", "kv", "event"):
             if t not in seen:
                 fail("no %s record" % t)
 

@@ -3,9 +3,15 @@
  * synth.h - build boxes by hand from blackbox/format.h, independently of the
  * writer, for the reader tests and the fuzz seed generator (header-only).
  *
- * Layout: header at 0, ring table at 4096, ring i's data at
- * 4096 * (1 + table pages) + i * ring_size.  Records are written the way
- * FORMAT.md §7 says (tail advanced over whole records, seq DONE(pos)).
+ * Layout (2.x, synth_init()): header at 0, ring table at 4096, ring i's
+ * data at 4096 * (1 + table pages) + i * ring_size.  Records are written
+ * the way FORMAT.md §7 says (tail advanced over whole records, seq
+ * DONE(pos)).
+ *
+ * Format 3.0 (synth3_init()): the same rings, then a thread table and a
+ * segment table after the ring table, the segments' data after the rings;
+ * synth3_seg() hands a segment to a log, synth3_put() appends a record to
+ * it as a thread writes its log (FORMAT.md §13).
  */
 #ifndef BB_TESTS_SYNTH_H
 #define BB_TESTS_SYNTH_H
@@ -88,8 +94,8 @@ static inline void synth_init(struct synth *s, uint32_t rings, uint64_t ring_siz
 		abort();
 	h = synth_hdr(s);
 	h->magic = BB_MAGIC;
-	h->version_major = BB_FORMAT_MAJOR;
-	h->version_minor = BB_FORMAT_MINOR;
+	h->version_major = 2; /* the 2.x layout: private rings, no segments */
+	h->version_minor = 1;
 	h->header_size = BB_HEADER_SIZE;
 	h->byte_order = BB_BYTE_ORDER_MARK;
 	h->word_size = sizeof(void *);
@@ -240,6 +246,149 @@ static inline int synth_save(struct synth *s, const char *path)
 	return n == (ssize_t)s->len ? 0 : -1;
 }
 
+/* ---- format 3.0: segments (FORMAT.md §13) --------------------------------- */
+
+struct synth3 {
+	struct synth s;          /* header, ring table, rings (as synth_init) */
+	uint32_t nsegs, nslots;
+	uint64_t seg_size;
+};
+
+static inline struct bb_seg_desc *synth3_desc(struct synth3 *x, uint32_t i)
+{
+	return (struct bb_seg_desc *)(void *)(x->s.buf + synth_hdr(&x->s)->seg_table_offset +
+					      (uint64_t)i * BB_SEG_DESC_SIZE);
+}
+
+static inline struct bb_thread_slot *synth3_slot(struct synth3 *x, uint32_t i)
+{
+	return (struct bb_thread_slot *)(void *)(x->s.buf +
+						  synth_hdr(&x->s)->thread_table_offset +
+						  (uint64_t)i * BB_THREAD_SLOT_SIZE);
+}
+
+static inline uint8_t *synth3_data(struct synth3 *x, uint32_t i)
+{
+	return x->s.buf + synth_hdr(&x->s)->seg_data_offset + (uint64_t)i * x->seg_size;
+}
+
+/*
+ * A 3.0 box: a shared and an important ring of @ring_size bytes (the ring
+ * table), @nslots thread slots (FREE, queues empty) and @nsegs FREE
+ * segments of @seg_size bytes.  Its owner is "gone" as synth_init()'s.
+ */
+static inline void synth3_init(struct synth3 *x, uint32_t nsegs, uint64_t seg_size,
+			       uint32_t nslots, uint64_t ring_size)
+{
+	struct synth *s = &x->s;
+	uint64_t tables, table_pages, data0, seg0;
+	struct bb_header *h;
+	uint8_t *buf;
+
+	synth_init(s, 2, ring_size);
+	tables = 2 * BB_RING_DESC_SIZE + (uint64_t)nslots * BB_THREAD_SLOT_SIZE +
+		 (uint64_t)nsegs * BB_SEG_DESC_SIZE;
+	table_pages = (tables + 4095) / 4096;
+	data0 = 4096 * (1 + table_pages);
+	seg0 = data0 + 2 * ring_size;
+	buf = calloc(1, seg0 + nsegs * seg_size);
+	if (!buf)
+		abort();
+	memcpy(buf, s->buf, BB_HEADER_SIZE + 2 * BB_RING_DESC_SIZE);
+	free(s->buf);
+	s->buf = buf;
+	s->len = seg0 + nsegs * seg_size;
+	x->nsegs = nsegs;
+	x->nslots = nslots;
+	x->seg_size = seg_size;
+	h = synth_hdr(s);
+	h->version_major = 3;
+	h->version_minor = 0;
+	h->box_size = s->len;
+	h->max_record = seg_size < 1024 ? (uint32_t)seg_size : 1024;
+	h->thread_count = nslots;
+	h->thread_slot_size = BB_THREAD_SLOT_SIZE;
+	h->thread_table_offset = 4096 + 2 * BB_RING_DESC_SIZE;
+	h->seg_count = nsegs;
+	h->seg_size = (uint32_t)seg_size;
+	h->seg_desc_size = BB_SEG_DESC_SIZE;
+	h->seg_table_offset = h->thread_table_offset + (uint64_t)nslots * BB_THREAD_SLOT_SIZE;
+	h->seg_data_offset = seg0;
+	for (uint32_t i = 0; i < 2; i++) {
+		struct bb_ring_desc *d = synth_desc(s, i);
+
+		memset(d, 0, sizeof(*d));
+		d->claim = BB_RING_OWNED;
+		d->kind = i ? BB_RING_IMPORTANT : BB_RING_SHARED;
+		d->data_offset = data0 + i * ring_size;
+	}
+	for (uint32_t i = 0; i < nslots; i++)
+		synth3_slot(x, i)->queue = BB_QUEUE(BB_SEG_NONE, 0);
+}
+
+/* Hand segment @i to log @log (thread @tid "@name", slot @slot) from log
+ * position @start, as bb__seg_use() leaves it: state @state (OPEN or
+ * SEALED), generation @gen, empty. */
+static inline void synth3_seg(struct synth3 *x, uint32_t i, uint32_t state, uint32_t gen,
+			      uint32_t log, uint64_t start, int32_t tid, const char *name,
+			      uint32_t slot)
+{
+	struct bb_seg_desc *d = synth3_desc(x, i);
+
+	memset(d, 0, sizeof(*d));
+	d->own = BB_SEG_OWN(state, gen, log);
+	d->start = d->head = start;
+	d->next = BB_SEG_NONE;
+	d->tid = tid;
+	d->slot = slot;
+	snprintf(d->thread_name, sizeof(d->thread_name), "%s", name);
+}
+
+/* A thread slot, as bb__seg_join() and the thread's writes leave it. */
+static inline void synth3_thread(struct synth3 *x, uint32_t k, uint32_t claim, uint32_t log,
+				 int32_t tid, const char *name, uint32_t oldest, uint32_t oldest_ord,
+				 uint32_t current, uint32_t cur_ord)
+{
+	struct bb_thread_slot *t = synth3_slot(x, k);
+
+	memset(t, 0, sizeof(*t));
+	t->queue = BB_QUEUE(oldest, oldest_ord);
+	t->claim = claim;
+	t->log = log;
+	t->tid = tid;
+	t->current = current;
+	t->cur_ord = cur_ord;
+	snprintf(t->thread_name, sizeof(t->thread_name), "%s", name);
+}
+
+/* Append a record to segment @i at its head, as its thread writes its log;
+ * returns its log position. */
+static inline uint64_t synth3_put(struct synth3 *x, uint32_t i, uint8_t tag, uint8_t flags,
+				  uint64_t ts, const void *val, size_t vlen)
+{
+	struct bb_seg_desc *d = synth3_desc(x, i);
+	size_t crc = x->s.crc ? 4 : 0;
+	struct bb_record_hdr h = {
+		.len = (uint16_t)(BB_RECORD_HDR_SIZE + vlen + crc), .tag = tag,
+		.flags = (uint8_t)(flags | (crc ? BB_RF_CRC : 0)), .ts = ts,
+	};
+	uint64_t pos = d->head, stride = BB_RECORD_STRIDE(h.len);
+	uint8_t *at = synth3_data(x, i) + (pos - d->start);
+
+	if (pos - d->start + stride > x->seg_size)
+		abort(); /* a record never spans segments: the test is wrong */
+	h.seq = BB_SEQ_DONE(pos);
+	memcpy(at, &h, sizeof(h));
+	memcpy(at + BB_RECORD_HDR_SIZE, val, vlen);
+	if (crc)
+		synth_seal(at, h.len, h.seq);
+	d->head = pos + stride;
+	return pos;
+}
+
+/* A str record in segment @i. */
+static inline uint64_t synth3_str(struct synth3 *x, uint32_t i, uint64_t ts, const char *str);
+
 /* Minimal CBOR encoders for test values (definite lengths). */
 static inline size_t cb_head(uint8_t *p, unsigned major, uint64_t v)
 {
@@ -295,6 +444,14 @@ static inline uint64_t synth_str(struct synth *s, uint32_t i, uint64_t ts, const
 	size_t n = cb_text(v, str);
 
 	return synth_put(s, i, BB_TAG_STR, 0, ts, v, n);
+}
+
+static inline uint64_t synth3_str(struct synth3 *x, uint32_t i, uint64_t ts, const char *str)
+{
+	uint8_t v[1100];
+	size_t n = cb_text(v, str);
+
+	return synth3_put(x, i, BB_TAG_STR, 0, ts, v, n);
 }
 
 /* Append an owner record: [tid, name, prev_tid, prev_name]. */

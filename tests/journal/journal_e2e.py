@@ -299,7 +299,7 @@ class Test:
         check(ea["BB_UID"] == str(NOBODY).encode(), "A: BB_UID")
         msg = ea["MESSAGE"].decode()
         check(re.fullmatch(r"\"ev\\x1b\]0;x\\x07il\\x7f\"\[%d\] \(uid %d\) crashed: SIGSEGV at "
-                           r"bbx_crasher\+0x[0-9a-f]+ \(7 records\)" % (a.pid, NOBODY), msg),
+                           r"bbx_crasher\+0x[0-9a-f]+ \(6 records\)" % (a.pid, NOBODY), msg),
               "A: MESSAGE %r" % msg)
         check(re.fullmatch(rb"[0-9a-f]{16}", ea["BB_STACK_HASH"]), "A: BB_STACK_HASH")
         stack = ea["BB_STACK"].decode().split("\n")

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Description: real threads racing.  A live reader never accepts a torn
- * record while 8 threads overwrite small rings; per-thread order holds;
- * writers keep going while it reads.  A signal handler that writes in the
- * middle of a write corrupts nothing and never deadlocks.  More threads
- * than rings, and recycled rings, keep every record attributed to the
- * thread that wrote it.
+ * record while 8 threads take small segments from each other; per-thread
+ * order holds; writers keep going while it reads.  A signal handler that
+ * writes in the middle of a write corrupts nothing and never deadlocks.
+ * More threads than segments, and exited threads' segments taken over,
+ * keep every record attributed to the thread that wrote it.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -109,7 +109,9 @@ static int live_cb(const struct bb_record *rec, void *arg)
 
 Test(concurrency, live_reader_never_accepts_a_torn_record)
 {
-	struct bb_options o = { .ring_size = 8192, .ring_count = NWRITERS };
+	/* 2 segments of 4 KiB per writer: every segment taken over again
+	 * and again (recycled or stolen) while the reader copies it */
+	struct bb_options o = { .segment_size = 4096, .segment_count = 2 * NWRITERS };
 	pthread_t th[NWRITERS];
 	struct bb_reader *r;
 	struct bb_ring_stats st;
@@ -197,9 +199,9 @@ static void *victim_thread(void *arg)
 	return NULL;
 }
 
-static void signal_storm(unsigned ring_count)
+static void signal_storm(unsigned segments)
 {
-	struct bb_options o = { .ring_size = 16384, .ring_count = ring_count };
+	struct bb_options o = { .segment_size = 16384, .segment_count = segments };
 	struct sigaction sa = { .sa_handler = on_usr1 };
 	struct victim v = { 0 };
 	struct tcollect c;
@@ -212,8 +214,8 @@ static void signal_storm(unsigned ring_count)
 	cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
 	cr_assert_eq(bb_init_opts(&o), 0);
 	bb_path(path, sizeof(path));
-	if (ring_count == 1)
-		cr_assert_eq(bb_write_str("main thread takes the only private ring"), 0);
+	if (segments == 1)
+		cr_assert_eq(bb_write_str("main thread takes the only segment"), 0);
 	pthread_create(&v.self, NULL, victim_thread, &v);
 	while (!atomic_load(&v.ready))
 		sched_yield();
@@ -225,8 +227,8 @@ static void signal_storm(unsigned ring_count)
 	atomic_store(&stop, true);
 	pthread_join(v.self, NULL);
 	cr_assert_eq(sig_ok + sig_busy, sig_calls);
-	/* The victim's own writes: private ring never fails; on the shared
-	 * ring (ring_count 1) only a lock held elsewhere could make it drop,
+	/* The victim's own writes: its segment never fails; on the shared
+	 * ring (1 segment) only a lock held elsewhere could make it drop,
 	 * and nothing else writes there but its own handler (nested: counted
 	 * as dropped_nested, returned to the handler, not the victim). */
 	cr_assert_eq(write_errors, 0);
@@ -251,11 +253,12 @@ static void signal_storm(unsigned ring_count)
 	cr_assert_gt(sig_calls, 100, "handler ran %llu times", (unsigned long long)sig_calls);
 	cr_assert_gt(sig_ok, 0);
 	cr_assert_leq(sigrecs, sig_ok);
-	/* With a private ring the victim never writes the shared ring, where
+	/* With a segment the victim never writes the shared ring, where
 	 * nested records land, so those survive (records of handlers that
-	 * ran between writes went to the victim's ring and may be evicted).
-	 * With only the shared ring the victim's own records may evict all. */
-	if (ring_count > 1)
+	 * ran between writes went to the victim's segments and may be
+	 * evicted).  With only the shared ring the victim's own records may
+	 * evict all. */
+	if (segments > 1)
 		cr_assert_gt(sigrecs, 0, "no handler record survived (%llu written)",
 			     (unsigned long long)sig_ok);
 	cr_log_info("signals: %llu handled, %llu written, %llu dropped (busy)",
@@ -264,7 +267,7 @@ static void signal_storm(unsigned ring_count)
 	free(c.r);
 }
 
-/* The victim owns a private ring: a handler that interrupts its write
+/* The victim writes its segments: a handler that interrupts its write
  * goes to the shared ring.  Nothing is ever dropped. */
 Test(concurrency, signal_handler_writes_mid_write)
 {
@@ -272,7 +275,7 @@ Test(concurrency, signal_handler_writes_mid_write)
 	cr_assert_eq(sig_busy, 0, "nested writes into the shared ring were dropped");
 }
 
-/* The victim has no private ring (one ring, taken by main): a handler that
+/* The victim has no segment (one segment, taken by main): a handler that
  * interrupts its shared-ring write must not deadlock on the lock its own
  * thread holds: it drops the record and counts it. */
 Test(concurrency, signal_handler_interrupting_shared_ring_write)
@@ -280,7 +283,7 @@ Test(concurrency, signal_handler_interrupting_shared_ring_write)
 	signal_storm(1);
 }
 
-/* ---- attribution: more threads than rings, recycling --------------------- */
+/* ---- attribution: more threads than segments, taking over ---------------- */
 
 static pthread_barrier_t bar;
 static _Atomic uint64_t tid_ok, tid_busy, tid_other;
@@ -302,8 +305,9 @@ static void *tid_writer(void *arg)
 }
 
 /* Every record in the box is attributed to the thread whose tid it holds;
- * the box holds exactly the writes that succeeded. */
-static void check_attribution(void)
+ * the box holds exactly the writes that succeeded (@lost: except that many
+ * of the oldest threads'). */
+static void check_attribution(size_t lost)
 {
 	struct tcollect c;
 	struct bb_reader *r;
@@ -318,7 +322,8 @@ static void check_attribution(void)
 		n++;
 	}
 	cr_assert_eq(tid_other, 0);
-	cr_assert_eq(n, tid_ok, "%zu records, %llu writes succeeded", n, (unsigned long long)tid_ok);
+	cr_assert_eq(n + lost, tid_ok, "%zu records, %llu writes succeeded", n,
+		     (unsigned long long)tid_ok);
 	/* A write that found the shared ring's lock busy past the bounded
 	 * spin (its holder preempted) was dropped and counted, never lost
 	 * silently. */
@@ -328,9 +333,9 @@ static void check_attribution(void)
 	free(c.r);
 }
 
-Test(concurrency, more_threads_than_rings)
+Test(concurrency, more_threads_than_segments)
 {
-	struct bb_options o = { .ring_size = 65536, .ring_count = 2 };
+	struct bb_options o = { .segment_size = 65536, .segment_count = 2 };
 	pthread_t th[6];
 
 	cr_assert_eq(bb_init_opts(&o), 0);
@@ -341,9 +346,9 @@ Test(concurrency, more_threads_than_rings)
 	for (int i = 0; i < 6; i++)
 		pthread_join(th[i], NULL);
 	cr_assert_eq(tid_ok + tid_busy, 600);
-	cr_assert_geq(tid_ok, 200, "the two private-ring threads never drop");
-	check_attribution();
-	cr_log_info("6 threads, 2 rings: %llu written, %llu dropped on a busy shared ring",
+	cr_assert_geq(tid_ok, 200, "the two threads with a segment never drop");
+	check_attribution(0);
+	cr_log_info("6 threads, 2 segments: %llu written, %llu dropped on a busy shared ring",
 		    (unsigned long long)tid_ok, (unsigned long long)tid_busy);
 }
 
@@ -354,9 +359,13 @@ static int noop_cb(const struct bb_record *rec, void *arg)
 	return 0;
 }
 
-Test(concurrency, retired_rings_recycled_with_attribution)
+/* Threads one after another: each takes a segment of its own, from the
+ * pool while it lasts; nothing goes to the shared ring.  With 8
+ * segments, 7 threads keep every record. */
+static void threads_in_turn(unsigned segments, size_t lost)
 {
-	struct bb_options o = { .ring_size = 65536, .ring_count = 2 };
+	struct bb_options o = { .segment_size = 65536, .segment_count = segments };
+	const struct bb_ring_stats *st;
 	struct bb_reader *r;
 	pthread_t th;
 
@@ -367,17 +376,34 @@ Test(concurrency, retired_rings_recycled_with_attribution)
 		pthread_create(&th, NULL, tid_writer, NULL);
 		pthread_join(th, NULL);
 	}
-	/* 7 threads, one after another, through 2 rings: all records kept
-	 * (the rings are large) and each attributed to its thread. */
 	cr_assert_eq(tid_ok, 700);
-	check_attribution();
-	/* Every thread got a (recycled) private ring: the shared ring is empty. */
+	check_attribution(lost);
 	cr_assert_eq(bb_reader_open_path(path, 0, &r, NULL, 0), 0);
 	cr_assert_eq(bb_reader_walk(r, 0, noop_cb, NULL), 0);
-	cr_assert_not_null(bb_reader_ring_stats(r, 2));
-	cr_assert_eq(bb_reader_ring_stats(r, 2)->kind, BB_RING_SHARED);
-	cr_assert_eq(bb_reader_ring_stats(r, 2)->read, 0);
-	cr_assert_eq(bb_reader_ring_stats(r, 3)->kind, BB_RING_IMPORTANT);
-	cr_assert_null(bb_reader_ring_stats(r, 4));
+	/* the ring table first: the shared ring, empty, and the important
+	 * ring; then one log per thread whose records are still there */
+	cr_assert_not_null(st = bb_reader_ring_stats(r, 0));
+	cr_assert_eq(st->kind, BB_RING_SHARED);
+	cr_assert_eq(st->read, 0);
+	cr_assert_eq(bb_reader_ring_stats(r, 1)->kind, BB_RING_IMPORTANT);
+	for (uint32_t i = 2; i < bb_reader_info(r)->ring_count; i++) {
+		st = bb_reader_ring_stats(r, i);
+		cr_assert_eq(st->kind, BB_RING_PRIVATE);
+		cr_assert_eq(st->claim, BB_RING_RETIRED, "its thread exited");
+		cr_assert_eq(st->read, 100);
+	}
+	cr_assert_eq(bb_reader_info(r)->ring_count, 2 + 7 - lost / 100);
 	bb_reader_close(r);
+}
+
+Test(concurrency, exited_threads_keep_their_segments_while_there_are_free_ones)
+{
+	threads_in_turn(8, 0);
+}
+
+/* With 2 segments, each new thread takes an exited thread's: the newest
+ * two threads' records are there, each attributed to its thread. */
+Test(concurrency, exited_threads_segments_taken_over_with_attribution)
+{
+	threads_in_turn(2, 500);
 }

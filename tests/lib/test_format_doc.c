@@ -3,7 +3,8 @@
  * test_format_doc.c - docs/FORMAT.md and <blackbox/format.h> say the same
  * thing, and the writer does what they say:
  *  - every row of FORMAT.md's layout tables (§3 header, §4 ring
- *    descriptor, §5 record envelope, §11 module area header) names a
+ *    descriptor, §5 record envelope, §11 module area header, §13 segment
+ *    descriptor and thread slot) names a
  *    member of the struct, at its offsetof() and with its size; every
  *    member is in the table; the rows tile the struct with no gap;
  *  - the header's `flags` row names BB_HF_CRC32C with its value;
@@ -60,8 +61,30 @@ static struct member header[] = {
 	M(struct bb_header, modules_offset), M(struct bb_header, dropped_important),
 	M(struct bb_header, state_errors), M(struct bb_header, cgroup_hierarchy),
 	M(struct bb_header, reserved2), M(struct bb_header, invocation_id),
-	M(struct bb_header, cgroup), M(struct bb_header, reserved),
+	M(struct bb_header, cgroup), M(struct bb_header, seg_count),
+	M(struct bb_header, seg_size), M(struct bb_header, seg_table_offset),
+	M(struct bb_header, seg_data_offset), M(struct bb_header, thread_count),
+	M(struct bb_header, seg_desc_size), M(struct bb_header, thread_table_offset),
+	M(struct bb_header, thread_slot_size), M(struct bb_header, reserved3),
+	M(struct bb_header, seg_next), M(struct bb_header, log_next),
+	M(struct bb_header, seg_stolen), M(struct bb_header, seg_restarted),
+	M(struct bb_header, overflow), M(struct bb_header, reserved),
 	M(struct bb_header, crash),
+};
+
+static struct member seg[] = {
+	M(struct bb_seg_desc, own), M(struct bb_seg_desc, head), M(struct bb_seg_desc, start),
+	M(struct bb_seg_desc, ord), M(struct bb_seg_desc, next), M(struct bb_seg_desc, tid),
+	M(struct bb_seg_desc, slot), M(struct bb_seg_desc, thread_name),
+	M(struct bb_seg_desc, reserved0),
+};
+
+static struct member slot[] = {
+	M(struct bb_thread_slot, queue), M(struct bb_thread_slot, claim),
+	M(struct bb_thread_slot, log), M(struct bb_thread_slot, tid),
+	M(struct bb_thread_slot, current), M(struct bb_thread_slot, cur_ord),
+	M(struct bb_thread_slot, reserved0), M(struct bb_thread_slot, thread_name),
+	M(struct bb_thread_slot, reserved1),
 };
 
 static struct member desc[] = {
@@ -237,7 +260,44 @@ static int crc_ranges(const char *doc, struct range *r, int max)
 	return n;
 }
 
-/* Check every committed record of every ring of the box at @path. */
+/* Check the record at @rec (box offset), position @pos, against FORMAT.md's
+ * CRC order @r; 1 when checked. */
+static int check_crc(const uint8_t *rec0, uint64_t pos, const struct range *r, int nr,
+		     const char *where, uint32_t i)
+{
+	struct bb_record_hdr e;
+	uint8_t rec[BB_RECORD_MAX];
+	uint32_t c, want, seq;
+	uint8_t le[4];
+
+	memcpy(&e, rec0, sizeof(e));
+	if (e.seq != BB_SEQ_DONE(pos) || e.len < BB_RECORD_HDR_SIZE + 5 ||
+	    !(e.flags & BB_RF_CRC)) {
+		FAIL("%s %u, pos %llu: not a committed checksummed record", where, i,
+		     (unsigned long long)pos);
+		return -1;
+	}
+	memcpy(rec, rec0, e.len);
+	seq = BB_SEQ_DONE(pos);
+	for (int k = 0; k < 4; k++)
+		le[k] = (uint8_t)(seq >> (8 * k));
+	c = bbt_crc32c(0xffffffffu, le, 4);
+	for (int k = 0; k < nr; k++) {
+		long a = r[k].a, b = r[k].b < 0 ? (long)e.len + r[k].b : r[k].b;
+
+		c = bbt_crc32c(c, rec + a, (size_t)(b - a));
+	}
+	c ^= 0xffffffffu;
+	want = (uint32_t)rec[e.len - 4] | (uint32_t)rec[e.len - 3] << 8 |
+	       (uint32_t)rec[e.len - 2] << 16 | (uint32_t)rec[e.len - 1] << 24;
+	if (c != want)
+		FAIL("%s %u, pos %llu, tag %u: FORMAT.md's order gives %08x, the "
+		     "writer stored %08x", where, i, (unsigned long long)pos, e.tag, c, want);
+	return (int)BB_RECORD_STRIDE(e.len);
+}
+
+/* Check every committed record of every ring and segment of the box at
+ * @path. */
 static int check_crcs(const char *path, const struct range *r, int nr)
 {
 	struct stat st;
@@ -265,36 +325,28 @@ static int check_crcs(const char *path, const struct range *r, int nr)
 
 		/* the writer is this process, quiescent: the rings have not wrapped */
 		for (uint64_t pos = d->tail; pos < d->head;) {
-			struct bb_record_hdr e;
-			uint8_t rec[BB_RECORD_MAX];
-			uint32_t c, want, seq;
-			uint8_t le[4];
+			int stride = check_crc(data + pos, pos, r, nr, "ring", i);
 
-			memcpy(&e, data + pos, sizeof(e));
-			if (e.seq != BB_SEQ_DONE(pos) || e.len < BB_RECORD_HDR_SIZE + 5 ||
-			    !(e.flags & BB_RF_CRC)) {
-				FAIL("ring %u, pos %llu: not a committed checksummed record", i,
-				     (unsigned long long)pos);
+			if (stride < 0)
 				break;
-			}
-			memcpy(rec, data + pos, e.len);
-			seq = BB_SEQ_DONE(pos);
-			for (int k = 0; k < 4; k++)
-				le[k] = (uint8_t)(seq >> (8 * k));
-			c = bbt_crc32c(0xffffffffu, le, 4);
-			for (int k = 0; k < nr; k++) {
-				long a = r[k].a, b = r[k].b < 0 ? (long)e.len + r[k].b : r[k].b;
-
-				c = bbt_crc32c(c, rec + a, (size_t)(b - a));
-			}
-			c ^= 0xffffffffu;
-			want = (uint32_t)rec[e.len - 4] | (uint32_t)rec[e.len - 3] << 8 |
-			       (uint32_t)rec[e.len - 2] << 16 | (uint32_t)rec[e.len - 1] << 24;
-			if (c != want)
-				FAIL("ring %u, pos %llu, tag %u: FORMAT.md's order gives %08x, the "
-				     "writer stored %08x", i, (unsigned long long)pos, e.tag, c, want);
 			checked++;
-			pos += BB_RECORD_STRIDE(e.len);
+			pos += (uint64_t)stride;
+		}
+	}
+	for (uint32_t i = 0; i < h->seg_count; i++) {
+		const struct bb_seg_desc *d = (const struct bb_seg_desc *)(const void *)
+			(box + h->seg_table_offset + (size_t)i * BB_SEG_DESC_SIZE);
+		const uint8_t *data = box + h->seg_data_offset + (size_t)i * h->seg_size;
+
+		if (BB_SEG_STATE(d->own) != BB_SEG_OPEN && BB_SEG_STATE(d->own) != BB_SEG_SEALED)
+			continue;
+		for (uint64_t pos = d->start; pos < d->head;) {
+			int stride = check_crc(data + (pos - d->start), pos, r, nr, "segment", i);
+
+			if (stride < 0)
+				break;
+			checked++;
+			pos += (uint64_t)stride;
 		}
 	}
 	munmap((void *)(uintptr_t)box, (size_t)st.st_size);
@@ -331,6 +383,14 @@ int main(int argc, char **argv)
 	s = section(doc, "### Module area", "\n### ");
 	check_table("bb_modules_hdr", s, modules, sizeof(modules) / sizeof(modules[0]),
 		    sizeof(struct bb_modules_hdr));
+	free(s);
+	s = section(doc, "### Segment descriptor", "\n### ");
+	check_table("bb_seg_desc", s, seg, sizeof(seg) / sizeof(seg[0]),
+		    sizeof(struct bb_seg_desc));
+	free(s);
+	s = section(doc, "### Thread slot", "\n### ");
+	check_table("bb_thread_slot", s, slot, sizeof(slot) / sizeof(slot[0]),
+		    sizeof(struct bb_thread_slot));
 	free(s);
 
 	nr = crc_ranges(doc, r, 8);

@@ -23,10 +23,11 @@
  * with NaN payloads, infinities and signed zeros; events of every field
  * type) and what the format defines, and pass the readers' CRC check;
  * strings that end against an inaccessible page are read without a fault;
- * each documented fallback (strings over 64 bytes, nesting, a ring that
- * must free several records, event field lists the compiler cannot see,
- * invalid arguments, an event over the box's room) takes the library and
- * stays correct; threads writing inline while a reader walks the live box;
+ * each documented fallback (strings over 64 bytes, nesting, event field
+ * lists the compiler cannot see, invalid arguments) takes the library and
+ * stays correct; a full segment is switched from the inline path; the
+ * largest inline event fits any box; threads writing inline while a
+ * reader walks the live box;
  * SIGKILL in the middle of inline writes; a child of fork().
  */
 #include <criterion/criterion.h>
@@ -119,7 +120,7 @@ struct raw {
 	int32_t tid;
 	uint8_t tag, flags;
 	size_t vlen;
-	uint8_t value[320];
+	uint8_t value[1280];
 };
 
 struct raws {
@@ -262,22 +263,22 @@ static void assert_same(const struct raw *a, const struct raw *b, size_t n)
 
 static char path[4096];
 
-static struct bb_options options(unsigned flags, size_t ring_size, unsigned rings)
+/* A box of @segments segments of @seg_size bytes (0, 0: the default). */
+static struct bb_options options(unsigned flags, size_t seg_size, unsigned segments)
 {
 	struct bb_options o;
 
 	memset(&o, 0, sizeof(o));
 	o.flags = flags | BB_OPT_NO_ENV;
 	o.dir = bbt_dir;
-	o.ring_size = ring_size;
-	o.ring_count = rings;
-	o.size = ring_size ? (size_t)(rings + 2) * ring_size + (1u << 20) : 0;
+	o.segment_size = seg_size;
+	o.segment_count = segments;
 	return o;
 }
 
-static void open_box(unsigned flags, size_t ring_size, unsigned rings)
+static void open_box(unsigned flags, size_t seg_size, unsigned segments)
 {
-	struct bb_options o = options(flags, ring_size, rings);
+	struct bb_options o = options(flags, seg_size, segments);
 
 	cr_assert_eq(bb_init_opts(&o), 0);
 	cr_assert_gt(bb_path(path, sizeof(path)), 0);
@@ -874,29 +875,40 @@ Test(inline, events_the_compiler_cannot_see_take_the_library)
 	cr_assert_eq(bb_close(), 0);
 }
 
-Test(inline, an_event_over_the_room_takes_the_library)
+Test(inline, the_largest_inline_event_fits_any_room)
 {
-	/* 4 KiB rings: a record of at most 1 KiB, a value of 1004 bytes.
-	 * Eight 64-byte keys with 64-byte values need more: the library
-	 * truncates the event (flagged), the same record both ways. */
+	/* The smallest segment, 4 KiB: a record of at most 4 KiB, a value
+	 * of 4076 bytes (BB__ROOM_MIN).  Eight 64-byte keys with 64-byte
+	 * values, the most an inline event holds, fit: inline, untruncated,
+	 * the same record as the library's. */
 	struct bb_field f[8];
 	struct raws c;
 	unsigned long before;
 
-	open_box(0, 4096, 1);
-	cr_assert_eq(bb_write_kv("first", "claims the ring"), 0);
+	open_box(0, 4096, 2);
+	cr_assert_eq(bb_write_kv("first", "takes a segment"), 0);
 	before = calls();
-	for (int i = 0; i < 8; i++)
-		f[i] = fld_str(BBT_L32 BBT_L32, BBT_L32 BBT_L32);
-	cr_assert_eq(bb_write_event("big", f, 8), 0);
-	cr_assert_eq(calls(), before + 1);
-	cr_assert_eq((bb_write_event)("big", f, 8), 0);
+	/* one by one, not in a loop: the compiler must see every type */
+	f[0] = fld_str(BBT_L32 BBT_L32, BBT_L32 BBT_L32);
+	f[1] = fld_str(BBT_L32 BBT_L32, BBT_L32 BBT_L32);
+	f[2] = fld_str(BBT_L32 BBT_L32, BBT_L32 BBT_L32);
+	f[3] = fld_str(BBT_L32 BBT_L32, BBT_L32 BBT_L32);
+	f[4] = fld_str(BBT_L32 BBT_L32, BBT_L32 BBT_L32);
+	f[5] = fld_str(BBT_L32 BBT_L32, BBT_L32 BBT_L32);
+	f[6] = fld_str(BBT_L32 BBT_L32, BBT_L32 BBT_L32);
+	f[7] = fld_str(BBT_L32 BBT_L32, BBT_L32 BBT_L32);
+	cr_assert_eq(bb_write_event(BBT_L32 BBT_L32, f, 8), 0);
+	if (EVENT_INLINE)
+		cr_assert_eq(calls(), before, "the event took the library");
+	cr_assert_eq((bb_write_event)(BBT_L32 BBT_L32, f, 8), 0);
 	read_box(path, &c);
 	only_tag(&c, BB_TAG_EVENT);
 	cr_assert_eq(c.n, 2);
-	cr_assert(c.r[0].flags & BB_RF_TRUNCATED);
-	cr_assert_leq(c.r[0].vlen, 1004);
+	cr_assert_not(c.r[0].flags & BB_RF_TRUNCATED);
+	cr_assert_gt(c.r[0].vlen, 1000);
+	cr_assert_leq(c.r[0].vlen, BB__ROOM_MIN);
 	cr_assert_eq(c.r[0].vlen, c.r[1].vlen);
+	cr_assert_eq(memcmp(c.r[0].value, c.r[1].value, c.r[0].vlen), 0);
 	free(c.r);
 	cr_assert_eq(bb_close(), 0);
 }
@@ -949,53 +961,51 @@ Test(inline, a_nested_write_takes_the_shared_ring)
 	cr_assert_eq(bb_close(), 0);
 }
 
-Test(inline, freeing_several_old_records_stays_inline_and_exact)
+Test(inline, a_full_segment_switches_inline_and_keeps_the_newest)
 {
 	struct raws c;
 	unsigned long before;
 
-	/* One 4 KiB ring (under BB__MARK_RING_MIN: no mark segments, room is
-	 * made by walking the old records).  Fill it with 32-byte records
-	 * ("a" = "b": 16 + 5 + 4 = 25 bytes), wrapping it several times:
-	 * each frees one old record.  Then 72-byte records (23 + 23 bytes):
-	 * while the oldest records are 32-byte ones, each needs three freed.
-	 * Either way the write stays inline (bb__ring_make_room() is called
-	 * from it), and frees no more than it needs. */
-	open_box(0, 4096, 1);
+	/* Two 4 KiB segments.  Fill them with 32-byte records ("a" = "b":
+	 * 16 + 5 + 4 = 25 bytes), many times over: whenever the current
+	 * segment is full the next write takes the thread's oldest segment
+	 * (bb__ring_make_room() on its window), from the inline path, never
+	 * the library's write.  Then 72-byte records (23 + 23 bytes).  Every
+	 * few writes the log holds, intact and in order, the newest records:
+	 * a run that ends with the last one written and holds at least the
+	 * previous segment, full to less than a record. */
+	open_box(0, 4096, 2);
 	cr_assert_eq(bb_write_kv("a", "b"), 0);
 	before = calls();
 	for (int i = 0; i < 500; i++)
 		cr_assert_eq(bb_write_kv("a", "b"), 0);
 	for (int i = 1; i <= 200; i++) {
+		size_t held = 0;
+
 		cr_assert_eq(bb_write_kv("abcdefghijklmnopqrstuvw", "abcdefghijklmnopqrstuvw"), 0);
-		if (i > 8)
+		if (i % 7)
 			continue;
-		/* Right after the switch, the ring holds the newest small
-		 * records, whole, then the i big ones: freeing fewer old
-		 * records than a write covers would leave a damaged record at
-		 * the tail (read_box() fails on it). */
 		read_box(path, &c);
 		only_kv(&c);
-		cr_assert_gt(c.n, (size_t)i);
-		for (size_t k = 0; k < c.n; k++)
-			if (k < c.n - (size_t)i)
+		cr_assert_gt(c.n, 0);
+		for (size_t k = 0; k < c.n; k++) {
+			if (k < c.n - (size_t)(i < (int)c.n ? i : (int)c.n)) {
 				assert_kv(&c.r[k], "a", "b", BB_RF_CRC);
-			else
+				held += 32;
+			} else {
 				assert_kv(&c.r[k], "abcdefghijklmnopqrstuvw",
 					  "abcdefghijklmnopqrstuvw", BB_RF_CRC);
-		/* ... and no more was dropped than needed: 4 KiB less one
-		 * 72-byte record at most is free. */
-		cr_assert_geq((c.n - (size_t)i) * 32 + (size_t)i * 72, 4096 - 72 - 32,
-			      "%zu records after %d big ones", c.n, i);
+				held += 72;
+			}
+		}
+		cr_assert_geq(held, 4096 - 72, "%zu bytes held after %d big records", held, i);
 		free(c.r);
 	}
-	cr_assert_eq(calls(), before, "making room took the library's write");
+	cr_assert_eq(calls(), before, "a segment switch took the library's write");
 	read_box(path, &c);
 	only_kv(&c);
-	/* 200 records of 72 bytes overwrote the 4 KiB ring several times:
-	 * it holds the newest 4096 / 72 of them and nothing older, every one
-	 * intact (read_box() found no damage). */
-	cr_assert_eq(c.n, 4096 / 72, "%zu records", c.n);
+	/* 200 records of 72 bytes: at least a segment's worth of the newest */
+	cr_assert_geq(c.n, 4096 / 72, "%zu records", c.n);
 	for (size_t i = 0; i < c.n; i++)
 		assert_kv(&c.r[i], "abcdefghijklmnopqrstuvw", "abcdefghijklmnopqrstuvw", BB_RF_CRC);
 	free(c.r);
@@ -1015,24 +1025,45 @@ static void mark_kv(unsigned i, char *k, char *v)
 	v[vl] = '\0';
 }
 
+/* A thread that holds the box's only segment until told. */
+static pthread_mutex_t hold_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_barrier_t hold_bar;
+
+static void *hold_the_segment(void *arg)
+{
+	int ret = bb_write_kv("first", "takes the only segment");
+
+	(void)arg;
+	pthread_barrier_wait(&hold_bar); /* the segment is ours */
+	pthread_mutex_lock(&hold_mu);    /* until the test is done */
+	pthread_mutex_unlock(&hold_mu);
+	return ret ? (void *)1 : NULL;
+}
+
 Test(inline, mark_segments_free_a_segment_at_a_time)
 {
-	/* A 64 KiB ring (BB__MARK_RING_MIN: 64 segments of 1 KiB).  Records
-	 * of 24 to 112 bytes with run-time strings, 30 laps.  Every few
-	 * hundred writes the box must hold, intact and in order, exactly the
-	 * newest records, in at least ring - 2 segments - one record bytes
-	 * (FORMAT.md §7); and room must have been made ahead, by a jump to
-	 * a segment's first record, at least once (the point of marks: a
-	 * walk frees exactly, and the ring then always holds more). */
+	/* The shared ring of a box of 16 KiB segments is 64 KiB
+	 * (BB__MARK_RING_MIN: 64 mark segments of 1 KiB).  Another thread
+	 * holds the only segment, so our writes go there, through the
+	 * library.  Records of 24 to 112 bytes with run-time strings, 30
+	 * laps.  Every few hundred writes the box must hold, intact and in
+	 * order, exactly the newest records, in at least ring - 2 segments
+	 * - one record bytes (FORMAT.md §7); and room must have been made
+	 * ahead, by a jump to a segment's first record, at least once (the
+	 * point of marks: a walk frees exactly, and the ring then always
+	 * holds more). */
 	const unsigned ring = 64u << 10, n = 24000;
-	unsigned long before;
 	uint64_t least = ring;
 	char k[32], v[80];
 	struct raws c;
+	pthread_t th;
+	void *ret;
 
-	open_box(0, ring, 1);
-	cr_assert_eq(bb_write_kv("first", "claims the ring"), 0);
-	before = calls();
+	open_box(0, ring / 4, 1);
+	pthread_mutex_lock(&hold_mu);
+	pthread_barrier_init(&hold_bar, NULL, 2);
+	cr_assert_eq(pthread_create(&th, NULL, hold_the_segment, NULL), 0);
+	pthread_barrier_wait(&hold_bar);
 	for (unsigned i = 0; i < n; i++) {
 		mark_kv(i, k, v);
 		cr_assert_eq(bb_write_kv(k, v), 0);
@@ -1043,25 +1074,27 @@ Test(inline, mark_segments_free_a_segment_at_a_time)
 
 		read_box(path, &c);
 		for (size_t j = 0; j < c.n; j++) {
-			held += BB_RECORD_STRIDE(BB_RECORD_HDR_SIZE + c.r[j].vlen + BB_CRC_SIZE);
-			if (c.r[j].tag != BB_TAG_KV)
-				continue;
+			if (c.r[j].tag != BB_TAG_KV || !(c.r[j].flags & BB_RF_TID))
+				continue; /* the other thread's, in its segment */
+			held += BB_RECORD_STRIDE(BB_RECORD_HDR_SIZE + 8 + c.r[j].vlen + BB_CRC_SIZE);
 			unsigned idx = (unsigned)strtoul((const char *)c.r[j].value + 3, NULL, 10);
 			char ek[32], ev[80];
 
 			cr_assert(next == 0 || idx == next, "record %u follows %u", idx, next - 1);
 			mark_kv(idx, ek, ev);
-			assert_kv(&c.r[j], ek, ev, BB_RF_CRC);
+			assert_kv(&c.r[j], ek, ev, BB_RF_CRC | BB_RF_TID);
 			next = idx + 1;
 		}
 		cr_assert_eq(next, i + 1, "newest record %u, written %u", next - 1, i);
-		cr_assert_geq(held, ring - ring / 32 - 112, "%u: %llu bytes held", i,
+		cr_assert_geq(held, ring - ring / 32 - 120, "%u: %llu bytes held", i,
 			      (unsigned long long)held);
 		least = held < least ? held : least;
 		free(c.r);
 	}
-	cr_assert_eq(calls(), before, "making room took the library's write");
-	cr_assert_lt(least, ring - 2 * 112, "room was never made a segment ahead (least %llu held)",
+	pthread_mutex_unlock(&hold_mu);
+	cr_assert_eq(pthread_join(th, &ret), 0);
+	cr_assert_null(ret);
+	cr_assert_lt(least, ring - 2 * 120, "room was never made a segment ahead (least %llu held)",
 		     (unsigned long long)least);
 	cr_assert_eq(bb_close(), 0);
 }
@@ -1150,7 +1183,7 @@ Test(inline, threads_write_inline_while_a_reader_walks)
 	unsigned long before;
 	int walks = 0;
 
-	/* Rings of 64 KiB: each wraps many times. */
+	/* Segments of 64 KiB, two per thread: each taken over many times. */
 	open_box(0, 64 << 10, 8);
 	before = calls();
 	for (long i = 0; i < NTHREADS; i++)
@@ -1170,7 +1203,7 @@ Test(inline, threads_write_inline_while_a_reader_walks)
 		cr_assert_eq(pthread_join(th[i], &ret), 0);
 		cr_assert_null(ret);
 	}
-	/* One library call per thread: the claim.  (Events need the
+	/* One library call per thread: its first write.  (Events need the
 	 * optimiser; without it, a quarter of the writes.) */
 	if (EVENT_INLINE)
 		cr_assert_eq(calls() - before, NTHREADS, "%lu library calls", calls() - before);
@@ -1192,8 +1225,8 @@ Test(inline, threads_write_inline_while_a_reader_walks)
 
 Test(inline, sigkill_mid_write_leaves_intact_records)
 {
-	/* A child writes through every inline path as fast as it can, in a
-	 * small ring that wraps all the time; SIGKILL lands at a random
+	/* A child writes through every inline path as fast as it can, in
+	 * small segments it takes over all the time; SIGKILL lands at a random
 	 * instruction of an inline path.  Every record left is whole and
 	 * checksummed, at most the one in progress is torn, and every one
 	 * is what was written. */
@@ -1207,10 +1240,9 @@ Test(inline, sigkill_mid_write_leaves_intact_records)
 		pid = fork();
 		cr_assert_geq(pid, 0);
 		if (pid == 0) {
-			struct bb_options o = options(0, 8192, 1);
+			struct bb_options o = options(0, 4096, 4);
 			char dyn[32];
 
-			o.size = 1u << 20;
 			strcpy(dyn, "a run-time value");
 			close(fds[0]);
 			if (bb_init_opts(&o) || bb_path(box, sizeof(box)) <= 0)

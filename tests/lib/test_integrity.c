@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Description: format 2.0 write path.  Every record carries a correct
+ * Description: format 2.0 (and 3.0) write path.  Every record carries a correct
  * CRC32C (recomputed here bit by bit, independently of the library's
  * table and SSE4.2 code); a byte flipped in a real box is caught by
  * bb_dump() and the reader; BB_OPT_NO_CRC / BLACKBOX_CRC=0 turn checksums
@@ -87,58 +87,100 @@ static uint32_t box_find_kind(const struct box *b, uint32_t kind)
 	return i;
 }
 
-/* Copy the record at @pos of ring @i (it may wrap) into @buf; its length. */
-static uint32_t box_record(const struct box *b, uint32_t i, uint64_t pos, uint8_t *buf)
+/*
+ * A run of records in the box: a ring of the ring table, or a segment
+ * holding part of a thread's log (FORMAT.md §13), whose positions
+ * [start, start + size) never wrap.
+ */
+struct run {
+	const uint8_t *data;
+	uint64_t size, start, from, to;   /* the records: positions [from, to) */
+	bool seg;
+	int32_t tid;
+	uint32_t kind;                    /* a segment: BB_RING_PRIVATE */
+};
+
+/* Runs: the rings, then the segments. */
+static uint32_t box_runs(const struct box *b)
 {
-	struct bb_ring_desc *d = box_ring(b, i);
-	uint64_t size = b->h->ring_size;
-	const uint8_t *data = b->base + d->data_offset;
+	return b->h->ring_count + b->h->seg_count;
+}
+
+/* Run @i, or false: a segment that holds nothing. */
+static bool box_run(const struct box *b, uint32_t i, struct run *r)
+{
+	const struct bb_seg_desc *sd;
+	uint32_t st;
+
+	if (i < b->h->ring_count) {
+		struct bb_ring_desc *d = box_ring(b, i);
+
+		*r = (struct run){ .data = b->base + d->data_offset, .size = b->h->ring_size,
+				   .from = d->tail, .to = d->head, .tid = d->tid, .kind = d->kind };
+		return true;
+	}
+	i -= b->h->ring_count;
+	sd = (const struct bb_seg_desc *)(const void *)(b->base + b->h->seg_table_offset) + i;
+	st = BB_SEG_STATE(sd->own);
+	if (st != BB_SEG_OPEN && st != BB_SEG_SEALED)
+		return false;
+	*r = (struct run){ .data = b->base + b->h->seg_data_offset + (uint64_t)i * b->h->seg_size,
+			   .size = b->h->seg_size, .start = sd->start, .from = sd->start,
+			   .to = sd->head, .seg = true, .tid = sd->tid, .kind = BB_RING_PRIVATE };
+	return true;
+}
+
+/* Pointer into the live box at position @pos of run @r (a ring's: no
+ * wrap handling, tests pick records that do not straddle the end). */
+static uint8_t *run_at(const struct box *b, const struct run *r, uint64_t pos)
+{
+	(void)b;
+	return (uint8_t *)(uintptr_t)(r->seg ? r->data + (pos - r->start)
+					     : r->data + (pos & (r->size - 1)));
+}
+
+/* Copy the record at @pos of run @r (it may wrap) into @buf; its length. */
+static uint32_t box_record(const struct box *b, const struct run *r, uint64_t pos, uint8_t *buf)
+{
 	struct bb_record_hdr hdr;
 	uint32_t len;
 
 	for (uint32_t k = 0; k < BB_RECORD_HDR_SIZE; k++)
-		((uint8_t *)&hdr)[k] = data[(pos + k) & (size - 1)];
+		((uint8_t *)&hdr)[k] = *run_at(b, r, pos + k);
 	len = hdr.len;
 	cr_assert_geq(len, BB_RECORD_HDR_SIZE);
 	cr_assert_leq(len, b->h->max_record);
 	for (uint32_t k = 0; k < len; k++)
-		buf[k] = data[(pos + k) & (size - 1)];
+		buf[k] = *run_at(b, r, pos + k);
 	return len;
 }
 
-/* Pointer into the live ring at @pos + @off (no wrap handling: tests pick
- * records that do not straddle the end). */
-static uint8_t *box_at(const struct box *b, uint32_t i, uint64_t pos, uint32_t off)
-{
-	struct bb_ring_desc *d = box_ring(b, i);
-
-	return b->base + d->data_offset + ((pos + off) & (b->h->ring_size - 1));
-}
-
 /*
- * Check every record of every ring: committed seq, BB_RF_CRC set iff
- * @crc, and (if set) a correct CRC.  Returns the number of records.
+ * Check every record of every ring and segment: committed seq,
+ * BB_RF_CRC set iff @crc, and (if set) a correct CRC.  Returns the number
+ * of records.
  */
 static size_t box_check_all(const struct box *b, bool crc)
 {
 	static uint8_t rec[BB_RECORD_MAX];
 	size_t n = 0;
+	struct run r;
 
-	for (uint32_t i = 0; i < b->h->ring_count; i++) {
-		struct bb_ring_desc *d = box_ring(b, i);
-
-		for (uint64_t pos = d->tail; pos < d->head;) {
+	for (uint32_t i = 0; i < box_runs(b); i++) {
+		if (!box_run(b, i, &r))
+			continue;
+		for (uint64_t pos = r.from; pos < r.to;) {
 			const struct bb_record_hdr *h = (const void *)rec;
-			uint32_t len = box_record(b, i, pos, rec), want;
+			uint32_t len = box_record(b, &r, pos, rec), want;
 
-			cr_assert_eq(h->seq, BB_SEQ_DONE(pos), "ring %u pos %llu", i,
+			cr_assert_eq(h->seq, BB_SEQ_DONE(pos), "run %u pos %llu", i,
 				     (unsigned long long)pos);
 			if (crc) {
-				cr_assert(h->flags & BB_RF_CRC, "ring %u pos %llu: no BB_RF_CRC",
+				cr_assert(h->flags & BB_RF_CRC, "run %u pos %llu: no BB_RF_CRC",
 					  i, (unsigned long long)pos);
 				memcpy(&want, rec + len - 4, 4);
 				cr_assert_eq(bbt_record_crc(h->seq, rec, len), want,
-					     "ring %u pos %llu tag %u: bad CRC", i,
+					     "run %u pos %llu tag %u: bad CRC", i,
 					     (unsigned long long)pos, h->tag);
 			} else {
 				cr_assert_not(h->flags & BB_RF_CRC);
@@ -228,10 +270,10 @@ static void write_one_of_each(void)
 	cr_assert_eq(bb_write_kv("big", big), 0);   /* truncated to max_record */
 }
 
-static void *shared_ring_writer(void *arg)
+static void *second_writer(void *arg)
 {
 	(void)arg;
-	/* A second thread, so a ring claim and an owner record happen too. */
+	/* A second thread, so a second log starts too. */
 	bb_write_kv("thread", "two");
 	return NULL;
 }
@@ -244,13 +286,13 @@ Test(integrity, every_record_has_a_correct_crc)
 
 	cr_assert_eq(bb_init(0), 0);
 	write_one_of_each();
-	cr_assert_eq(pthread_create(&th, NULL, shared_ring_writer, NULL), 0);
+	cr_assert_eq(pthread_create(&th, NULL, second_writer, NULL), 0);
 	pthread_join(th, NULL);
 	box_map(&b);
 	cr_assert(b.h->flags & BB_HF_CRC32C);
 	n = box_check_all(&b, true);
-	/* 181 + 10 + 14 + owner records + 2 important copies + the thread's two */
-	cr_assert_geq(n, 209, "only %zu records", n);
+	/* 181 + 10 + 13 + 2 important copies + the thread's one */
+	cr_assert_eq(n, 207, "%zu records", n);
 	/* The two important copies are in the important ring. */
 	{
 		uint32_t imp = box_find_kind(&b, BB_RING_IMPORTANT);
@@ -287,24 +329,24 @@ Test(integrity, max_record_is_respected_with_the_trailer)
 }
 
 /*
- * The "needle" record of this thread's ring (owner, before, needle: the
- * third record), at byte @off of it.
+ * The "needle" record of this thread's log (before, needle: the second
+ * record), at byte @off of it.
  */
 static uint8_t *needle(const struct box *b, uint64_t off)
 {
-	for (uint32_t i = 0; i < b->h->ring_count; i++) {
-		struct bb_ring_desc *d = box_ring(b, i);
-		uint64_t pos = d->tail;
+	struct run r;
 
-		if (d->kind != BB_RING_PRIVATE || d->tid != (int32_t)syscall(SYS_gettid))
+	for (uint32_t i = 0; i < box_runs(b); i++) {
+		uint64_t pos;
+
+		if (!box_run(b, i, &r) || !r.seg || r.tid != (int32_t)syscall(SYS_gettid))
 			continue;
-		for (int k = 0; k < 2; k++)
-			pos += BB_RECORD_STRIDE(((struct bb_record_hdr *)(void *)
-						 box_at(b, i, pos, 0))->len);
-		cr_assert_eq(memcmp(box_at(b, i, pos, 16 + 1 + 1), "needle", 6), 0);
-		return box_at(b, i, pos, off);
+		pos = r.from + BB_RECORD_STRIDE(((struct bb_record_hdr *)(void *)
+						 run_at(b, &r, r.from))->len);
+		cr_assert_eq(memcmp(run_at(b, &r, pos + 16 + 1 + 1), "needle", 6), 0);
+		return run_at(b, &r, pos + off);
 	}
-	cr_assert_fail("no ring of this thread");
+	cr_assert_fail("no segment of this thread");
 	return NULL;
 }
 
@@ -462,24 +504,24 @@ static void *chatty(void *arg)
 
 Test(integrity, important_records_survive_chatty_threads_once)
 {
-	struct bb_options o = { .ring_count = 4, .ring_size = 16384 };
+	struct bb_options o = { .segment_count = 8, .segment_size = 16384 };
 	pthread_t th[CHATTY_THREADS];
 	struct box b;
 	char *out, v[32];
-	uint64_t per_ring;
+	uint64_t per_box;
 
 	cr_assert_eq(bb_init_opts(&o), 0);
 	box_map(&b);
 	/* Early important records: their originals will be evicted from our
-	 * own ring by our chatty traffic below. */
+	 * own log by our chatty traffic below. */
 	for (int i = 0; i < 20; i++) {
 		snprintf(v, sizeof(v), "early-%02d!", i);
 		cr_assert_eq(bb_write_kv_important("alarm", v), 0);
 	}
-	/* 100 ring-fulls of chatty records per thread, from other threads
+	/* 10 box-fulls of chatty records per thread, from other threads
 	 * and this one. */
-	per_ring = b.h->ring_size / 32;
-	chatty_per_thread = 100 * per_ring;
+	per_box = (uint64_t)b.h->seg_count * b.h->seg_size / 32;
+	chatty_per_thread = 10 * per_box;
 	for (int i = 0; i < CHATTY_THREADS; i++)
 		cr_assert_eq(pthread_create(&th[i], NULL, chatty, NULL), 0);
 	chatty(NULL);
@@ -551,10 +593,12 @@ static void *signaller(void *arg)
 
 Test(integrity, important_writes_nested_in_signal_handlers)
 {
-	struct bb_options o = { .ring_count = 2, .ring_size = 1u << 21 };
+	/* segments of 512 KiB: rings of 2 MiB */
+	struct bb_options o = { .segment_count = 2, .segment_size = 1u << 19 };
 	struct sigaction sa = { .sa_handler = on_usr1 };
 	pthread_t self = pthread_self(), th;
 	struct box b;
+	struct run r;
 	uint32_t imp;
 	uint64_t copies = 0;
 
@@ -572,10 +616,12 @@ Test(integrity, important_writes_nested_in_signal_handlers)
 	box_check_all(&b, true);
 	imp = box_find_kind(&b, BB_RING_IMPORTANT);
 	cr_assert_lt(imp, b.h->ring_count);
+	cr_assert_eq(b.h->ring_size, 1u << 21);
 	/* 2 MiB holds every copy (< 48 bytes each): none was evicted. */
 	cr_assert_eq(box_ring(&b, imp)->tail, 0);
-	for (uint64_t pos = 0; pos < box_ring(&b, imp)->head; copies++)
-		pos += BB_RECORD_STRIDE(((struct bb_record_hdr *)(void *)box_at(&b, imp, pos, 0))->len);
+	box_run(&b, imp, &r);
+	for (uint64_t pos = 0; pos < r.to; copies++)
+		pos += BB_RECORD_STRIDE(((struct bb_record_hdr *)(void *)run_at(&b, &r, pos))->len);
 	cr_assert_eq(atomic_load(&imp_other), 0);
 	cr_assert_eq(copies + b.h->dropped_important, (uint64_t)atomic_load(&imp_ok),
 		     "copies %llu + dropped %llu != successful writes %ld",
@@ -644,20 +690,20 @@ static void check_clock(int want_clock, int want_requested)
 		pthread_join(p[i], NULL);
 		cr_assert_eq(th[i].err, 0);
 	}
-	/* Raw stamps, straight from the rings (the reader API converts). */
+	/* Raw stamps, straight from the segments (the reader API converts):
+	 * a thread's first segments are in order (from the pool). */
 	for (int k = 0; k < 2; k++) {
 		static uint8_t rec[BB_RECORD_MAX];
 		uint64_t last = 0;
 		int seen = 0;
+		struct run r;
 
-		for (uint32_t ri = 0; ri < b.h->ring_count; ri++) {
-			struct bb_ring_desc *d = box_ring(&b, ri);
-
-			if (d->kind != BB_RING_PRIVATE || d->tid != th[k].tid)
+		for (uint32_t ri = 0; ri < box_runs(&b); ri++) {
+			if (!box_run(&b, ri, &r) || r.kind != BB_RING_PRIVATE || r.tid != th[k].tid)
 				continue;
-			for (uint64_t pos = d->tail; pos < d->head;) {
+			for (uint64_t pos = r.from; pos < r.to;) {
 				const struct bb_record_hdr *h = (const void *)rec;
-				uint32_t len = box_record(&b, ri, pos, rec);
+				uint32_t len = box_record(&b, &r, pos, rec);
 				const uint8_t *v = rec + BB_RECORD_HDR_SIZE;
 				const struct tsc_sample *s;
 				int64_t mono, wall, i;
@@ -759,7 +805,7 @@ static int child_tsc_check(const struct bb_header *parent)
 	struct box b;
 	int64_t before = now_ns(CLOCK_MONOTONIC), after, mono;
 	static uint8_t rec[BB_RECORD_MAX];
-	struct bb_ring_desc *d;
+	struct run r;
 	char path[4096];
 	int fd;
 	struct stat st;
@@ -783,14 +829,13 @@ static int child_tsc_check(const struct bb_header *parent)
 		return 15;
 	if (b.h->tsc_anchor == parent->tsc_anchor)
 		return 16;   /* the anchor must be the child's own */
-	d = box_ring(&b, 0);
-	/* record 0 is the owner record, record 1 ours */
+	/* our record: the first of the first segment */
+	if (!box_run(&b, b.h->ring_count, &r))
+		return 19;
 	{
-		uint64_t pos = d->tail;
 		const struct bb_record_hdr *h = (const void *)rec;
 
-		pos += BB_RECORD_STRIDE(((struct bb_record_hdr *)(void *)box_at(&b, 0, pos, 0))->len);
-		(void)box_record(&b, 0, pos, rec);
+		(void)box_record(&b, &r, r.from, rec);
 		if (h->tag != BB_TAG_KV)
 			return 17;
 		mono = tsc_mono_ns(b.h, h->ts);

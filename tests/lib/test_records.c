@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Description: every writer produces a record that reads back through the
- * reader API with the right tag, value and thread id; a ring filled many
- * times keeps exactly the newest records, including those that straddle
- * the end of the ring.
+ * reader API with the right tag, value and thread id; a thread's log
+ * filled many times keeps exactly the newest records; records that
+ * straddle the end of the shared ring read back intact.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +60,7 @@ Test(records, every_writer_reads_back)
 	cr_assert_eq(bb_write(2.5), 0);
 
 	tcollect_path(path, &c);
-	cr_assert_eq(c.n, 20, "got %zu records", c.n);
+	cr_assert_eq(c.n, 19, "got %zu records", c.n);
 	for (size_t i = 0; i < c.n; i++) {
 		cr_assert_eq(c.r[i].tid, tid, "record %zu tid %d, want %d", i, c.r[i].tid, tid);
 		cr_assert_eq(c.r[i].flags & BB_RF_TRUNCATED, 0);
@@ -67,42 +68,41 @@ Test(records, every_writer_reads_back)
 			cr_assert_geq(c.r[i].ts, c.r[i - 1].ts);
 	}
 	t = c.r;
-	cr_assert_eq(t[0].tag, BB_TAG_OWNER);
-	cr_assert_eq(t[0].i, tid);
-	cr_assert_eq(t[1].tag, BB_TAG_STR); cr_assert_str_eq(t[1].text, "hello \"world\"");
-	cr_assert_eq(t[2].tag, BB_TAG_STR); cr_assert_eq(t[2].n, 0);
-	cr_assert_eq(t[3].tag, BB_TAG_I64); cr_assert_eq(t[3].i, INT64_MIN);
-	cr_assert_eq(t[4].tag, BB_TAG_I64); cr_assert_eq(t[4].i, -1);
-	cr_assert_eq(t[5].tag, BB_TAG_I64); cr_assert_eq(t[5].i, INT64_MAX);
-	cr_assert_eq(t[6].tag, BB_TAG_U64); cr_assert_eq(t[6].u, UINT64_MAX);
-	cr_assert_eq(t[7].tag, BB_TAG_F64); cr_assert_eq(t[7].f, -0.1);
-	cr_assert_eq(t[8].tag, BB_TAG_BOOL); cr_assert_eq(t[8].b, false);
-	cr_assert_eq(t[9].tag, BB_TAG_BYTES); cr_assert_eq(t[9].n, 4);
-	cr_assert_eq(memcmp(t[9].text, bytes, 4), 0);
-	cr_assert_eq(t[10].tag, BB_TAG_KV); cr_assert_str_eq(t[10].key, "user");
-	cr_assert_eq(t[10].vtype, BB_TYPE_STR); cr_assert_str_eq(t[10].text, "alice");
-	cr_assert_str_eq(t[11].key, "delta"); cr_assert_eq(t[11].i, -7);
-	cr_assert_str_eq(t[12].key, "count"); cr_assert_eq(t[12].u, 1ull << 40);
-	cr_assert_str_eq(t[13].key, "ratio"); cr_assert_eq(t[13].f, DBL_MAX);
-	cr_assert_str_eq(t[14].key, "ok"); cr_assert_eq(t[14].vtype, BB_TYPE_BOOL);
-	cr_assert(t[14].b);
-	cr_assert_eq(t[15].tag, BB_TAG_EVENT); cr_assert_str_eq(t[15].key, "request");
-	cr_assert_eq(t[15].nfields, 6);
-	cr_assert_eq(t[16].tag, BB_TAG_I64); cr_assert_eq(t[16].i, 12);
-	cr_assert_eq(t[17].tag, BB_TAG_U64); cr_assert_eq(t[17].u, 12);
-	cr_assert_eq(t[18].tag, BB_TAG_STR); cr_assert_str_eq(t[18].text, "generic");
-	cr_assert_eq(t[19].tag, BB_TAG_F64); cr_assert_eq(t[19].f, 2.5);
+	cr_assert_eq(t[0].tag, BB_TAG_STR); cr_assert_str_eq(t[0].text, "hello \"world\"");
+	cr_assert_eq(t[1].tag, BB_TAG_STR); cr_assert_eq(t[1].n, 0);
+	cr_assert_eq(t[2].tag, BB_TAG_I64); cr_assert_eq(t[2].i, INT64_MIN);
+	cr_assert_eq(t[3].tag, BB_TAG_I64); cr_assert_eq(t[3].i, -1);
+	cr_assert_eq(t[4].tag, BB_TAG_I64); cr_assert_eq(t[4].i, INT64_MAX);
+	cr_assert_eq(t[5].tag, BB_TAG_U64); cr_assert_eq(t[5].u, UINT64_MAX);
+	cr_assert_eq(t[6].tag, BB_TAG_F64); cr_assert_eq(t[6].f, -0.1);
+	cr_assert_eq(t[7].tag, BB_TAG_BOOL); cr_assert_eq(t[7].b, false);
+	cr_assert_eq(t[8].tag, BB_TAG_BYTES); cr_assert_eq(t[8].n, 4);
+	cr_assert_eq(memcmp(t[8].text, bytes, 4), 0);
+	cr_assert_eq(t[9].tag, BB_TAG_KV); cr_assert_str_eq(t[9].key, "user");
+	cr_assert_eq(t[9].vtype, BB_TYPE_STR); cr_assert_str_eq(t[9].text, "alice");
+	cr_assert_str_eq(t[10].key, "delta"); cr_assert_eq(t[10].i, -7);
+	cr_assert_str_eq(t[11].key, "count"); cr_assert_eq(t[11].u, 1ull << 40);
+	cr_assert_str_eq(t[12].key, "ratio"); cr_assert_eq(t[12].f, DBL_MAX);
+	cr_assert_str_eq(t[13].key, "ok"); cr_assert_eq(t[13].vtype, BB_TYPE_BOOL);
+	cr_assert(t[13].b);
+	cr_assert_eq(t[14].tag, BB_TAG_EVENT); cr_assert_str_eq(t[14].key, "request");
+	cr_assert_eq(t[14].nfields, 6);
+	cr_assert_eq(t[15].tag, BB_TAG_I64); cr_assert_eq(t[15].i, 12);
+	cr_assert_eq(t[16].tag, BB_TAG_U64); cr_assert_eq(t[16].u, 12);
+	cr_assert_eq(t[17].tag, BB_TAG_STR); cr_assert_str_eq(t[17].text, "generic");
+	cr_assert_eq(t[18].tag, BB_TAG_F64); cr_assert_eq(t[18].f, 2.5);
 	free(c.r);
 }
 
 /*
- * A 4 KiB ring written 10,000 times with records of varying size: what
- * reads back is a contiguous run of the newest records ending with the
- * last one written, every value intact, and the ring nearly full.
+ * Two 4 KiB segments written 10,000 times with records of varying size:
+ * what reads back is a contiguous run of the newest records ending with
+ * the last one written, every value intact, and at least the previous
+ * segment nearly full (the thread recycles its own oldest segment).
  */
 Test(records, wraparound_keeps_exactly_the_newest)
 {
-	struct bb_options o = { .ring_size = 4096, .ring_count = 1 };
+	struct bb_options o = { .segment_size = 4096, .segment_count = 2 };
 	char val[200];
 	struct tcollect c;
 	struct bb_ring_stats st;
@@ -140,34 +140,45 @@ Test(records, wraparound_keeps_exactly_the_newest)
 			cr_assert_eq(i, c.r[k - 1].i + 1, "gap before i=%ld", (long)i);
 		bytes += ((16 + 1 + 4 + 2 + (size_t)len + 7) & ~(size_t)7) + 24;
 	}
-	/* At least 3/4 of the ring holds live records (the rest is the gap the
-	 * last eviction left, at most one record's stride). */
+	/* At least 3/4 of a segment holds live records: the previous one,
+	 * full but for less than a record's stride. */
 	cr_assert_gt(bytes, 4096 * 3 / 4, "only %zu bytes of records kept", bytes);
 	free(c.r);
 }
 
-/* Records that straddle the end of the ring are contiguous to the writer
- * (double mapping) and read back intact. */
-Test(records, records_straddling_the_wrap)
+/* stride of a shared-ring record whose value is @vlen bytes (tid
+ * extension and CRC included) */
+static uint64_t shared_stride(size_t vlen)
 {
-	struct bb_options o = { .ring_size = 4096, .ring_count = 1 };
+	return (16 + 8 + vlen + 4 + 7) & ~(uint64_t)7;
+}
+
+/* Writes of a thread that gets no segment (the box's only one is taken):
+ * they go to the shared ring. */
+static void *straddle_writer(void *arg)
+{
+	int *straddled = arg;
+	uint64_t size = 0;
 	struct tcollect c;
 	char v[700];
-	int straddled = 0;
 
-	cr_assert_eq(bb_init_opts(&o), 0);
-	bb_path(path, sizeof(path));
-	for (int i = 0; i < 200; i++) {
+	for (int i = 0; i < 600; i++) {
 		size_t len = 300 + (size_t)(i * 13) % 390;
+		struct bb_reader *r;
 
 		for (size_t j = 0; j < len; j++)
 			v[j] = (char)('A' + (i + j) % 26);
 		v[len] = '\0';
 		cr_assert_eq(bb_write_str(v), 0);
+		if (!size) {
+			cr_assert_eq(bb_reader_open_path(path, 0, &r, NULL, 0), 0);
+			size = bb_reader_info(r)->ring_size;
+			bb_reader_close(r);
+		}
 		tcollect_path(path, &c);
 		for (size_t k = 0; k < c.n; k++) {
-			if (c.r[k].tag != BB_TAG_STR)
-				continue;
+			if (c.r[k].tag != BB_TAG_STR || c.r[k].ring != 0)
+				continue; /* the main thread's, in its segment */
 			for (size_t j = 1; j < c.r[k].n; j++)
 				cr_assert_eq((c.r[k].text[j] - 'A') % 26, (c.r[k].text[j - 1] - 'A' + 1) % 26,
 					     "record %zu corrupt at byte %zu", k, j);
@@ -175,10 +186,29 @@ Test(records, records_straddling_the_wrap)
 		if (c.n) {
 			struct trec *last = &c.r[c.n - 1];
 
-			straddled += (last->pos & 4095) + 16 + last->vlen > 4096;
+			cr_assert_eq(last->ring, 0, "a thread without a segment writes the shared ring");
+			cr_assert_eq(last->n, len);
+			*straddled += (last->pos & (size - 1)) + shared_stride(last->vlen) > size;
 		}
 		free(c.r);
 	}
+	return NULL;
+}
+
+/* Records that straddle the end of a ring (the shared ring: a thread
+ * without a segment) are contiguous to the writer (double mapping) and
+ * read back intact. */
+Test(records, records_straddling_the_wrap)
+{
+	struct bb_options o = { .segment_size = 4096, .segment_count = 1 };
+	int straddled = 0;
+	pthread_t th;
+
+	cr_assert_eq(bb_init_opts(&o), 0);
+	bb_path(path, sizeof(path));
+	cr_assert_eq(bb_write_str("the only segment is ours"), 0);
+	cr_assert_eq(pthread_create(&th, NULL, straddle_writer, &straddled), 0);
+	pthread_join(th, NULL);
 	cr_assert_gt(straddled, 5, "only %d records straddled the wrap", straddled);
 }
 
@@ -210,19 +240,19 @@ Test(records, kvn_lengths_and_the_kv_macro)
 	cr_assert_eq(bb_write_kv((const char *)NULL, dyn), -EINVAL);
 
 	tcollect_path(path, &c);
-	cr_assert_eq(c.n, 6, "got %zu records", c.n);      /* owner + 5 */
+	cr_assert_eq(c.n, 5, "got %zu records", c.n);
 	t = c.r;
-	cr_assert_eq(t[1].tag, BB_TAG_KV);
-	cr_assert_str_eq(t[1].key, "user-id");
-	cr_assert_eq(t[1].vtype, BB_TYPE_STR);
-	cr_assert_eq(t[1].n, 4);
-	cr_assert_eq(memcmp(t[1].text, val, 4), 0);
-	cr_assert_str_eq(t[2].key, "k");
-	cr_assert_eq(t[2].n, 0);
-	cr_assert_str_eq(t[3].key, "lit"); cr_assert_str_eq(t[3].text, "v42");
-	cr_assert_str_eq(t[4].key, "v42"); cr_assert_str_eq(t[4].text, "lit");
-	cr_assert_str_eq(t[5].key, "ptr"); cr_assert_str_eq(t[5].text, "v42");
-	for (size_t i = 1; i < c.n; i++)
+	cr_assert_eq(t[0].tag, BB_TAG_KV);
+	cr_assert_str_eq(t[0].key, "user-id");
+	cr_assert_eq(t[0].vtype, BB_TYPE_STR);
+	cr_assert_eq(t[0].n, 4);
+	cr_assert_eq(memcmp(t[0].text, val, 4), 0);
+	cr_assert_str_eq(t[1].key, "k");
+	cr_assert_eq(t[1].n, 0);
+	cr_assert_str_eq(t[2].key, "lit"); cr_assert_str_eq(t[2].text, "v42");
+	cr_assert_str_eq(t[3].key, "v42"); cr_assert_str_eq(t[3].text, "lit");
+	cr_assert_str_eq(t[4].key, "ptr"); cr_assert_str_eq(t[4].text, "v42");
+	for (size_t i = 0; i < c.n; i++)
 		cr_assert_eq(c.r[i].flags & BB_RF_TRUNCATED, 0);
 	free(c.r);
 }

@@ -76,7 +76,7 @@ static int on_record(const struct bb_record *rec, void *arg)
 
 int main(void)
 {
-	struct bb_options o = { .ring_count = 2, .ring_size = 4096 };
+	struct bb_options o = { .segment_count = 2, .segment_size = 4096 };
 	char *dir = bbt_mkdtemp(), path[4096], err[256];
 	struct timespec nap = { 0, 200000 };
 	struct hist h = { 0 };

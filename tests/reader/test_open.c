@@ -166,7 +166,7 @@ Test(open, newer_major_refused)
 	synth_init(&s, 1, 4096);
 	synth_hdr(&s)->version_major = BB_FORMAT_MAJOR + 1;
 	synth_hdr(&s)->version_minor = 0;
-	expect_file(&s, -EPROTONOSUPPORT, "format 3.0 is newer than this reader (2.x)");
+	expect_file(&s, -EPROTONOSUPPORT, "format 4.0 is newer than this reader (3.x)");
 	synth_free(&s);
 }
 

@@ -28,7 +28,7 @@ TestSuite(writer, .init = setup, .fini = teardown);
 
 static void child_writes(int n)
 {
-	struct bb_options o = { .size = 1 << 20, .ring_count = 2, .ring_size = 65536,
+	struct bb_options o = { .segment_count = 2, .segment_size = 16384,
 				.dir = dir, .flags = BB_OPT_NO_ENV };
 	struct bb_field f[] = { BB_I64("fd", 3), BB_STR("path", "/etc/x y") };
 
@@ -61,7 +61,7 @@ static int seen_fn(const struct bb_record *rec, void *arg)
 		long long v = strtoll(buf, NULL, 10);
 
 		if (!s->ints)
-			s->first = v; /* a wrapped ring starts later */
+			s->first = v; /* a wrapped log starts later */
 		cr_expect_eq(v, s->first + s->ints, "consecutive integers");
 		s->ints++;
 	} else {
@@ -122,7 +122,7 @@ Test(writer, live_owner_is_alive_and_saved_copy_reads_back)
 	if (pid == 0) {
 		char c;
 
-		child_writes(3000); /* wraps the 64 KiB ring */
+		child_writes(3000); /* recycles its two 16 KiB segments */
 		if (write(ready[1], "r", 1) != 1)
 			_exit(13);
 		if (read(go[0], &c, 1) < 0)

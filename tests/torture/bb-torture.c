@@ -6,32 +6,36 @@
  * report the damage and print nothing that is not intact.
  *
  *   bb-torture [--kills N] [--scribbles N] [--seed S] [--threads T]
- *              [--rings R] [--ring-size BYTES] [--dir D] [--max-delay US]
+ *              [--segments N] [--segment-size BYTES] [--dir D] [--max-delay US]
  *              [--live] [--extract PATH] [--from I] [-v]
  *
- * Kill runs (--kills N).  A child creates a box (R private rings of
- * --ring-size bytes, the shared ring) and keeps T writer threads busy with
- * records of mixed sizes, some larger than ring/8 so rings wrap fast.
+ * Kill runs (--kills N).  A child creates a box (N segments of
+ * --segment-size bytes, 0 and 0: the default 4 MiB box; the shared and the
+ * important ring) and keeps T writer threads busy with records of mixed
+ * sizes, some larger than an eighth of a segment so segments fill fast.
  * Threads churn: each writes a random number of records, then a "bye"
- * record, and exits; a new thread (new serial) takes its place, so rings
- * are retired and recycled and threads beyond the pool use the shared ring.
- * Every record is self-verifying (payload.h).  After a random delay the
- * parent SIGKILLs the child and checks the box with the reader API:
+ * record, and exits; a new thread (new serial) takes its place, so
+ * segments are taken from the pool, recycled, stolen from threads that
+ * hold more and from exited threads, started over in place, and threads
+ * that get none use the shared ring.  Every record is self-verifying
+ * (payload.h).  After a random delay the parent SIGKILLs the child and
+ * checks the box with the reader API:
  *   - every record delivered verifies by content, and is attributed to the
- *     thread (tid) that wrote it, across ring recycling;
+ *     thread (tid) that wrote it, across segment hand-overs;
  *   - nothing is counted corrupt or overwritten (nobody scribbled, nobody
- *     wrote while we read), at most one record per ring is torn;
+ *     wrote while we read), at most one record per ring or log is torn;
  *   - per ring, the delivered records chain without gaps from the
- *     descriptor's tail to its head;
- *   - per thread, sequence numbers are contiguous; a thread's records live
- *     in one ring; in a private ring the first record after a thread's
- *     owner record is its sequence number 0, and a thread whose records
- *     are followed by a new owner record ended with its "bye" record;
- *   - a ring that has dropped old records (tail > 0) still holds more
- *     than ring_size - stride(max_record) bytes of records (minus one
- *     more stride when a torn write had already made room, and a 32nd of
- *     the ring for rings of 64 KiB or more, which free a mark segment at
- *     a time).
+ *     descriptor's tail to its head; per thread's log, from each
+ *     segment's start to its head;
+ *   - per thread, a thread's records live in one log (and, before it got
+ *     a segment, the shared ring), sequence numbers increase, without a
+ *     gap inside a segment, and where a log has a hole (segments taken
+ *     away) the reader's gap_before is exactly the bytes of the records
+ *     missing (each record's size is known from the run's seed), and so
+ *     is the distance between the two segments;
+ *   - a segment its thread moved on from holds more than seg_size -
+ *     stride(max_record) bytes of records (it was left only when the next
+ *     record did not fit).
  * With --live, a reader thread inside the child walks the box while the
  * writers run and requires every delivered record to verify and nothing
  * to be called corrupt or torn; another thread calls bb_dump() in a loop,
@@ -88,20 +92,20 @@
 static struct {
 	long kills, scribbles, from;
 	uint64_t seed;
-	unsigned threads, rings, ring_size, max_delay_us;
+	unsigned threads, segments, seg_size, max_delay_us;
 	const char *dir, *extract;
 	bool live, verbose;
 } opt = {
-	.threads = 6, .rings = 3, .ring_size = 8192, .max_delay_us = 20000,
+	.threads = 6, .segments = 6, .seg_size = 4096, .max_delay_us = 20000,
 };
 
 static long violations;
 
 /* Figures over all runs, summed by the checking children (MAP_SHARED). */
 struct figures {
-	_Atomic uint64_t records, rings_wrapped, rings_recycled, torn, owners, serials;
+	_Atomic uint64_t records, logs, holes, handovers, torn, serials;
 	_Atomic uint64_t no_box, unfinished, shared_records;
-	_Atomic uint64_t live_walks, live_records, live_dumps; /* --live */
+	_Atomic uint64_t live_walks, live_records, live_dumps, live_gaps; /* --live */
 };
 static struct figures *fig;
 static char argv0[256] = "bb-torture";
@@ -149,8 +153,8 @@ static void fail(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "\n  replay: %s --%s 1 --from %ld --seed %" PRIu64 " --threads %u"
-		" --rings %u --ring-size %u%s\n", argv0, run_mode, run_index, opt.seed,
-		opt.threads, opt.rings, opt.ring_size, opt.live ? " --live" : "");
+		" --segments %u --segment-size %u%s\n", argv0, run_mode, run_index, opt.seed,
+		opt.threads, opt.segments, opt.seg_size, opt.live ? " --live" : "");
 }
 
 static int32_t gettid_(void)
@@ -200,14 +204,22 @@ static uint64_t rec_len(const struct bb_record *rec)
 	       ((rec->flags & BB_RF_CRC) ? BB_CRC_SIZE : 0u);
 }
 
-/* Payload sizes: mostly small, some medium, some larger than ring/8. */
+/* The segment size of the box (the default box's when --segment-size 0). */
+static unsigned seg_size(void)
+{
+	return opt.seg_size ? opt.seg_size : 8192;
+}
+
+/* Payload sizes: mostly small, some medium, some larger than an eighth of
+ * a segment. */
 static size_t pick_size(struct rng *g)
 {
 	unsigned r = (unsigned)(rnd(g) % 100);
 	/* largest record: envelope 16 + tid 8 + CBOR head 3 + payload + CRC 4
-	 * must stay within max_record = ring_size / 4 (never truncated) */
-	size_t big_max = opt.ring_size / 4 - 48;
-	size_t big_min = opt.ring_size / 8 + 64;
+	 * must stay within max_record (a segment, a quarter of the shared
+	 * ring: never truncated) */
+	size_t big_max = seg_size() / 2 - 48;
+	size_t big_min = seg_size() / 8 + 64;
 
 	if (r < 60)
 		return (size_t)rnd_in(g, TT_HEAD, 96);
@@ -228,7 +240,7 @@ struct worker {
 static _Atomic int write_errors;
 
 /*
- * A thread without a private ring writes to the shared ring behind a
+ * A thread without a segment writes to the shared ring behind a
  * bounded try-lock; when the holder is preempted the write is dropped with
  * -EBUSY (by design, counted in the header).  The checker wants each
  * thread's sequence contiguous, so a dropped record is written again: the
@@ -267,15 +279,22 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-static void start_worker(struct worker *w, uint32_t serial, uint64_t seed)
+/* Worker @serial's seed and record count, as the run's @seed makes them
+ * (the checker computes them again to know every record's size). */
+static void worker_plan(uint64_t seed, uint32_t serial, uint64_t *wseed, uint64_t *count)
 {
 	struct rng g;
 
 	rng_init(&g, seed ^ serial);
-	w->serial = serial;
-	w->seed = rnd(&g);
+	*wseed = rnd(&g);
 	/* most threads are short-lived (churn), some write for long */
-	w->count = rnd(&g) % 8 == 0 ? rnd_in(&g, 500, 5000) : rnd_in(&g, 0, 200);
+	*count = rnd(&g) % 8 == 0 ? rnd_in(&g, 500, 5000) : rnd_in(&g, 0, 200);
+}
+
+static void start_worker(struct worker *w, uint32_t serial, uint64_t seed)
+{
+	w->serial = serial;
+	worker_plan(seed, serial, &w->seed, &w->count);
 	if (pthread_create(&w->th, NULL, worker_main, w) != 0) {
 		fprintf(stderr, "bb-torture: pthread_create failed\n");
 		_exit(3);
@@ -283,12 +302,37 @@ static void start_worker(struct worker *w, uint32_t serial, uint64_t seed)
 }
 
 static struct bb_box_info live_info;
+static uint64_t live_seed;   /* the run's seed: every record's size */
+static bool live_follow;     /* the walk under way is a FOLLOW walk */
 
-/* Live reader (--live): walk the box while it is written. */
+/* What the live reader saw last of each thread (serial), and in which walk. */
+struct live_seen {
+	uint32_t ring;
+	uint64_t seq;
+	unsigned walk;
+	bool seen;
+};
+static unsigned live_walk;
+static struct live_seen *live_seen;
+static size_t live_nseen;
+
+static uint64_t strides(uint64_t seed, uint32_t serial, uint64_t from, uint64_t to);
+
+/*
+ * Live reader (--live): walk the box while it is written.  Every record
+ * must verify.  In a FOLLOW walk, a record of a thread's log that does not
+ * follow the last one the reader saw of that thread (in the same log, by
+ * this walk or the one before: a FOLLOW walk goes on from where the
+ * previous walk, of any kind, ended) must say in gap_before exactly the
+ * bytes of the records between: the holes the reader could not read in
+ * time, measured in the log's bytes whatever segments were taken away
+ * meanwhile.
+ */
 static int live_cb(const struct bb_record *rec, void *arg)
 {
 	const uint8_t *p;
 	struct tt_head h;
+	struct live_seen *ls;
 	const char *why;
 	size_t n;
 
@@ -304,6 +348,37 @@ static int live_cb(const struct bb_record *rec, void *arg)
 		fprintf(stderr, "bb-torture: live reader: ring %u pos %" PRIu64 ": %s\n",
 			rec->ring, rec->pos, why);
 		_exit(99);
+	}
+	if (h.serial >= live_nseen) {
+		size_t c = live_nseen ? live_nseen : 256;
+
+		while (c <= h.serial)
+			c *= 2;
+		live_seen = realloc(live_seen, c * sizeof(*live_seen));
+		if (!live_seen)
+			_exit(98);
+		memset(live_seen + live_nseen, 0, (c - live_nseen) * sizeof(*live_seen));
+		live_nseen = c;
+	}
+	ls = &live_seen[h.serial];
+	if (live_follow && ls->seen && ls->ring == rec->ring && h.seq > ls->seq &&
+	    ls->walk + 1 >= live_walk && !(rec->flags & BB_RF_TID)) {
+		uint64_t want = h.seq == ls->seq + 1 ? 0 : strides(live_seed, h.serial, ls->seq + 1, h.seq);
+
+		if (rec->gap_before != want) {
+			fprintf(stderr, "bb-torture: live reader: ring %u serial %u seq %" PRIu64
+				" after %" PRIu64 ": gap_before %" PRIu64 ", the records between "
+				"took %" PRIu64 "\n", rec->ring, h.serial, h.seq, ls->seq,
+				rec->gap_before, want);
+			_exit(99);
+		}
+		fig->live_gaps += want > 0;
+	}
+	if (!ls->seen || ls->ring != rec->ring || h.seq > ls->seq) {
+		ls->seen = true;
+		ls->ring = rec->ring;
+		ls->seq = h.seq;
+		ls->walk = live_walk;
 	}
 	fig->live_records++;
 	return 0;
@@ -322,8 +397,13 @@ static void *live_main(void *arg)
 	live_info = *bb_reader_info(r);
 	for (unsigned k = 0;; k++) {
 		struct bb_ring_stats sum;
-		int rc = bb_reader_walk(r, k % 2 ? BB_WALK_MERGE : 0, live_cb, NULL);
+		unsigned flags = k % 3 == 0 ? 0 : k % 3 == 1 ? BB_WALK_MERGE :
+					      BB_WALK_FOLLOW | BB_WALK_MERGE;
+		int rc;
 
+		live_follow = flags & BB_WALK_FOLLOW;
+		live_walk = k;
+		rc = bb_reader_walk(r, flags, live_cb, NULL);
 		if (rc) {
 			fprintf(stderr, "bb-torture: live reader: walk: %d\n", rc);
 			_exit(99);
@@ -369,7 +449,7 @@ static void *dump_main(void *arg)
 static void writer_child(uint64_t seed, int ready_fd)
 {
 	struct bb_options o = {
-		.dir = opt.dir, .ring_count = opt.rings, .ring_size = opt.ring_size,
+		.dir = opt.dir, .segment_count = opt.segments, .segment_size = opt.seg_size,
 		.flags = BB_OPT_NO_ENV,
 	};
 	struct worker *w = calloc(opt.threads, sizeof(*w));
@@ -380,6 +460,7 @@ static void writer_child(uint64_t seed, int ready_fd)
 
 	/* never outlive a parent that failed to kill us */
 	alarm(120);
+	live_seed = seed;
 	rc = bb_init_opts(&o);
 	if (rc || !w) {
 		fprintf(stderr, "bb-torture: bb_init_opts: %s\n", strerror(-rc));
@@ -403,17 +484,19 @@ static void writer_child(uint64_t seed, int ready_fd)
 
 /* ---- checking a killed writer's box ---------------------------------------------- */
 
+/* What the check saw of one thread (serial): in its log, and in the shared
+ * ring (where it writes while it has no segment). */
 struct seen {
-	bool seen, ended;
-	uint32_t ring;
-	uint64_t last;
+	bool seen, in_log, in_shared, ended;
+	uint32_t log_ring;
+	uint64_t last_log, last_shared;
 };
 
 struct rec {
 	uint32_t ring;
 	int32_t tid;
 	uint8_t tag, flags;
-	uint64_t pos, len;
+	uint64_t pos, len, gap;
 	bool ok;           /* BYTES verified, or OWNER decoded */
 	struct tt_head h;  /* BYTES */
 	int32_t owner_tid; /* OWNER */
@@ -469,7 +552,7 @@ static int check_cb(const struct bb_record *rec, void *arg)
 	x = &w->v[w->n++];
 	*x = (struct rec){
 		.ring = rec->ring, .tid = rec->tid, .tag = rec->tag, .flags = rec->flags,
-		.pos = rec->pos, .len = rec_len(rec),
+		.pos = rec->pos, .len = rec_len(rec), .gap = rec->gap_before,
 	};
 	if (rec->tag == BB_TAG_OWNER) {
 		x->ok = owner_tid(rec->value, rec->value_len, &x->owner_tid);
@@ -516,19 +599,85 @@ static const struct bb_ring_desc *desc_of(const uint8_t *data, uint32_t i)
 	return (const void *)(data + h->ring_table_offset + (uint64_t)i * h->ring_desc_size);
 }
 
+static const struct bb_seg_desc *seg_of(const uint8_t *data, uint32_t i)
+{
+	const struct bb_header *h = (const void *)data;
+
+	return (const void *)(data + h->seg_table_offset + (uint64_t)i * BB_SEG_DESC_SIZE);
+}
+
+/* Bytes a record of serial @serial's log takes for a payload of @n bytes:
+ * envelope, CBOR head, payload, CRC, to 8. */
+static uint64_t payload_stride(size_t n)
+{
+	size_t head = n < 24 ? 1 : n < 256 ? 2 : 3;
+
+	return BB_RECORD_STRIDE(BB_RECORD_HDR_SIZE + head + n + BB_CRC_SIZE);
+}
+
+/* Bytes the records [from, to) of serial @serial of the run @seed took in
+ * its log: their sizes again, from the worker's seed (start_worker()). */
+static uint64_t strides(uint64_t seed, uint32_t serial, uint64_t from, uint64_t to)
+{
+	uint64_t wseed, count, sum = 0;
+	struct rng g;
+
+	worker_plan(seed, serial, &wseed, &count);
+	rng_init(&g, wseed);
+	for (uint64_t k = 0; k < to; k++) {
+		size_t n = k < count ? pick_size(&g) : TT_HEAD; /* seq count: the bye record */
+
+		if (k >= from)
+			sum += payload_stride(n);
+	}
+	return sum;
+}
+
+/* A segment holding part of a log, from the box's bytes. */
+struct segx {
+	uint32_t log, idx, next, state;
+	uint64_t start, head;
+};
+
+static int segx_cmp(const void *a, const void *b)
+{
+	const struct segx *x = a, *y = b;
+
+	if (x->log != y->log)
+		return x->log < y->log ? -1 : 1;
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+/* The first segment of log @log in @v (sorted), or NULL. */
+static const struct segx *segs_of(const struct segx *v, size_t n, uint32_t log, size_t *count)
+{
+	size_t k = 0;
+
+	while (k < n && v[k].log < log)
+		k++;
+	*count = 0;
+	while (k + *count < n && v[k + *count].log == log)
+		(*count)++;
+	return *count ? &v[k] : NULL;
+}
+
 /* Check the box of a killed writer.  Runs in a child of its own (alarm),
  * so a reader that crashes or hangs is reported, not fatal.  Exit status:
  * number of violations (capped), 0 = all good. */
+static uint64_t check_seed; /* the run's seed (kill_run()) */
+
 static int check_killed(pid_t pid, bool early)
 {
 	char path[4096], err[256];
 	struct bb_reader *r;
 	struct walk w = { 0 };
 	struct seen *seen = NULL;
-	size_t nseen = 0, len, k = 0;
+	struct segx *sx = NULL;
+	size_t nseen = 0, len, k = 0, nsx = 0;
 	const uint8_t *data;
+	const struct bb_header *hdr;
 	const struct bb_box_info *info;
-	uint64_t max_stride, mark_slack, rec_total = 0;
+	uint64_t max_stride, rec_total = 0;
 	int rc, found = find_box(pid, path, sizeof(path));
 
 	if (found < 0) {
@@ -560,112 +709,163 @@ static int check_killed(pid_t pid, bool early)
 	if (w.bad)
 		fail("%ld delivered record(s) do not verify by content", w.bad);
 	data = bb_reader_data(r, &len);
+	hdr = (const void *)data;
 	max_stride = BB_RECORD_STRIDE(info->max_record);
-	mark_slack = info->ring_size >= (64u << 10) ? info->ring_size / 32 : 0;
+	if (info->version_major != 3 || !info->seg_count)
+		fail("format %u.%u with %u segments: not a 3.0 box", info->version_major,
+		     info->version_minor, info->seg_count);
+	fig->handovers += hdr->seg_stolen + hdr->seg_restarted;
+
+	/* The segments that hold part of a log, by log and start. */
+	sx = calloc(info->seg_count + 1, sizeof(*sx));
+	if (!sx)
+		abort();
+	for (uint32_t i = 0; i < info->seg_count; i++) {
+		const struct bb_seg_desc *d = seg_of(data, i);
+		uint32_t st = BB_SEG_STATE(d->own);
+
+		if (st != BB_SEG_OPEN && st != BB_SEG_SEALED)
+			continue;
+		sx[nsx++] = (struct segx){ .log = BB_SEG_LOG(d->own), .idx = i, .next = d->next,
+					   .state = st, .start = d->start, .head = d->head };
+		/* A segment its thread moved on from (it linked the next one)
+		 * was full: the next record did not fit. */
+		if (d->next != BB_SEG_NONE &&
+		    d->head - d->start <= (uint64_t)info->seg_size - max_stride)
+			fail("segment %u: left holding only %" PRIu64 " of %u bytes", i,
+			     d->head - d->start, info->seg_size);
+	}
+	qsort(sx, nsx, sizeof(*sx), segx_cmp);
 
 	for (uint32_t i = 0; i < info->ring_count; i++) {
 		const struct bb_ring_stats *st = bb_reader_ring_stats(r, i);
-		const struct bb_ring_desc *d = desc_of(data, i);
-		uint64_t head = d->head, tail = d->tail, expect = tail;
-		bool priv = st->kind == BB_RING_PRIVATE, expect_first = false;
-		uint32_t cur = 0; /* private ring: serial writing now, 0 = none */
-		bool owner_seen = false;
+		bool log = st->log != 0;
+		uint64_t expect = 0;
+		const struct segx *segs = NULL, *cur = NULL;
+		size_t nsegs = 0, si = 0;
+		uint32_t shown = 0; /* log: serial whose records we saw last, 0 = none */
 
-		for (size_t q = k; q < w.n && w.v[q].ring == i; q++)
-			owner_seen |= w.v[q].tag == BB_TAG_OWNER && w.v[q].ok;
-
-		if (st->kind != BB_RING_PRIVATE && st->kind != BB_RING_SHARED) {
-			/* other kinds (important ring) get no records from us */
+		if (!log && st->kind != BB_RING_SHARED) {
+			/* the important ring gets no records from us */
 			continue;
 		}
 		if (st->corrupt || st->overwritten || st->skipped_bytes)
 			fail("ring %u: corrupt %" PRIu64 " overwritten %" PRIu64 " skipped %" PRIu64
-			     " bytes in a SIGKILLed, unscribbled box", i, st->corrupt,
-			     st->overwritten, st->skipped_bytes);
+			     " bytes in a SIGKILLed, unscribbled box (%s)", i, st->corrupt,
+			     st->overwritten, st->skipped_bytes, st->problem);
 		if (st->torn > 1)
 			fail("ring %u: %" PRIu64 " torn records (at most 1)", i, st->torn);
-		if (tail)
-			fig->rings_wrapped++;
-		if (d->generation > 1)
-			fig->rings_recycled++;
 		fig->torn += st->torn;
-		/* A wrapped ring holds all but the slack of its last make_room
-		 * (< one stride, plus up to 2 mark segments, a 32nd of the
-		 * ring, on rings of 64 KiB or more: FORMAT.md §7) and, when
-		 * the kill hit a write between its make_room (tail published)
-		 * and its commit (head published), the room freed for that
-		 * write (<= one stride), torn or not: the kill may land before
-		 * the busy seq is stored. */
-		if (tail && head - tail <= (uint64_t)info->ring_size - max_stride * 2 - mark_slack)
-			fail("ring %u: wrapped ring holds only %" PRIu64 " of %" PRIu64
-			     " bytes (tail %" PRIu64 " head %" PRIu64 ", torn %" PRIu64 ")", i,
-			     head - tail, info->ring_size, tail, head, st->torn);
+		if (log) {
+			fig->logs++;
+			segs = segs_of(sx, nsx, st->log, &nsegs);
+			if (st->read && !segs)
+				fail("ring %u: log %u has records but no segment", i, st->log);
+		} else {
+			expect = desc_of(data, i)->tail;
+		}
 		for (; k < w.n && w.v[k].ring == i; k++) {
 			struct rec *x = &w.v[k];
-			struct seen *s;
+			struct seen *sn;
 
 			rec_total++;
-			if (x->tag == BB_TAG_OWNER)
-				fig->owners++;
-			else if (!priv)
+			if (!log)
 				fig->shared_records++;
+			if (log) {
+				/* the segment it lies in: records chain from each
+				 * segment's start to its head */
+				while (si < nsegs && segs[si].head <= x->pos) {
+					if (cur == &segs[si] && expect != cur->head)
+						fail("log %u segment %u: records end at %" PRIu64
+						     ", head %" PRIu64, st->log, cur->idx, expect,
+						     cur->head);
+					si++;
+				}
+				if (si == nsegs || x->pos < segs[si].start) {
+					fail("log %u: record at %" PRIu64 " outside its segments", st->log,
+					     x->pos);
+					continue;
+				}
+				if (cur != &segs[si]) {
+					/* a new segment: its first record at its start */
+					uint64_t hole = cur ? segs[si].start - cur->head : 0;
+
+					if (x->pos != segs[si].start)
+						fail("log %u segment %u: first record at %" PRIu64
+						     ", start %" PRIu64, st->log, segs[si].idx, x->pos,
+						     segs[si].start);
+					if (cur && x->gap != hole)
+						fail("log %u: %" PRIu64 " bytes between segments %u and %u, "
+						     "gap_before says %" PRIu64, st->log, hole, cur->idx,
+						     segs[si].idx, x->gap);
+					fig->holes += hole > 0;
+					cur = &segs[si];
+					expect = x->pos;
+				}
+			}
 			if (x->pos != expect) {
 				fail("ring %u: record at %" PRIu64 ", expected %" PRIu64
-				     " (gap in the chain from tail %" PRIu64 ")", i, x->pos, expect, tail);
+				     " (a gap in the chain)", i, x->pos, expect);
 				expect = x->pos;
 			}
 			expect += BB_RECORD_STRIDE(x->len);
-			if (!x->ok)
-				continue;
-			if (x->tag == BB_TAG_OWNER) {
-				if (!priv)
-					continue;
-				if (cur && !seen_at(&seen, &nseen, cur)->ended)
-					fail("ring %u: thread serial %u's records are followed by a new "
-					     "owner record at %" PRIu64 " without its bye record", i, cur,
-					     x->pos);
-				cur = 0;
-				expect_first = true;
+			if (!x->ok || x->tag != BB_TAG_BYTES) {
+				if (x->tag == BB_TAG_OWNER)
+					fail("ring %u: an owner record in a 3.0 box", i);
 				continue;
 			}
-			/*
-			 * Attribution.  A kill while a thread claims a recycled
-			 * ring used to credit the previous owner's records to the
-			 * new thread (bb__claim() stored the new tid in the
-			 * descriptor before committing its OWNER record; found by
-			 * this test, ~1 kill in 1000).  Fixed in box.c: the OWNER
-			 * record is committed first.  Now a plain failure.
-			 */
 			if (x->tid != x->h.tid)
 				fail("ring %u pos %" PRIu64 ": record of tid %d (serial %u seq %" PRIu64
 				     ") attributed to tid %d", i, x->pos, x->h.tid, x->h.serial,
 				     x->h.seq, x->tid);
-			s = seen_at(&seen, &nseen, x->h.serial);
-			if (s->seen) {
-				if (s->ring != i)
-					fail("serial %u in rings %u and %u", x->h.serial, s->ring, i);
-				else if (s->ended)
-					fail("ring %u: serial %u writes after its bye record", i, x->h.serial);
-				else if (x->h.seq != s->last + 1)
-					fail("ring %u pos %" PRIu64 ": serial %u seq %" PRIu64 " after %" PRIu64
-					     " (not contiguous)", i, x->pos, x->h.serial, x->h.seq, s->last);
-			} else if (priv && expect_first && x->h.seq != 0) {
-				fail("ring %u pos %" PRIu64 ": first record after serial %u's owner "
-				     "record has seq %" PRIu64, i, x->pos, x->h.serial, x->h.seq);
+			sn = seen_at(&seen, &nseen, x->h.serial);
+			if (log && shown && shown != x->h.serial)
+				fail("log %u: serials %u and %u in one log", st->log, shown,
+				     x->h.serial);
+			shown = x->h.serial;
+			if (sn->ended)
+				fail("ring %u: serial %u writes after its bye record", i, x->h.serial);
+			if (log && sn->in_log && sn->log_ring != i)
+				fail("serial %u in the logs of rings %u and %u", x->h.serial,
+				     sn->log_ring, i);
+			if (log && sn->in_log) {
+				uint64_t want = x->h.seq == sn->last_log + 1 ? 0 :
+						strides(check_seed, x->h.serial, sn->last_log + 1,
+							x->h.seq);
+
+				if (x->h.seq <= sn->last_log)
+					fail("log %u pos %" PRIu64 ": serial %u seq %" PRIu64 " after %"
+					     PRIu64, st->log, x->pos, x->h.serial, x->h.seq, sn->last_log);
+				else if (x->gap != want)
+					fail("log %u pos %" PRIu64 ": serial %u seq %" PRIu64 " after %"
+					     PRIu64 ": gap_before %" PRIu64 ", the records between took %"
+					     PRIu64, st->log, x->pos, x->h.serial, x->h.seq, sn->last_log,
+					     x->gap, want);
 			}
-			if (priv && cur && cur != x->h.serial)
-				fail("ring %u pos %" PRIu64 ": serials %u and %u interleave in a private ring",
-				     i, x->pos, cur, x->h.serial);
-			if (priv)
-				cur = x->h.serial;
-			expect_first = false;
-			s->seen = true;
-			s->ring = i;
-			s->last = x->h.seq;
-			s->ended = x->h.kind == TT_KIND_BYE;
+			if (!log && sn->in_shared && x->h.seq != sn->last_shared + 1)
+				fail("ring %u pos %" PRIu64 ": serial %u seq %" PRIu64 " after %" PRIu64
+				     " (not contiguous)", i, x->pos, x->h.serial, x->h.seq,
+				     sn->last_shared);
+			if (!log && sn->in_log)
+				fail("ring %u: serial %u writes the shared ring after its log", i,
+				     x->h.serial);
+			sn->seen = true;
+			if (log) {
+				sn->in_log = true;
+				sn->log_ring = i;
+				sn->last_log = x->h.seq;
+			} else {
+				sn->in_shared = true;
+				sn->last_shared = x->h.seq;
+			}
+			sn->ended = x->h.kind == TT_KIND_BYE;
 		}
-		if (expect != head)
-			fail("ring %u: records end at %" PRIu64 ", head is %" PRIu64, i, expect, head);
+		if (log && cur && expect != cur->head)
+			fail("log %u segment %u: records end at %" PRIu64 ", head %" PRIu64, st->log,
+			     cur->idx, expect, cur->head);
+		else if (!log && expect != desc_of(data, i)->head)
+			fail("ring %u: records end at %" PRIu64 ", head is %" PRIu64, i, expect,
+			     desc_of(data, i)->head);
 	}
 	if (k != w.n)
 		fail("records delivered out of ring order");
@@ -676,6 +876,7 @@ static int check_killed(pid_t pid, bool early)
 		fprintf(stderr, "  pid %d: %" PRIu64 " records\n", (int)pid, rec_total);
 	free(w.v);
 	free(seen);
+	free(sx);
 	bb_reader_close(r);
 	return violations > 100 ? 100 : (int)violations;
 }
@@ -760,6 +961,7 @@ static void kill_run(long i)
 	if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL)
 		fail("writer child ended by %s %d, not SIGKILL", WIFSIGNALED(st) ? "signal" :
 		     "exit status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+	check_seed = seed;
 	in_child("reader check", check_killed, pid, early);
 	clean_dir();
 }
@@ -771,11 +973,23 @@ struct scribble_report {
 	uint32_t crc;         /* the writer checksummed its records (BB_HF_CRC32C) */
 	uint32_t hit_live;    /* changed a byte of a live record */
 	uint32_t hit_framing; /* changed a live record's seq or len */
-	uint32_t hit_meta;    /* changed a byte of the header or ring table */
+	uint32_t hit_meta;    /* changed a byte of the header or a table */
 	uint32_t nscribbles;
 	uint32_t classes;     /* bit per class used */
 	uint64_t live_records;
 };
+
+/* Mark the live record at box offset @off (@len bytes, no wrap: the
+ * caller maps each byte with @at). */
+static void mark_rec(uint8_t *live, uint64_t first, uint64_t len, uint64_t *nrec,
+		     uint64_t **recs, size_t *nrecs)
+{
+	*recs = realloc(*recs, (*nrecs + 1) * sizeof(**recs));
+	(*recs)[(*nrecs)++] = first;
+	(*nrec)++;
+	(void)live;
+	(void)len;
+}
 
 /* live[off]: 1 = byte of a live record's payload area, 2 = its seq or len */
 static void mark_live(const uint8_t *base, uint64_t size, uint8_t *live, uint64_t *nrec,
@@ -783,6 +997,26 @@ static void mark_live(const uint8_t *base, uint64_t size, uint8_t *live, uint64_
 {
 	const struct bb_header *h = (const void *)base;
 
+	/* the segments of the threads' logs (FORMAT.md §13) */
+	for (uint32_t i = 0; i < h->seg_count; i++) {
+		const struct bb_seg_desc *d = seg_of(base, i);
+		uint64_t data = h->seg_data_offset + (uint64_t)i * h->seg_size;
+		uint32_t st = BB_SEG_STATE(d->own);
+
+		if ((st != BB_SEG_OPEN && st != BB_SEG_SEALED) || data + h->seg_size > size)
+			continue;
+		for (uint64_t pos = d->start; pos < d->head;) {
+			const struct bb_record_hdr *rh = (const void *)(base + data + (pos - d->start));
+			uint64_t len = rh->len;
+
+			if (len < BB_RECORD_HDR_SIZE || pos - d->start + len > h->seg_size)
+				break;
+			for (uint64_t b = 0; b < len; b++)
+				live[data + (pos - d->start) + b] = b < 6 ? 2 : 1;
+			mark_rec(live, data + (pos - d->start), len, nrec, recs, nrecs);
+			pos += BB_RECORD_STRIDE(len);
+		}
+	}
 	for (uint32_t i = 0; i < h->ring_count; i++) {
 		const struct bb_ring_desc *d = desc_of(base, i);
 		uint64_t c = h->ring_size;
@@ -798,9 +1032,7 @@ static void mark_live(const uint8_t *base, uint64_t size, uint8_t *live, uint64_
 				break;
 			for (uint64_t b = 0; b < len; b++)
 				live[d->data_offset + ((pos + b) & (c - 1))] = b < 6 ? 2 : 1;
-			*recs = realloc(*recs, (*nrecs + 1) * sizeof(**recs));
-			(*recs)[(*nrecs)++] = d->data_offset + (pos & (c - 1));
-			(*nrec)++;
+			mark_rec(live, d->data_offset + (pos & (c - 1)), len, nrec, recs, nrecs);
 			pos += BB_RECORD_STRIDE(len);
 		}
 	}
@@ -809,7 +1041,7 @@ static void mark_live(const uint8_t *base, uint64_t size, uint8_t *live, uint64_
 static void scribble_child(uint64_t seed, int fd_report)
 {
 	struct bb_options o = {
-		.dir = opt.dir, .ring_count = opt.rings, .ring_size = opt.ring_size,
+		.dir = opt.dir, .segment_count = opt.segments, .segment_size = opt.seg_size,
 		.flags = BB_OPT_NO_ENV,
 	};
 	struct scribble_report rep = { 0 };
@@ -832,7 +1064,7 @@ static void scribble_child(uint64_t seed, int fd_report)
 		start_worker(&w[i], i + 1, seed);
 	for (unsigned i = 0; i < nw; i++)
 		pthread_join(w[i].th, NULL);
-	if (rnd(&g) % 2) { /* the main thread keeps an OWNED ring */
+	if (rnd(&g) % 2) { /* the main thread keeps an OPEN segment */
 		uint8_t buf[128];
 
 		for (uint64_t s = 0; s < 5; s++) {
@@ -851,7 +1083,8 @@ static void scribble_child(uint64_t seed, int fd_report)
 	mark_live(base, (uint64_t)sb.st_size, live, &rep.live_records, &recs, &nrecs);
 	{
 		const struct bb_header *h = (const void *)base;
-		uint64_t meta_end = h->ring_table_offset + (uint64_t)h->ring_count * h->ring_desc_size;
+		/* header, ring table, thread table, segment table (FORMAT.md §1) */
+		uint64_t meta_end = h->seg_table_offset + (uint64_t)h->seg_count * BB_SEG_DESC_SIZE;
 		uint64_t data0 = desc_of(base, 0)->data_offset;
 
 		rep.nscribbles = (uint32_t)rnd_in(&g, 1, 4);
@@ -860,13 +1093,30 @@ static void scribble_child(uint64_t seed, int fd_report)
 			uint64_t off, n;
 
 			switch (cls) {
-			case 0: /* header fields (not the reserved space, not the crash area) */
-				off = rnd(&g) % 568;
+			case 0: /* header fields (not the reserved space, not the crash
+				 * area): 0..567, and 3.0's 1128..1223 */
+				off = rnd(&g) % (568 + 96);
+				off = off < 568 ? off : 1128 + (off - 568);
 				n = rnd_in(&g, 1, 8);
 				break;
-			case 1: /* a ring descriptor */
-				off = h->ring_table_offset +
-				      (rnd(&g) % h->ring_count) * h->ring_desc_size + rnd(&g) % 128;
+			case 1: /* a ring or segment descriptor, or a thread slot */
+				switch (rnd(&g) % 3) {
+				case 0:
+					off = h->ring_table_offset +
+					      (rnd(&g) % h->ring_count) * h->ring_desc_size;
+					off += rnd(&g) % 128;
+					break;
+				case 1:
+					off = h->seg_table_offset +
+					      (rnd(&g) % h->seg_count) * BB_SEG_DESC_SIZE;
+					off += rnd(&g) % 64;
+					break;
+				default:
+					off = h->thread_table_offset +
+					      (rnd(&g) % h->thread_count) * BB_THREAD_SLOT_SIZE;
+					off += rnd(&g) % 64;
+					break;
+				}
 				n = rnd_in(&g, 1, 8);
 				break;
 			case 2: /* a live record's envelope */
@@ -1104,7 +1354,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: bb-torture [--kills N] [--scribbles N] [--seed S] [--threads T]\n"
-		"                  [--rings R] [--ring-size BYTES] [--dir DIR] [--max-delay US]\n"
+		"                  [--segments N] [--segment-size BYTES] [--dir DIR]\n"
+		"                  [--max-delay US]\n"
 		"                  [--live] [--extract PATH-TO-bb-extract] [--from I] [-v]\n"
 		"Environment: BB_TORTURE_KILLS, BB_TORTURE_SCRIBBLES, BB_TORTURE_SEED\n"
 		"override the counts and the seed.  Exit 0: no violation; 1: violations\n"
@@ -1118,8 +1369,8 @@ int main(int argc, char **argv)
 		{ "scribbles", required_argument, NULL, 's' },
 		{ "seed", required_argument, NULL, 'S' },
 		{ "threads", required_argument, NULL, 't' },
-		{ "rings", required_argument, NULL, 'r' },
-		{ "ring-size", required_argument, NULL, 'z' },
+		{ "segments", required_argument, NULL, 'r' },
+		{ "segment-size", required_argument, NULL, 'z' },
 		{ "dir", required_argument, NULL, 'd' },
 		{ "max-delay", required_argument, NULL, 'D' },
 		{ "live", no_argument, NULL, 'l' },
@@ -1142,8 +1393,8 @@ int main(int argc, char **argv)
 		case 's': opt.scribbles = atol(optarg); break;
 		case 'S': opt.seed = strtoull(optarg, NULL, 0); seeded = true; break;
 		case 't': opt.threads = (unsigned)atoi(optarg); break;
-		case 'r': opt.rings = (unsigned)atoi(optarg); break;
-		case 'z': opt.ring_size = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'r': opt.segments = (unsigned)atoi(optarg); break;
+		case 'z': opt.seg_size = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'd': opt.dir = optarg; break;
 		case 'D': opt.max_delay_us = (unsigned)atoi(optarg); break;
 		case 'l': opt.live = true; break;
@@ -1162,9 +1413,11 @@ int main(int argc, char **argv)
 		opt.seed = strtoull(e, NULL, 0);
 		seeded = true;
 	}
-	if (opt.threads < 1 || opt.threads > 64 || opt.rings < 1 || opt.rings > 64 ||
-	    opt.ring_size < 4096 || (opt.ring_size & (opt.ring_size - 1)) ||
-	    opt.ring_size > (1u << 20) || opt.kills < 0 || opt.scribbles < 0 || opt.from < 0) {
+	/* --segments 0 --segment-size 0: the default box */
+	if (opt.threads < 1 || opt.threads > 256 || opt.segments > BB_SEG_MAX_COUNT ||
+	    (opt.seg_size && (opt.seg_size < 4096 || (opt.seg_size & (opt.seg_size - 1)))) ||
+	    !opt.segments != !opt.seg_size ||
+	    opt.seg_size > (1u << 20) || opt.kills < 0 || opt.scribbles < 0 || opt.from < 0) {
 		usage(stderr);
 		return 2;
 	}
@@ -1183,9 +1436,10 @@ int main(int argc, char **argv)
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("bb-torture: seed %" PRIu64 ", %ld kills, %ld scribbles from run %ld, "
-	       "%u threads, %u rings of %u bytes%s, dir %s\n", opt.seed, opt.kills,
-	       opt.scribbles, opt.from, opt.threads, opt.rings, opt.ring_size,
-	       opt.live ? ", live reader" : "", opt.dir);
+	       "%u threads, %u segments of %u bytes%s%s, dir %s\n", opt.seed, opt.kills,
+	       opt.scribbles, opt.from, opt.threads, opt.segments, opt.seg_size,
+	       opt.segments ? "" : " (the default box)", opt.live ? ", live reader" : "",
+	       opt.dir);
 
 	fig = mmap(NULL, sizeof(*fig), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (fig == MAP_FAILED) {
@@ -1200,17 +1454,19 @@ int main(int argc, char **argv)
 	}
 	if (opt.kills)
 		printf("bb-torture: kills checked %" PRIu64 " records of %" PRIu64 " threads "
-		       "(%" PRIu64 " in the shared ring), %" PRIu64 " owner records; %" PRIu64
-		       " wrapped rings, %" PRIu64 " recycled rings, %" PRIu64 " torn records; "
+		       "(%" PRIu64 " in the shared ring) in %" PRIu64 " logs; %" PRIu64
+		       " segments stolen or started over, %" PRIu64 " holes measured, %" PRIu64 " torn records; "
 		       "killed before bb_init() finished: %" PRIu64 " no box, %" PRIu64
 		       " unfinished box\n", (uint64_t)fig->records, (uint64_t)fig->serials,
-		       (uint64_t)fig->shared_records, (uint64_t)fig->owners,
-		       (uint64_t)fig->rings_wrapped, (uint64_t)fig->rings_recycled,
+		       (uint64_t)fig->shared_records, (uint64_t)fig->logs,
+		       (uint64_t)fig->handovers, (uint64_t)fig->holes,
 		       (uint64_t)fig->torn, (uint64_t)fig->no_box, (uint64_t)fig->unfinished);
 	if (opt.live)
 		printf("bb-torture: live reader: %" PRIu64 " walks verified %" PRIu64 " records "
-		       "while written; %" PRIu64 " bb_dump() calls\n", (uint64_t)fig->live_walks,
-		       (uint64_t)fig->live_records, (uint64_t)fig->live_dumps);
+		       "while written, %" PRIu64 " holes measured exactly; %" PRIu64
+		       " bb_dump() calls\n", (uint64_t)fig->live_walks,
+		       (uint64_t)fig->live_records, (uint64_t)fig->live_gaps,
+		       (uint64_t)fig->live_dumps);
 	run_mode = "scribbles";
 	for (long i = opt.from; i < opt.from + opt.scribbles; i++)
 		scribble_run(i);
