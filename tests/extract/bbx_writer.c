@@ -23,7 +23,8 @@
  *   spin   threads never stop (ITER only delays "ready"); sleep until killed
  *   stdin  one line a command: "w TEXT" writes str TEXT and answers "ok",
  *          "b N" writes N records u64 2^40 + i (i = 0 .. N-1: all the same
- *          size) as fast as it can and answers "ok",
+ *          size) as fast as it can and answers "ok", "B N" the same
+ *          from a new thread (its first write after the command),
  *          "q" _exit(0), "x" exit(0); EOF _exit(0)
  * BLACKBOX_DIR (environment) says where the box goes.
  */
@@ -51,6 +52,16 @@ static void check(int ret, const char *what)
 {
 	if (ret < 0 && ret != -EBUSY)
 		die(what, ret);
+}
+
+/* "B N": N records u64 2^40 + i from a thread of its own */
+static void *burst_main(void *arg)
+{
+	unsigned long n = *(unsigned long *)arg;
+
+	for (unsigned long i = 0; i < n; i++)
+		check(bb_write_u64((UINT64_C(1) << 40) + i), "u64");
+	return NULL;
 }
 
 static void iteration(unsigned th, unsigned long i)
@@ -152,6 +163,15 @@ int main(int argc, char **argv)
 
 				for (unsigned long i = 0; i < n; i++)
 					check(bb_write_u64((UINT64_C(1) << 40) + i), "u64");
+				printf("ok\n");
+				fflush(stdout);
+			} else if (!strncmp(line, "B ", 2)) {
+				unsigned long n = strtoul(line + 2, NULL, 10);
+				pthread_t bt;
+
+				if ((ret = pthread_create(&bt, NULL, burst_main, &n)) ||
+				    (ret = pthread_join(bt, NULL)))
+					die("burst thread", ret);
 				printf("ok\n");
 				fflush(stdout);
 			} else if (!strcmp(line, "q")) {

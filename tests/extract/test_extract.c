@@ -684,9 +684,8 @@ static long long json_num(const char *line, const char *key)
  * the writer's ring in its summary, and the gap records' lost_bytes
  * together, are the records written and not printed times their size.
  */
-Test(extract, follow_reports_exactly_the_bytes_it_missed)
+static void follow_misses(const char *const *args, const char *burst)
 {
-	const char *args[] = { "-c", "1", "-R", "65536", "stdin", NULL };
 	struct writer w = start_writer(args);
 	const char *argv[] = { prog("BB_EXTRACT"), "--follow", "--json", "--dir", dir,
 			       pidstr(w.pid), NULL };
@@ -725,7 +724,7 @@ Test(extract, follow_reports_exactly_the_bytes_it_missed)
 			break;
 	cr_assert(strstr(line, "\"bad "), "--follow never printed the box's records");
 	/* the burst, while nobody reads bb-extract's output */
-	dprintf(w.in, "b %lu\n", n);
+	dprintf(w.in, "%s %lu\n", burst, n);
 	cr_assert(read_line(w.out, line, sizeof(line), RUN_TIMEOUT_S), "writer did not answer");
 	dprintf(w.in, "q\n");
 	cr_assert_eq(waitpid(w.pid, &status, 0), w.pid);
@@ -790,6 +789,22 @@ Test(extract, follow_reports_exactly_the_bytes_it_missed)
 	cr_assert_eq(gap_bytes, summary_lost, "gap records: %lld bytes, summary %lld",
 		     gap_bytes, summary_lost);
 	unlink(errp);
+}
+
+Test(extract, follow_reports_exactly_the_bytes_it_missed)
+{
+	const char *args[] = { "-c", "1", "-R", "65536", "stdin", NULL };
+
+	follow_misses(args, "b");
+}
+
+/* The same from a thread that starts writing after --follow began: its
+ * log is found by a later walk, and counted like the others. */
+Test(extract, follow_counts_what_a_new_threads_log_missed)
+{
+	const char *args[] = { "-c", "2", "-R", "65536", "stdin", NULL };
+
+	follow_misses(args, "B");
 }
 
 /* ---- --save, --all, options ------------------------------------------ */
