@@ -373,7 +373,12 @@ static int run_threads(unsigned ti, unsigned nt, unsigned rep, uint32_t *all)
 		t->total = calls * 1e3 / (double)(t1 - t0);
 		qsort(cpu, nt, sizeof(*cpu), cmp_dbl);
 		t->ns_call = cpu[nt / 2];
-		bytes = ops[op].kind == K_BOX ? (double)(b1.bytes - b0.bytes) / calls :
+		/* The logs' heads summed: a log whose segments were all taken
+		 * (a thread of an earlier run, exited) leaves the sum, which
+		 * can then go down: no figure (-1, printed "-") rather than a
+		 * wrong one. */
+		bytes = ops[op].kind == K_BOX ?
+			(b1.bytes >= b0.bytes ? (double)(b1.bytes - b0.bytes) / calls : -1) :
 			ops[op].kind == K_LINE ? BT_LINE_LEN : 0;
 		t->mb_thread = t->per_thread * bytes;   /* Mcalls/s x bytes = MB/s */
 		t->mb_total = t->total * bytes;
@@ -564,7 +569,7 @@ int main(int argc, char **argv)
 
 			if (tsc > 0)
 				snprintf(xt, sizeof(xt), "%.2f", ns / tsc);
-			if (ops[op].kind != K_TIMER) {
+			if (ops[op].kind != K_TIMER && THR(ti, op, mb_total) >= 0) {
 				snprintf(mbt, sizeof(mbt), "%.1f", THR(ti, op, mb_thread));
 				snprintf(mb, sizeof(mb), "%.1f", THR(ti, op, mb_total));
 			}
