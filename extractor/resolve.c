@@ -825,10 +825,16 @@ static int hex_eq(const uint8_t *a, size_t alen, const unsigned char *b, int ble
 /* Append "; @what" (or @what) to @remark. */
 static void remark_add(char *remark, size_t len, const char *what)
 {
-	size_t used = strlen(remark);
+	size_t used = strlen(remark), n = strlen(what), s = used ? 2 : 0;
 
-	if (what[0] && used + 3 < len)
-		snprintf(remark + used, len - used, "%s%s", used ? "; " : "", what);
+	if (!n || used + s + 1 >= len)
+		return;
+	memcpy(remark + used, "; ", s);
+	used += s;
+	if (n > len - used - 1)
+		n = len - used - 1; /* cut, as the remark's room says */
+	memcpy(remark + used, what, n);
+	remark[used + n] = '\0';
 }
 
 /* The answer: head with @message, the frames of @q, end. */
