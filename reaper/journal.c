@@ -53,6 +53,7 @@
 
 #include <blackbox/reader.h>
 
+#include "../shared/fnv.h"
 #include "../shared/hex.h"
 #include "emit.h"
 #include "journal-fields.h"
@@ -291,17 +292,12 @@ static const char *base_name(const char *path)
 	return s && s[1] ? s + 1 : path;
 }
 
-/* 64-bit FNV-1a: a grouping key, not a defence against anyone. */
-static uint64_t fnv1a64(uint64_t h, const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (uint8_t)s[i]) * UINT64_C(0x100000001b3);
-	return h;
-}
-
 /*
  * BB_STACK: one line per frame, "#<i> 0x<addr> <module>+0x<offset> <build id>"
  * (module path escaped; "?" when no module holds the address).
+ * BB_STACK_KINDS: one letter per frame of BB_STACK, what its address is:
+ * "p" an interrupted instruction (looked up as is), "r" a return address
+ * (looked up at address - 1: the call), "s" a signal trampoline.
  * BB_STACK_HASH: over the top frames' build ids (module name when a module
  * has none) and offsets, which do not change with ASLR or the path a
  * package is installed at: the same crash of the same build on any host
@@ -312,9 +308,10 @@ static void add_stack(struct entry *e, struct bb_reader *r, const struct bb_cras
 {
 	const struct bb_module *mods = NULL;
 	size_t nmods = 0, len = 0;
-	uint64_t h = UINT64_C(0xcbf29ce484222325);
+	uint64_t h = BB__FNV64_INIT;
 	char *buf = malloc(STACK_MAX);
-	char err[128];
+	char err[128], kinds[BB_CRASH_MAX_FRAMES + 1];
+	uint32_t nk = 0;
 
 	where[0] = '\0';
 	if (!buf) {
@@ -344,7 +341,7 @@ static void add_stack(struct entry *e, struct bb_reader *r, const struct bb_cras
 				int k = snprintf(key, sizeof(key), "%.*s+%llx\n", id[0] ? 128 : 64,
 						 id[0] ? id : base_name(path), (unsigned long long)off);
 
-				h = fnv1a64(h, key, (size_t)k < sizeof(key) ? (size_t)k : 0);
+				h = bb__fnv1a64(h, key, (size_t)k < sizeof(key) ? (size_t)k : 0);
 			}
 			if (i == 0) {
 				const char *b = base_name(m->path);
@@ -357,7 +354,7 @@ static void add_stack(struct entry *e, struct bb_reader *r, const struct bb_cras
 			w = snprintf(line, sizeof(line), "#%u 0x%016llx ?\n", i,
 				     (unsigned long long)cr->frames[i]);
 			if (i < HASH_FRAMES)
-				h = fnv1a64(h, "?\n", 2);
+				h = bb__fnv1a64(h, "?\n", 2);
 			if (i == 0)
 				snprintf(where, wherelen, "0x%llx", (unsigned long long)cr->frames[i]);
 		}
@@ -365,9 +362,13 @@ static void add_stack(struct entry *e, struct bb_reader *r, const struct bb_cras
 			break;
 		memcpy(buf + len, line, (size_t)w);
 		len += (size_t)w;
+		kinds[nk++] = cr->frame_flags[i] & BB_CRASH_FRAME_SIGNAL ? 's'
+			    : cr->frame_flags[i] & BB_CRASH_FRAME_EXACT ? 'p' : 'r';
 	}
-	if (len)
+	if (len) {
 		add_bytes(e, "BB_STACK", buf, len - 1); /* without the last newline */
+		add_bytes(e, "BB_STACK_KINDS", kinds, nk);
+	}
 	free(buf);
 	if (cr->nframes)
 		add(e, "BB_STACK_HASH", "%016llx", (unsigned long long)h);
@@ -588,6 +589,9 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 		add(e, "BB_BOX_OMITTED", "%s", omit);
 	}
 	add_bytes(e, "MESSAGE", msg, strlen(msg));
+	/* whether BB_BOX follows: a reader listing entries knows without
+	 * reading (and decompressing) the box */
+	add(e, "BB_BOX_ATTACHED", "%d", attach ? 1 : 0);
 	if (attach) {
 		size_t len = 0;
 		const void *data = bb_reader_data(r, &len);
