@@ -20,6 +20,7 @@
 #include "../shared/fnv.h"
 #include "../shared/hex.h"
 #include "groups.h"
+#include "symwire.h"
 
 /* ---- the signature ------------------------------------------------------ */
 
@@ -107,17 +108,42 @@ static void sig_top(struct sigb *b, const char *s)
 		snprintf(b->top + used, b->toplen - used, "%s%s", used ? " < " : "", s);
 }
 
+/*
+ * @name without the suffix a compiler gives a part or a copy of a
+ * function (GCC's "f.cold", "f.part.0", "f.isra.0", "f.constprop.0",
+ * "f.lto_priv.0", a demangled "f() [clone .cold]"): whether a function is
+ * split or specialised changes with the build, the bug does not.
+ */
+static const char *plain_name(const char *name, char *buf, size_t len)
+{
+	static const char *const clones[] = {
+		".cold", ".part.", ".isra.", ".constprop.", ".lto_priv.", ".localalias",
+		".specialized.",
+	};
+	const char *cut = strstr(name, " [clone ");
+
+	for (const char *d = strchr(name, '.'); d && !cut; d = strchr(d + 1, '.'))
+		for (size_t i = 0; i < sizeof(clones) / sizeof(clones[0]) && !cut; i++)
+			if (starts(d, clones[i]))
+				cut = d;
+	if (!cut)
+		return name;
+	snprintf(buf, len, "%.*s", (int)(cut - name), name);
+	return buf;
+}
+
 /* One logical frame: @name in the module @module (NULL: not named, the
  * module's offset @off stands for it). */
 static void sig_frame(struct sigb *b, const char *module, const char *name, uint64_t off)
 {
-	char buf[64], shown[4200];
+	char buf[64], shown[4200], plain[BBX_SYM_NAME_MAX + 1];
 
 	if (b->nframes == BBX_GROUP_FRAMES)
 		return;
 	b->nframes++;
 	sig_str(b, base_name(module));
 	if (name) {
+		name = plain_name(name, plain, sizeof(plain));
 		sig_str(b, name);
 		sig_top(b, name);
 		return;
@@ -133,13 +159,16 @@ static void sig_frame(struct sigb *b, const char *module, const char *name, uint
  * first), those of system functions left out when @app. */
 static void sig_frames_of(struct sigb *b, const struct bbx_frame *f, bool app)
 {
+	char plain[BBX_SYM_NAME_MAX + 1];
+
 	for (size_t k = 0; k < f->ninlined; k++) {
 		const char *fn = f->inlined[k].function;
 
-		if (fn && !(app && system_function(fn)))
+		if (fn && !(app && system_function(plain_name(fn, plain, sizeof(plain)))))
 			sig_frame(b, f->module, fn, 0);
 	}
-	if (f->at.function && app && system_function(f->at.function))
+	if (f->at.function && app &&
+	    system_function(plain_name(f->at.function, plain, sizeof(plain))))
 		return;
 	sig_frame(b, f->module, f->at.function, f->offset);
 }

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: a service of the simulated fleet (fleet_e2e.py compiles it
+ * at test time, -O2 -g, stripped, its debug file in a build-id store):
+ * two builds of one program (FLEET_BUILD 1 and 2: other code in front of
+ * the bug, so every offset moves) and a second program, built under
+ * another name, with the same assert().
+ *
+ *   fleet_svc MODE     MODE: segv | assert | wait
+ * prints its pid, then
+ *   segv    dies of SIGSEGV in parse_header(), called from handle_request()
+ *   assert  fails an assert() in check_config() (SIGABRT: the abort path
+ *           is all in the C library)
+ *   wait    waits to be killed
+ */
+#include <assert.h>
+#include <blackbox.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+int *volatile fleet_null;
+volatile int fleet_sink;
+
+#if FLEET_BUILD == 2
+/* code that build 1 does not have, laid out before the bug */
+__attribute__((noipa)) int fleet_new_feature(int x)
+{
+	for (int i = 0; i < x; i++)
+		fleet_sink += i * 7 + (fleet_sink >> 3);
+	return fleet_sink;
+}
+#endif
+
+__attribute__((noipa)) int parse_header(const char *req)
+{
+	__asm__ __volatile__("" ::: "memory");
+	*fleet_null = (int)strlen(req); /* the bug */
+	return 0;
+}
+
+__attribute__((noipa)) int handle_request(const char *req)
+{
+	int r = parse_header(req);
+
+	__asm__ __volatile__("" ::: "memory"); /* not a tail call */
+	return r + 1;
+}
+
+__attribute__((noipa)) int check_config(int v)
+{
+	assert(v == 42);
+	__asm__ __volatile__("" ::: "memory");
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	struct bb_options o = { .flags = BB_OPT_CRASH_HANDLER, .size = 1 << 20 };
+	int rc = bb_init_opts(&o);
+
+	if (rc || argc < 2) {
+		fprintf(stderr, "usage: fleet_svc segv|assert|wait (bb_init: %d)\n", rc);
+		return 2;
+	}
+#if FLEET_BUILD == 2
+	fleet_new_feature(3);
+#endif
+#ifdef FLEET_OTHER
+	bb_write_kv("program", "worker");
+#endif
+	bb_write_kv("phase", argv[1]);
+	printf("%d\n", (int)getpid());
+	fflush(stdout);
+	if (!strcmp(argv[1], "segv"))
+		return handle_request("GET / HTTP/1.1");
+	if (!strcmp(argv[1], "assert"))
+		return check_config(argc);
+	pause();
+	return 0;
+}
