@@ -327,7 +327,10 @@ int bbx_stack_parse(const char *s, size_t len, const char *kinds, bool signal_cr
 		n++;
 		s = le + 1;
 	}
-	*out = f;
+	/* as many as there are: a collector keeps thousands of stacks */
+	*out = n ? realloc(f, n * sizeof(*f)) : f;
+	if (!*out)
+		*out = f;
 	return (int)n;
 }
 

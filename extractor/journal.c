@@ -66,6 +66,50 @@
 
 /* ---- fields ------------------------------------------------------------- */
 
+/*
+ * The fields read here that no entry of the journal being read has.
+ * Looking up a field an entry lacks compares the name of every one of its
+ * items, and libsystemd decompresses each compressed item (BB_BOX, up to
+ * 128 KiB of it, with a fresh zstd context) to do so: two thirds of a
+ * --list's time.  sd_journal_enumerate_fields() reads the files' field
+ * objects and decompresses nothing.
+ */
+static const char *const our_fields[] = {
+	"BB_BOOT_ID", "BB_BOX_ATTACHED", "BB_BOX_SIZE", "BB_BUILD_ID", "BB_COMM",
+	"BB_CRASH_KIND", "BB_LIVENESS", "BB_PID", "BB_RELEASE", "BB_SIGNAL", "BB_SIGNAL_NAME",
+	"BB_STACK", "BB_STACK_KINDS", "BB_STARTTIME", "BB_SUPPRESSED", "BB_UID", "BB_UNIT",
+	"MESSAGE", "_HOSTNAME", "_MACHINE_ID", "_TRANSPORT", "_UID",
+};
+#define NOUR_FIELDS (sizeof(our_fields) / sizeof(our_fields[0]))
+
+static struct {
+	const sd_journal *j;
+	bool absent[NOUR_FIELDS];
+} fields_of;
+
+static void learn_fields(sd_journal *j)
+{
+	const char *f;
+
+	fields_of.j = j;
+	for (size_t i = 0; i < NOUR_FIELDS; i++)
+		fields_of.absent[i] = true;
+	SD_JOURNAL_FOREACH_FIELD(j, f)
+		for (size_t i = 0; i < NOUR_FIELDS; i++)
+			if (!strcmp(f, our_fields[i]))
+				fields_of.absent[i] = false;
+}
+
+static bool known_absent(const sd_journal *j, const char *field)
+{
+	if (j != fields_of.j)
+		return false;
+	for (size_t i = 0; i < NOUR_FIELDS; i++)
+		if (!strcmp(field, our_fields[i]))
+			return fields_of.absent[i];
+	return false;
+}
+
 /* A field's value ("" when absent), at most @max bytes, NUL-terminated. */
 static size_t get(sd_journal *j, const char *field, char *buf, size_t max)
 {
@@ -73,7 +117,8 @@ static size_t get(sd_journal *j, const char *field, char *buf, size_t max)
 	size_t l, k = strlen(field);
 
 	buf[0] = '\0';
-	if (sd_journal_get_data(j, field, &d, &l) < 0 || l <= k || memcmp(d, field, k) ||
+	if (known_absent(j, field) ||
+	    sd_journal_get_data(j, field, &d, &l) < 0 || l <= k || memcmp(d, field, k) ||
 	    ((const char *)d)[k] != '=')
 		return 0;
 	l -= k + 1;
@@ -309,6 +354,13 @@ static int check_sel(const struct bbx_jsel *s, char *err, size_t errlen)
 	return 0;
 }
 
+static void close_src(sd_journal *j)
+{
+	if (fields_of.j == j)
+		fields_of.j = NULL; /* the next journal may get its address */
+	sd_journal_close(j);
+}
+
 /* Open source @src and add the matches of @s.  0 or -errno (@err set). */
 static int open_src(const struct bbx_jsel *s, const struct jsrc *src, sd_journal **jp,
 		    char *err, size_t errlen)
@@ -339,11 +391,12 @@ static int open_src(const struct bbx_jsel *s, const struct jsrc *src, sd_journal
 		r = match(j, "BB_BOOT_ID", id);
 	if (r < 0) {
 		snprintf(err, errlen, "journal match: %s", strerror(-r));
-		sd_journal_close(j);
+		close_src(j);
 		return r;
 	}
 	/* nothing here needs a field whole but BB_BOX (threshold 0 then) */
 	sd_journal_set_data_threshold(j, FIELD_MAX);
+	learn_fields(j);
 	*jp = j;
 	return 0;
 }
@@ -383,13 +436,15 @@ static void read_entry(sd_journal *j, struct jentry *e)
 	esc_field(j, "BB_COMM", e->comm, sizeof(e->comm), 64);
 	esc_field(j, "BB_UNIT", e->unit, sizeof(e->unit), 256);
 	esc_field(j, "BB_LIVENESS", e->liveness, sizeof(e->liveness), WORD_MAX);
-	esc_field(j, "BB_SIGNAL_NAME", e->signame, sizeof(e->signame), WORD_MAX);
+	/* a death without a word has no crash fields: not looked up */
+	if (!strcmp(e->liveness, "crashed"))
+		esc_field(j, "BB_SIGNAL_NAME", e->signame, sizeof(e->signame), WORD_MAX);
 	e->trusted = sent_by_root(j, raw, sizeof(raw), e->transport, sizeof(e->transport));
 	bb_escape_text(raw, strnlen(raw, 8), e->uid_raw, sizeof(e->uid_raw));
 	e->pid = get_num(j, "BB_PID", -1);
 	e->uid = get_num(j, "BB_UID", -1);
 	e->starttime = get_num(j, "BB_STARTTIME", -1);
-	e->signal = get_num(j, "BB_SIGNAL", -1);
+	e->signal = strcmp(e->liveness, "crashed") ? -1 : get_num(j, "BB_SIGNAL", -1);
 	e->box_size = get_num(j, "BB_BOX_SIZE", -1);
 	if (sd_journal_get_realtime_usec(j, &e->usec) < 0)
 		e->usec = 0;
@@ -442,6 +497,7 @@ struct gent {
 	int                signal;
 	long long          suppressed;
 	struct bbx_sig     sig;
+	struct jentry      e;      /* what --list prints of it */
 };
 
 struct gset {
@@ -505,6 +561,7 @@ static int take_gent(const struct bbx_jsel *s, size_t src, sd_journal *j,
 	if (!stack)
 		return -ENOMEM;
 	g->src = src;
+	g->e = *e;
 	g->usec = e->usec;
 	memcpy(g->time, e->time, sizeof(g->time));
 	g->crashed = !strcmp(e->liveness, "crashed");
@@ -524,11 +581,16 @@ static int take_gent(const struct bbx_jsel *s, size_t src, sd_journal *j,
 		free(stack);
 		return -ENOMEM;
 	}
-	n = get(j, "BB_STACK", stack, FIELD_MAX);
-	get(j, "BB_STACK_KINDS", kinds, sizeof(kinds));
-	get(j, "BB_CRASH_KIND", kind, sizeof(kind));
-	r = n && g->crashed ? bbx_stack_parse(stack, n, kinds, strcmp(kind, "fatal") != 0, &g->f)
-			    : 0;
+	n = 0;
+	if (g->crashed) {
+		n = get(j, "BB_STACK", stack, FIELD_MAX);
+		kinds[0] = kind[0] = '\0';
+		if (n)
+			get(j, "BB_STACK_KINDS", kinds, sizeof(kinds));
+		if (n)
+			get(j, "BB_CRASH_KIND", kind, sizeof(kind));
+	}
+	r = n ? bbx_stack_parse(stack, n, kinds, strcmp(kind, "fatal") != 0, &g->f) : 0;
 	free(stack);
 	if (r < 0)
 		return r;
@@ -589,7 +651,7 @@ static int collect(const struct bbx_jsel *s, const struct jsrcs *srcs, struct gs
 			if ((r = want_symbols(gs, &gs->v[gs->n - 1])) < 0)
 				break;
 		}
-		sd_journal_close(j);
+		close_src(j);
 	}
 	if (!r && s->opt && !s->opt->no_symbols) {
 		struct bbx_sym_opts so;
@@ -991,8 +1053,12 @@ int bbx_journal_list(const struct bbx_jsel *s, struct bbx_out *out, struct bbx_e
 	if (text)
 		bbx_out_str(out, "HOST             PID      UID    COMM             LIVENESS"
 			    "           BOX          GROUP            MACHINE  BOOT     UNIT\n");
-	/* the same entries again, in the same order: each with its group */
-	for (size_t i = 0; i < srcs.n && !out->err; i++) {
+	/* text: what was read; JSON and CBOR read more of each entry: the
+	 * same entries again, in the same order, each with its group */
+	for (size_t i = 0; text && i < gs.n && !out->err; i++)
+		if (in_group(s, &gs.v[i]))
+			list_text(out, &gs.v[i].e, srcs.v[gs.v[i].src].sender, gs.v[i].sig.id);
+	for (size_t i = 0; !text && i < srcs.n && !out->err; i++) {
 		sd_journal *j;
 
 		if (open_src(s, &srcs.v[i], &j, err, errlen) < 0) {
@@ -1005,23 +1071,23 @@ int bbx_journal_list(const struct bbx_jsel *s, struct bbx_out *out, struct bbx_e
 		SD_JOURNAL_FOREACH(j) {
 			const struct gent *g = NULL;
 
-			read_entry(j, &e);
-			if (!wanted(s, j, &e))
-				continue;
 			if (k < gs.n && gs.v[k].src == i &&
-			    sd_journal_test_cursor(j, gs.v[k].cursor) > 0)
+			    sd_journal_test_cursor(j, gs.v[k].cursor) > 0) {
 				g = &gs.v[k++];
-			/* an entry that came in since: no group */
+				e = g->e;
+			} else {
+				/* an entry that came in since: no group */
+				read_entry(j, &e);
+				if (!wanted(s, j, &e))
+					continue;
+			}
 			if (s->opt && s->opt->group && (!g || !in_group(s, g)))
 				continue;
-			if (text)
-				list_text(out, &e, srcs.v[i].sender, g ? g->sig.id : "-");
-			else
-				list_struct(em, j, &e, srcs.v[i].sender, g);
+			list_struct(em, j, &e, srcs.v[i].sender, g);
 			if (out->err)
 				break;
 		}
-		sd_journal_close(j);
+		close_src(j);
 	}
 	code = err[0] ? EXIT_NOBOX : EXIT_CLEAN;
 out:
@@ -1279,12 +1345,12 @@ static int find_claims(const struct bbx_jsel *s, const struct jsrcs *srcs, struc
 				continue;
 			r = add_claim(l, i, j, &e);
 			if (r < 0) {
-				sd_journal_close(j);
+				close_src(j);
 				snprintf(err, errlen, "out of memory");
 				return r;
 			}
 		}
-		sd_journal_close(j);
+		close_src(j);
 	}
 	return 0;
 }
@@ -1341,7 +1407,7 @@ static int take_box(const struct bbx_jsel *s, const struct jsrc *src, const stru
 	code = BBX_J_BOX;
 	err[0] = '\0';
 out:
-	sd_journal_close(j);
+	close_src(j);
 	return code;
 }
 
