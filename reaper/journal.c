@@ -545,6 +545,10 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 	}
 	add_build_id(e, r);
 	add_unit(e, in, uid);
+	/* the owner's deaths since its last entry that no entry tells of */
+	if (reap_reported_suppressed(c, uid))
+		add(e, "BB_SUPPRESSED", "%llu",
+		    (unsigned long long)reap_reported_suppressed(c, uid));
 	if (read_all) {
 		uint64_t total;
 
@@ -678,7 +682,7 @@ int reap_journal_box(struct reap_ctx *c, struct bb_reader *r, const struct stat 
 		ev.reason = "not reported to the journal now: its owner reached --journal-rate; "
 			    "a later run reports it if it is still there";
 		reap_emit(c, &ev, first_time(c, uid));
-		return 0;
+		return REAP_JOURNAL_WITHHELD;
 	}
 	box_bytes = in->file_size < in->box_size ? in->file_size : in->box_size;
 	attach = decide(c, uid, box_bytes, used_bytes, &read_all, omit, sizeof(omit));
@@ -706,6 +710,7 @@ int reap_journal_box(struct reap_ctx *c, struct bb_reader *r, const struct stat 
 	}
 	c->reported++;
 	ev.decision = "reported";
+	reap_reported_clear_suppressed(c, uid); /* told by this entry */
 	ret = reap_reported_add(c, &k, attach ? box_bytes : 0);
 	if (ret < 0) {
 		/* sent, but a later run may send it again */

@@ -16,7 +16,10 @@ debug files.  Then, on the collector:
     library in any group;
   - --group ID extracts the newest box of the group; --list --group and
     the filters (--comm, --state, --machine, --since, --until) choose the
-    entries they say.
+    entries they say;
+  - deaths whose boxes were removed while --journal-rate kept them out of
+    the journal are counted in the owner's next entry (BB_SUPPRESSED) and
+    added by --groups.
 
     fleet_e2e.py BB_REAP BB_EXTRACT SRC INCDIR LIBBLACKBOX_A SANITIZE CC [CC ARGS...]
 
@@ -112,11 +115,11 @@ class Fleet:
             check(rc == want[mode], "%s %s %s: exit %r" % (name, prog, mode, rc))
             pids.append((prog, mode, pid))
         state = os.path.join(hd, "reported")
-        reap = [self.reap, "--dir", boxes, "--journal-reported", state, "--json",
-                "--min-age", "1h"] + reap_args
+        reap = [self.reap, "--dir", boxes, "--journal-reported", state, "--json"] + reap_args + \
+               ["--min-age", "1h"]
         run(reap)
         if extra:
-            extra(reap, boxes, bindir, pids)
+            extra(reap[:-2], boxes, bindir, pids)
         run(["journalctl", "--flush"], timeout=30)
         port = free_port()
         remote = self.d.start([REMOTE, "--listen-http=127.0.0.1:%d" % port, "--split-mode=none",
@@ -129,6 +132,30 @@ class Fleet:
         self.d.stop(remote)
         self.d.stop(jd)
         return mid, pids
+
+    def rate_limited(self, reap, boxes, bindir, pids):
+        """web-03: two more deaths over --journal-rate, their boxes removed
+        unreported (--min-age 0), then one more: its entry counts the two."""
+        late = [self.die(bindir, boxes, "segv") for _ in range(2)]
+        pids.extend(late)
+        dec = [json.loads(x) for x in run(reap + ["--min-age", "0", "--journal-rate", "2"])
+               .stdout.splitlines()]
+        for _, _, pid in late:
+            mine = [x for x in dec if x.get("pid") == pid]
+            check([x["decision"] for x in mine] == ["skipped", "reaped"] and
+                  "--journal-rate" in mine[0].get("reason", ""),
+                  "web-03: pid %d over --journal-rate: %r" % (pid, mine))
+        pids.append(self.die(bindir, boxes, "segv"))
+        run(reap + ["--min-age", "0", "--journal-rate", "100"])
+
+    def die(self, bindir, boxes, mode):
+        exe = os.path.join(bindir, "api-gw")
+        p = subprocess.Popen([exe, mode], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=dict(os.environ, BLACKBOX_DIR=boxes))
+        self.procs.append(p)
+        pid = int(p.stdout.readline())
+        check(p.wait(20) == -signal.SIGSEGV, "api-gw %s did not die of SIGSEGV" % mode)
+        return ("api-gw.1", mode, pid)
 
     def bx(self, *args, ok=(0,)):
         return run([self.extract, "--journal-directory", self.central] + list(args), ok=ok)
@@ -150,7 +177,7 @@ class Fleet:
                                          ("worker", "assert")], ["--journal=box"])
         # web-03 ships summaries: no box, the stack only
         m3, p3 = self.host(3, HOSTS[2], [("api-gw.2", "segv"), ("api-gw.1", "segv")],
-                           ["--journal=summary"])
+                           ["--journal=summary"], extra=self.rate_limited)
         check(sorted(n for n in os.listdir(self.central)) ==
               sorted("remote-%s.journal" % h for h in HOSTS), "central: %r"
               % os.listdir(self.central))
@@ -159,7 +186,7 @@ class Fleet:
               {e["_HOSTNAME"].decode() for e in ents} == set(HOSTS),
               "hosts: %r" % {(e["_HOSTNAME"], e["_MACHINE_ID"]) for e in ents})
         segv = [x for x in p1 + p2 + p3 if x[1] == "segv"]
-        reported_segv = len(segv)
+        reported_segv = len(segv) - 2   # two withheld by --journal-rate
 
         g = self.groups("--debug-dir", self.store)
         byfirst = {}
@@ -172,6 +199,10 @@ class Fleet:
         check(gs["top_frames"] == "parse_header < handle_request < main" and gs["named"] and
               gs["count"] == reported_segv and gs["machines"] == 3 and gs["kind"] == "app",
               "segv group: %r" % gs)
+        check(gs["suppressed"] == 2, "segv: suppressed %r, expected 2" % gs["suppressed"])
+        sent = [e for e in ents if "BB_SUPPRESSED" in e]
+        check(len(sent) == 1 and sent[0]["BB_SUPPRESSED"] == b"2" and
+              sent[0]["_HOSTNAME"] == b"web-03", "BB_SUPPRESSED: %r" % sent)
         check(sorted(b["build_id"] for b in gs["builds"]) ==
               sorted((self.bins["api-gw.1"][1], self.bins["api-gw.2"][1])),
               "segv builds: %r" % gs["builds"])
@@ -195,7 +226,8 @@ class Fleet:
         # the text view says the same
         t = self.bx("--groups", "--debug-dir", self.store).stdout.decode()
         check(re.search(r"^%s +%d +3 " % (gs["group"], reported_segv), t, re.M) and
-              "    frames: parse_header < handle_request < main\n" in t, "--groups text:\n%s" % t)
+              "    frames: parse_header < handle_request < main\n" in t and
+              "    not reported: 2 more deaths (--journal-rate)\n" in t, "--groups text:\n%s" % t)
 
         # frames named on the collector: a shipped box, and a stack alone
         pid = p1[0][2]
