@@ -186,6 +186,8 @@ void bbx_signature(const struct bbx_frame *f, size_t n, bool crashed, const uint
 		out->kind = BBX_GROUP_ORPHANED;
 		sig_str(&b, "orphaned");
 		sig_str(&b, comm);
+		if (signal)
+			sig_str(&b, "oom"); /* the kernel's OOM killer (BB_OOM_KILL) */
 		goto done;
 	}
 	sig_str(&b, "app");

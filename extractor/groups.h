@@ -49,7 +49,8 @@ bool bbx_module_is_system(const char *path);
  * bbx_signature - the group of one death: @crashed with the frames
  * @f[0..n) (symbolised or not; innermost first) of a process whose
  * executable has build id @exe_id (@exe_idlen bytes, 0 when unknown),
- * command name @comm, signal @signal (0 for bb_crash_record()).  Never
+ * command name @comm, signal @signal (0 for bb_crash_record(); for a
+ * death without a word, non-zero when the OOM killer killed it).  Never
  * fails.
  */
 void bbx_signature(const struct bbx_frame *f, size_t n, bool crashed, const uint8_t *exe_id,

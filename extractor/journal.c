@@ -78,7 +78,7 @@ static const char *const our_fields[] = {
 	"BB_BOOT_ID", "BB_BOX_ATTACHED", "BB_BOX_SIZE", "BB_BUILD_ID", "BB_COMM",
 	"BB_CRASH_KIND", "BB_LIVENESS", "BB_PID", "BB_RELEASE", "BB_SIGNAL", "BB_SIGNAL_NAME",
 	"BB_STACK", "BB_STACK_KINDS", "BB_STARTTIME", "BB_SUPPRESSED", "BB_UID", "BB_UNIT",
-	"MESSAGE", "_HOSTNAME", "_MACHINE_ID", "_TRANSPORT", "_UID",
+	"MESSAGE", "_HOSTNAME", "_MACHINE_ID", "_TRANSPORT", "_UID", "BB_OOM_KILL",
 };
 #define NOUR_FIELDS (sizeof(our_fields) / sizeof(our_fields[0]))
 
@@ -410,7 +410,7 @@ struct jentry {
 	char     uid_raw[16], transport[16]; /* _UID, _TRANSPORT as journald (or the uploader) put them */
 	long long pid, uid, starttime, signal, box_size;
 	uint64_t usec;
-	bool     has_box, trusted;
+	bool     has_box, trusted, oom; /* oom: BB_OOM_KILL=1, the kernel's OOM killer */
 };
 
 static void esc_field(sd_journal *j, const char *field, char *out, size_t outlen, size_t max)
@@ -439,6 +439,8 @@ static void read_entry(sd_journal *j, struct jentry *e)
 	/* a death without a word has no crash fields: not looked up */
 	if (!strcmp(e->liveness, "crashed"))
 		esc_field(j, "BB_SIGNAL_NAME", e->signame, sizeof(e->signame), WORD_MAX);
+	else
+		e->oom = get_num(j, "BB_OOM_KILL", 0) == 1;
 	e->trusted = sent_by_root(j, raw, sizeof(raw), e->transport, sizeof(e->transport));
 	bb_escape_text(raw, strnlen(raw, 8), e->uid_raw, sizeof(e->uid_raw));
 	e->pid = get_num(j, "BB_PID", -1);
@@ -566,7 +568,8 @@ static int take_gent(const struct bbx_jsel *s, size_t src, sd_journal *j,
 	memcpy(g->time, e->time, sizeof(g->time));
 	g->crashed = !strcmp(e->liveness, "crashed");
 	g->has_box = e->has_box;
-	g->signal = e->signal > 0 && e->signal < 1024 ? (int)e->signal : 0;
+	/* a death without a word: whether the OOM killer did it */
+	g->signal = e->signal > 0 && e->signal < 1024 ? (int)e->signal : e->oom;
 	g->owner = s->dir || !e->trusted || e->uid < 0 || e->uid > UINT32_MAX
 		   ? NOBODY_UID : (uint32_t)e->uid;
 	get(j, "BB_COMM", g->comm, sizeof(g->comm));
@@ -754,12 +757,13 @@ static void group_text(struct bbx_out *o, const struct gset *gs, const struct gr
 	}
 	snprintf(line, sizeof(line), "%s %7zu %6zu%s  %-30s %-30s %-9s ", last->sig.id, gr->n,
 		 hosts.n, hosts.more ? "+" : " ", first->time, last->time,
-		 last->crashed ? "crashed" : "orphaned");
+		 last->crashed ? "crashed" : last->e.oom ? "oom-kill" : "orphaned");
 	bbx_out_str(o, line);
 	put_esc(o, last->comm[0] ? last->comm : "-");
 	bbx_out_char(o, '\n');
 	bbx_out_str(o, "    frames: ");
-	put_esc(o, last->sig.top[0] ? last->sig.top : last->sig.kind == BBX_GROUP_ORPHANED
+	put_esc(o, last->sig.top[0] ? last->sig.top : last->e.oom
+		   ? "(killed by the OOM killer: no stack)" : last->sig.kind == BBX_GROUP_ORPHANED
 		   ? "(died without a word: no stack)" : "(no stack)");
 	if (last->sig.kind == BBX_GROUP_SYSTEM)
 		bbx_out_str(o, "  [no in-app frame]");
@@ -819,6 +823,10 @@ static void group_struct(struct bbx_em *em, const struct gset *gs, const struct 
 	bbx_em_kv_str(em, "group", last->sig.id);
 	bbx_em_kv_str(em, "kind", kind_name(last->sig.kind));
 	bbx_em_kv_str(em, "liveness", last->crashed ? "crashed" : "orphaned");
+	if (!last->crashed) {
+		bbx_em_key(em, "oom_kill");
+		bbx_em_bool(em, last->e.oom);
+	}
 	bbx_em_kv_str(em, "comm", last->comm);
 	bbx_em_kv_u64(em, "count", gr->n);
 	bbx_em_kv_i64(em, "suppressed", gr->suppressed);
@@ -936,6 +944,8 @@ static void list_text(struct bbx_out *o, const struct jentry *e, const char *sen
 
 	if (e->signal > 0 && e->signame[0])
 		snprintf(st, sizeof(st), "%s (%s)", e->liveness, e->signame);
+	else if (e->oom)
+		snprintf(st, sizeof(st), "%s (OOM)", e->liveness);
 	else
 		snprintf(st, sizeof(st), "%s", e->liveness[0] ? e->liveness : "?");
 	if (e->has_box && e->box_size >= 0)
@@ -1003,6 +1013,10 @@ static void list_struct(struct bbx_em *em, sd_journal *j, const struct jentry *e
 	bbx_em_bool(em, e->has_box);
 	bbx_em_key(em, "trusted");
 	bbx_em_bool(em, e->trusted);
+	if (e->oom) {
+		bbx_em_key(em, "oom_kill");
+		bbx_em_bool(em, true);
+	}
 	if (g) {
 		bbx_em_kv_str(em, "group", g->sig.id);
 		bbx_em_kv_str(em, "top_frames", g->sig.top);

@@ -390,6 +390,119 @@ static void add_build_id(struct entry *e, struct bb_reader *r)
 	add(e, "BB_BUILD_ID", "%s", id);
 }
 
+/* ---- OOM kills: the kernel's word, from the journal -------------------- */
+
+/*
+ * Whether the OOM killer killed a process that died without a word: the
+ * kernel says so in its log ("Out of memory: Killed process 4804 (nginx)
+ * ...", "Memory cgroup out of memory: Killed process ..."), which
+ * journald imports from /dev/kmsg.  The kernel messages of a boot are read
+ * once per run, newest first, at most OOM_SCAN_MAX of them, and the kills
+ * kept (at most OOM_MAX); a kill counts for a box when its pid is the
+ * box's and it came after the box was created.  Nothing can be told when
+ * the journal holds no kernel message of that boot (journald not reading
+ * /dev/kmsg, a journal rotated away, another boot's journal gone), nor of
+ * a process systemd-oomd or a user sent SIGKILL to: those stay "died
+ * without a word".
+ */
+#define OOM_SCAN_MAX 200000
+#define OOM_MAX      4096
+#define OOM_BOOTS    8
+
+static struct {
+	char     boot[33];
+	bool     any;              /* the journal has kernel messages of it */
+} oom_boots[OOM_BOOTS];
+static size_t noom_boots;
+
+static struct {
+	char     boot[33];
+	int32_t  pid;
+	uint64_t usec;             /* CLOCK_REALTIME of the message */
+} ooms[OOM_MAX];
+static size_t nooms;
+
+/* The pid of "...Killed process <pid> (..." in @msg, or -1. */
+static long oom_pid(const char *msg)
+{
+	const char *p = strstr(msg, "Killed process ");
+	char *end;
+	long pid;
+
+	if (!p || strncmp(msg, "oom_reaper", 10) == 0)
+		return -1;
+	p += 15;
+	if (*p < '1' || *p > '9')
+		return -1;
+	pid = strtol(p, &end, 10);
+	return end[0] == ' ' && end[1] == '(' && pid <= INT32_MAX ? pid : -1;
+}
+
+static void scan_ooms(size_t b)
+{
+	char m[64], msg[256];
+	sd_journal *j;
+	int n = snprintf(m, sizeof(m), "_BOOT_ID=%s", oom_boots[b].boot);
+
+	if (sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY | SD_JOURNAL_SYSTEM) < 0)
+		return;
+	if (sd_journal_add_match(j, "_TRANSPORT=kernel", 0) < 0 ||
+	    sd_journal_add_match(j, m, (size_t)n) < 0 || sd_journal_seek_tail(j) < 0) {
+		sd_journal_close(j);
+		return;
+	}
+	sd_journal_set_data_threshold(j, sizeof(msg));
+	for (unsigned k = 0; k < OOM_SCAN_MAX && sd_journal_previous(j) > 0; k++) {
+		const void *d;
+		size_t l;
+		long pid;
+
+		oom_boots[b].any = true;
+		if (sd_journal_get_data(j, "MESSAGE", &d, &l) < 0 || l <= 8)
+			continue;
+		l = l - 8 < sizeof(msg) - 1 ? l - 8 : sizeof(msg) - 1;
+		memcpy(msg, (const char *)d + 8, l);
+		msg[l] = '\0';
+		if ((pid = oom_pid(msg)) < 0 || nooms == OOM_MAX)
+			continue;
+		memcpy(ooms[nooms].boot, oom_boots[b].boot, sizeof(ooms[nooms].boot));
+		ooms[nooms].pid = (int32_t)pid;
+		if (sd_journal_get_realtime_usec(j, &ooms[nooms].usec) >= 0)
+			nooms++;
+	}
+	sd_journal_close(j);
+}
+
+/* 1: the OOM killer killed the owner of @in; 0: the kernel's log of its
+ * boot says nothing of it; -1: cannot tell. */
+static int oom_killed(const struct bb_box_info *in)
+{
+	char boot[33];
+	size_t k = 0, b;
+
+	for (size_t i = 0; in->boot_id[i] && i < sizeof(in->boot_id) && k < 33; i++)
+		if (in->boot_id[i] != '-')
+			boot[k++] = in->boot_id[i];
+	if (k != 32 || strspn(boot, "0123456789abcdef") < 32)
+		return -1;
+	boot[32] = '\0';
+	for (b = 0; b < noom_boots && strcmp(oom_boots[b].boot, boot); b++)
+		;
+	if (b == noom_boots) {
+		if (noom_boots == OOM_BOOTS)
+			return -1;
+		memcpy(oom_boots[noom_boots++].boot, boot, sizeof(boot));
+		scan_ooms(b);
+	}
+	if (!oom_boots[b].any)
+		return -1;
+	for (size_t i = 0; i < nooms; i++)
+		if (ooms[i].pid == in->pid && !strcmp(ooms[i].boot, boot) &&
+		    ooms[i].usec >= in->created_ns / 1000)
+			return 1;
+	return 0;
+}
+
 /* ---- the entry ---------------------------------------------------------- */
 
 /* "2,341" */
@@ -493,6 +606,7 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 	const char *signame = crashed ? bbx_signal_name(in->phase_signal) : NULL;
 	bool content = uid == 0 || c->o.journal_content == REAP_CONTENT_ALL;
 	struct bb_crash cr;
+	int oom = -1;
 
 	bb_reader_crash(r, &cr);
 	bb_escape_text(in->comm, strnlen(in->comm, sizeof(in->comm)), comm, sizeof(comm));
@@ -545,6 +659,8 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 	}
 	add_build_id(e, r);
 	add_unit(e, in, uid);
+	if (!crashed && (oom = oom_killed(in)) >= 0)
+		add(e, "BB_OOM_KILL", "%d", oom);
 	/* the owner's deaths since its last entry that no entry tells of */
 	if (reap_reported_suppressed(c, uid))
 		add(e, "BB_SUPPRESSED", "%llu",
@@ -575,10 +691,13 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 		snprintf(sig, sizeof(sig), "fatal error");   /* bb_crash_record(), no signal */
 	else
 		snprintf(sig, sizeof(sig), "signal %d", in->phase_signal);
-	if (!crashed)
+	if (!crashed && oom == 1)
+		snprintf(msg, sizeof(msg), "%s[%ld] (uid %lu) was killed by the OOM killer "
+			 "(kernel log) (%s)", qcomm, (long)in->pid, (unsigned long)uid, recs);
+	else if (!crashed)
 		snprintf(msg, sizeof(msg), "%s[%ld] (uid %lu) died without a word: SIGKILL, "
-			 "OOM kill, _exit or exec (%s)", qcomm, (long)in->pid,
-			 (unsigned long)uid, recs);
+			 "%s_exit or exec (%s)", qcomm, (long)in->pid, (unsigned long)uid,
+			 oom == 0 ? "" : "OOM kill, ", recs);
 	else if (cr.status == BB_CRASH_COMPLETE)
 		snprintf(msg, sizeof(msg), "%s[%ld] (uid %lu) crashed: %s at %s (%s)", qcomm,
 			 (long)in->pid, (unsigned long)uid, sig, where[0] ? where : "?", recs);

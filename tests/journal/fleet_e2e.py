@@ -37,6 +37,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
@@ -58,6 +59,7 @@ class Fleet:
         self.cc = argv[6:]
         self.d = Daemons()
         self.procs = []
+        self.cgroups = []
 
     # -- the programs: stripped, debug files in the store only --
     def build(self):
@@ -104,14 +106,23 @@ class Fleet:
         for prog, mode in deaths:
             exe = os.path.join(bindir, "worker" if prog == "worker" else "api-gw")
             shutil.copy2(self.bins[prog][0], exe)
+            if mode == "hog" and not self.oom_cgroup:
+                continue
+
+            def pre(mode=mode):
+                if mode == "hog":
+                    with open(os.path.join(self.oom_cgroup, "cgroup.procs"), "w") as f:
+                        f.write(str(os.getpid()))
             p = subprocess.Popen([exe, mode], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, env=dict(os.environ, BLACKBOX_DIR=boxes))
+                                 stderr=subprocess.PIPE, env=dict(os.environ, BLACKBOX_DIR=boxes),
+                                 preexec_fn=pre)
             self.procs.append(p)
             pid = int(p.stdout.readline())
             if mode == "wait":
                 p.kill()
-            rc = p.wait(20)
-            want = {"segv": -signal.SIGSEGV, "assert": -signal.SIGABRT, "wait": -signal.SIGKILL}
+            rc = p.wait(60)
+            want = {"segv": -signal.SIGSEGV, "assert": -signal.SIGABRT, "wait": -signal.SIGKILL,
+                    "hog": -signal.SIGKILL}
             check(rc == want[mode], "%s %s %s: exit %r" % (name, prog, mode, rc))
             pids.append((prog, mode, pid))
         state = os.path.join(hd, "reported")
@@ -132,6 +143,32 @@ class Fleet:
         self.d.stop(remote)
         self.d.stop(jd)
         return mid, pids
+
+    def make_oom_cgroup(self):
+        """A cgroup where the OOM killer kills a process at 64 MiB (None,
+        with the reason printed, where this machine gives none)."""
+        self.oom_cgroup = None
+        v2 = os.path.exists("/sys/fs/cgroup/cgroup.subtree_control")
+        root = "/sys/fs/cgroup" if v2 else "/sys/fs/cgroup/memory"
+        try:
+            if v2:
+                with open(os.path.join(root, "cgroup.subtree_control")) as f:
+                    if "memory" not in f.read().split():
+                        raise OSError("no memory controller for child cgroups")
+            path = os.path.join(root, "bb-fleet-oom-%d" % os.getpid())
+            os.mkdir(path)
+            self.cgroups.append(path)
+            limits = ((("memory.max", "64M"), ("memory.swap.max", "0")) if v2 else
+                      (("memory.limit_in_bytes", "64M"), ("memory.memsw.limit_in_bytes", "64M")))
+            for k, v in limits:
+                if os.path.exists(os.path.join(path, k)):
+                    with open(os.path.join(path, k), "w") as f:
+                        f.write(v)
+                elif k != limits[1][0]:
+                    raise OSError("no " + k)
+            self.oom_cgroup = path
+        except OSError as e:
+            print("fleet_e2e: no cgroup with a memory limit (%s): the OOM case is left out" % e)
 
     def rate_limited(self, reap, boxes, bindir, pids):
         """web-03: two more deaths over --journal-rate, their boxes removed
@@ -170,9 +207,11 @@ class Fleet:
         os.mkdir(self.central)
         self.logs = open(os.path.join(self.work, "daemons.log"), "wb")
         self.build()
+        self.make_oom_cgroup()
         m1, p1 = self.host(1, HOSTS[0], [("api-gw.1", "segv"), ("api-gw.1", "segv"),
                                          ("api-gw.1", "assert"), ("worker", "assert"),
-                                         ("api-gw.1", "wait")], ["--journal=box"])
+                                         ("api-gw.1", "wait"), ("api-gw.1", "hog")],
+                           ["--journal=box"])
         m2, p2 = self.host(2, HOSTS[1], [("api-gw.2", "segv"), ("api-gw.2", "segv"),
                                          ("worker", "assert")], ["--journal=box"])
         # web-03 ships summaries: no box, the stack only
@@ -213,9 +252,22 @@ class Fleet:
         check(all(x["top_frames"] == "check_config < main" for x in ga), "assert: %r" % ga)
         check(not any(re.search(r"__libc|abort|raise|__assert|_start|pthread", x["top_frames"])
                       for x in g), "a system frame in a group: %r" % g)
+        # killed: by SIGKILL, and by the OOM killer (the kernel's log says so)
         go = [x for x in g if x["liveness"] == "orphaned"]
-        check(len(go) == 1 and go[0]["count"] == 1 and go[0]["kind"] == "orphaned",
-              "orphaned: %r" % go)
+        check(sorted((x["count"], x["oom_kill"]) for x in go) ==
+              ([(1, False), (1, True)] if self.oom_cgroup else [(1, False)]) and
+              all(x["kind"] == "orphaned" for x in go), "orphaned: %r" % go)
+        if self.oom_cgroup:
+            hog = [x for x in p1 if x[1] == "hog"][0][2]
+            eo = [e for e in ents if e["BB_PID"] == str(hog).encode()]
+            ew = [e for e in ents if e["BB_PID"] == str(
+                [x for x in p1 if x[1] == "wait"][0][2]).encode()]
+            check(len(eo) == 1 and eo[0].get("BB_OOM_KILL") == b"1" and
+                  b"was killed by the OOM killer" in eo[0]["MESSAGE"],
+                  "OOM kill: %r" % [(e.get("BB_OOM_KILL"), e["MESSAGE"]) for e in eo])
+            check(len(ew) == 1 and ew[0].get("BB_OOM_KILL") == b"0" and
+                  b"died without a word: SIGKILL, _exit or exec" in ew[0]["MESSAGE"],
+                  "SIGKILL: %r" % [(e.get("BB_OOM_KILL"), e["MESSAGE"]) for e in ew])
         # by offsets alone (no symbols): one group per build
         n = self.groups("--no-symbols")
         ns = [x for x in n if x["top_frames"].startswith("api-gw+0x") and x["liveness"] == "crashed"
@@ -266,8 +318,8 @@ class Fleet:
         # filters
         check([x["comm"] for x in self.groups("--comm", "worker", "--debug-dir", self.store)] ==
               ["worker"], "--comm worker")
-        check([x["liveness"] for x in self.groups("--state", "orphaned")] == ["orphaned"],
-              "--state orphaned")
+        check([x["liveness"] for x in self.groups("--state", "orphaned")] ==
+              ["orphaned"] * (2 if self.oom_cgroup else 1), "--state orphaned")
         w1 = self.groups("--machine", m1, "--debug-dir", self.store)
         check(sum(x["count"] for x in w1) == len(p1) and
               all(x["machines"] == 1 for x in w1), "--machine: %r" % w1)
@@ -283,6 +335,13 @@ class Fleet:
                 p.kill()
                 p.wait(10)
         self.d.stop_all()
+        for cg in self.cgroups:
+            for _ in range(100):
+                try:
+                    os.rmdir(cg)
+                    break
+                except OSError:
+                    time.sleep(0.05)
         if getattr(self, "logs", None):
             self.logs.close()
 

@@ -6,16 +6,19 @@
  * the bug, so every offset moves) and a second program, built under
  * another name, with the same assert().
  *
- *   fleet_svc MODE     MODE: segv | assert | wait
+ *   fleet_svc MODE     MODE: segv | assert | wait | hog
  * prints its pid, then
  *   segv    dies of SIGSEGV in parse_header(), called from handle_request()
  *   assert  fails an assert() in check_config() (SIGABRT: the abort path
  *           is all in the C library)
  *   wait    waits to be killed
+ *   hog     takes memory until the OOM killer kills it (run it in a
+ *           cgroup with a small memory.max)
  */
 #include <assert.h>
 #include <blackbox.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -76,6 +79,13 @@ int main(int argc, char **argv)
 		return handle_request("GET / HTTP/1.1");
 	if (!strcmp(argv[1], "assert"))
 		return check_config(argc);
+	if (!strcmp(argv[1], "hog"))
+		for (;;) {
+			char *p = malloc(1 << 20);
+
+			if (p)
+				memset(p, 1, 1 << 20);
+		}
 	pause();
 	return 0;
 }
