@@ -662,7 +662,9 @@ static int collect(const struct bbx_jsel *s, const struct jsrcs *srcs, struct gs
 
 		bbx_sym_opts_init(s->opt, NOBODY_UID, &so);
 		r = bbx_symcache_resolve(gs->cache, &so, note, sizeof(note));
-		if (note[0] && !s->opt->quiet)
+		/* --list shows groups, not frames: why a module has no names is
+		 * for --groups and --group to say */
+		if (note[0] && !s->opt->quiet && (s->opt->groups || s->opt->group))
 			bbx_msg("journal", "symbols: %s", note);
 	}
 	for (size_t k = 0; k < gs->n && !r; k++) {

@@ -53,6 +53,7 @@
 
 #include <blackbox/reader.h>
 
+#include "../shared/cbor.h"
 #include "../shared/fnv.h"
 #include "../shared/hex.h"
 #include "emit.h"
@@ -269,6 +270,43 @@ static uint64_t add_records(struct entry *e, struct bb_reader *r, unsigned n)
 	bb_reader_walk(r, BB_WALK_MERGE, record_cb, &w);
 	json_field(e, &j, "BB_RECORDS", JSON_MAX);
 	return total;
+}
+
+/*
+ * BB_RELEASE: the program's release, the text value of its state key
+ * "release" (bb_set("release", "1.4.3")), whoever owns the box: a version
+ * string is no more private than the command line, and a fleet's crash
+ * groups list the releases they happened in.
+ */
+struct release {
+	char text[4 * 128 + 1];
+};
+
+static int release_cb(const struct bb_state_entry *s, void *arg)
+{
+	struct release *rel = arg;
+	struct bb__cbor c;
+	const uint8_t *k, *v;
+	size_t kn, vn;
+	uint64_t n;
+
+	if (s->status != BB_SLOT_OK || s->key_len != 7 || memcmp(s->key, "release", 7))
+		return 0;
+	c = (struct bb__cbor){ .p = s->value, .end = s->value + s->value_len };
+	if (bb__cbor_container(&c, 4, &n) || n != 2 || bb__cbor_string(&c, 3, &k, &kn) ||
+	    bb__cbor_string(&c, 3, &v, &vn))
+		return 0;
+	bb_escape_text((const char *)v, vn < 128 ? vn : 128, rel->text, sizeof(rel->text));
+	return 1; /* found: stop */
+}
+
+static void add_release(struct entry *e, struct bb_reader *r)
+{
+	struct release rel = { "" };
+
+	bb_reader_state(r, release_cb, &rel, NULL);
+	if (rel.text[0])
+		add(e, "BB_RELEASE", "%s", rel.text);
 }
 
 static void add_state(struct entry *e, struct bb_reader *r)
@@ -658,6 +696,7 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 		add_stack(e, r, &cr, where, sizeof(where));
 	}
 	add_build_id(e, r);
+	add_release(e, r);
 	add_unit(e, in, uid);
 	if (!crashed && (oom = oom_killed(in)) >= 0)
 		add(e, "BB_OOM_KILL", "%d", oom);

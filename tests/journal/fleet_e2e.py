@@ -10,7 +10,8 @@ debug files.  Then, on the collector:
   - frames named from the store alone: a shipped box's crash block, and
     an entry whose box was not shipped (its BB_STACK);
   - one group for the same bug in two builds of a program (every offset
-    moved), on three hosts, with both builds listed; without symbols
+    moved), on three hosts, with both builds and their releases
+    (BB_RELEASE) listed; without symbols
     (--no-symbols) it splits by build, as bb-extract(1) GROUPS says;
   - two groups for the same assert() in two programs, no frame of the C
     library in any group;
@@ -245,6 +246,8 @@ class Fleet:
         check(sorted(b["build_id"] for b in gs["builds"]) ==
               sorted((self.bins["api-gw.1"][1], self.bins["api-gw.2"][1])),
               "segv builds: %r" % gs["builds"])
+        check(sorted(b.get("release") for b in gs["builds"]) == ["1.4.2", "1.4.3"],
+              "segv releases: %r" % gs["builds"])
         # the same assert() in two programs: two groups
         ga = byfirst.get("check_config", [])
         check(sorted((x["comm"], x["count"]) for x in ga) == [("api-gw", 1), ("worker", 2)],

@@ -72,6 +72,8 @@ int main(int argc, char **argv)
 #ifdef FLEET_OTHER
 	bb_write_kv("program", "worker");
 #endif
+	/* the release, as bb-reap sends it (BB_RELEASE) */
+	bb_set("release", FLEET_BUILD == 2 ? "1.4.3" : "1.4.2");
 	bb_write_kv("phase", argv[1]);
 	printf("%d\n", (int)getpid());
 	fflush(stdout);
