@@ -455,12 +455,30 @@ static void settle(struct bbx_symcache *c)
 	c->sorted = true;
 }
 
+/* "@what; " in front of @note (what the user must see first). */
+static void note_prepend(char *note, size_t len, const char *what)
+{
+	size_t k = strlen(what), used = note ? strnlen(note, len) : 0;
+
+	if (!note || k + 3 >= len)
+		return;
+	if (used + k + 3 >= len)
+		used = len - k - 3;
+	memmove(note + k + (used ? 2 : 0), note, used);
+	memcpy(note, what, k);
+	if (used)
+		memcpy(note + k, "; ", 2);
+	note[k + (used ? 2 : 0) + used] = '\0';
+}
+
 int bbx_symcache_resolve(struct bbx_symcache *c, const struct bbx_sym_opts *o, char *note,
 			 size_t notelen)
 {
 	uint64_t *addrs = malloc(BB_CRASH_MAX_FRAMES * sizeof(*addrs));
 	uint8_t flags[BB_CRASH_MAX_FRAMES];
 	struct bbx_frame *fr = calloc(BB_CRASH_MAX_FRAMES, sizeof(*fr));
+	size_t modules = 0;
+	char why[128];
 	int rc = 0;
 
 	if (!addrs || !fr) {
@@ -471,6 +489,7 @@ int bbx_symcache_resolve(struct bbx_symcache *c, const struct bbx_sym_opts *o, c
 	settle(c);
 	for (size_t i = 0; i < c->n && !rc;) {
 		struct bbx_sym_opts so = *o;
+		size_t skip;
 		struct bb_module m = { .path = c->v[i].path, .bias = 0, .start = 0,
 				       .end = UINT64_MAX, .build_id = c->v[i].id,
 				       .build_id_len = c->v[i].idlen };
@@ -483,6 +502,20 @@ int bbx_symcache_resolve(struct bbx_symcache *c, const struct bbx_sym_opts *o, c
 			k++;
 		}
 		so.owner = c->v[i].owner;
+		if (modules++ == BBX_GROUP_MODULES_MAX) {
+			/* count the modules left, say so once */
+			for (skip = 0; i < c->n; skip++) {
+				size_t j = i;
+
+				while (j < c->n && same_module(&c->v[i], &c->v[j]))
+					j++;
+				i = j;
+			}
+			snprintf(why, sizeof(why), "%zu more modules not examined: at most %d a run",
+				 skip, BBX_GROUP_MODULES_MAX);
+			note_prepend(note, notelen, why);
+			break;
+		}
 		rc = bbx_symbolise(fr, addrs, flags, k, &m, 1, &so, note, notelen);
 		for (size_t j = 0; j < k; j++) {
 			c->v[i + j].fr = fr[j];

@@ -17,6 +17,10 @@
 
 /* In-app frames a signature is made of, at most (inlined calls count). */
 #define BBX_GROUP_FRAMES 5
+/* Modules a symbol cache has looked up at most (a collector's entries are
+ * their senders' word: one with thousands of build ids costs no more);
+ * each one within the symboliser's budgets (bb-extract(1), SYMBOLS). */
+#define BBX_GROUP_MODULES_MAX 256
 /* Bytes of the "top frames" text of a group. */
 #define BBX_GROUP_TOP_MAX 512
 

@@ -87,17 +87,27 @@ static struct {
 	bool absent[NOUR_FIELDS];
 } fields_of;
 
+/* Field names read at most: a file with more (a sender's doing) gets
+ * every field looked up. */
+#define FIELD_NAMES_MAX 65536
+
 static void learn_fields(sd_journal *j)
 {
 	const char *f;
+	size_t n = 0;
+	int r;
 
-	fields_of.j = j;
+	fields_of.j = NULL;
 	for (size_t i = 0; i < NOUR_FIELDS; i++)
 		fields_of.absent[i] = true;
-	SD_JOURNAL_FOREACH_FIELD(j, f)
+	sd_journal_restart_fields(j);
+	while ((r = sd_journal_enumerate_fields(j, &f)) > 0 && ++n <= FIELD_NAMES_MAX)
 		for (size_t i = 0; i < NOUR_FIELDS; i++)
 			if (!strcmp(f, our_fields[i]))
 				fields_of.absent[i] = false;
+	/* an error or too many names: nothing is known to be absent */
+	if (r == 0)
+		fields_of.j = j;
 }
 
 static bool known_absent(const sd_journal *j, const char *field)
