@@ -31,6 +31,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "../shared/hex.h"
 #include "demangle.h"
 #include "resolve.h"
 #include "sandbox.h"
@@ -955,17 +956,13 @@ static int resolve(const struct bbx_symreq *q, Dwfl_Module *mod, bool dwarf,
  */
 static int module_by_build_id(const struct bbx_symreq *q, char **name)
 {
-	static const char hex[] = "0123456789abcdef";
 	static const char *const suffix[] = { "", ".debug" };
 	char h[2 * BBX_SYM_BUILD_ID_MAX + 1], dir[PATH_MAX], path[PATH_MAX + 160];
 	int fd = -1;
 
 	if (q->build_id_len < 2)
 		return -1;
-	for (size_t i = 0; i < q->build_id_len; i++) {
-		h[2 * i] = hex[q->build_id[i] >> 4];
-		h[2 * i + 1] = hex[q->build_id[i] & 15];
-	}
+	bb__hex(h, q->build_id, q->build_id_len);
 	h[2 * q->build_id_len] = '\0';
 	for (size_t s = 0; s < 2 && fd < 0; s++) {
 		const char *p = dbg.path;

@@ -38,13 +38,11 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
-import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
-from journalns import (JOURNALD, MESSAGE_ID, REMOTE, UPLOAD, Daemons, Failed,  # noqa: E402
-                       check, enter, entries, free_port, mount, port_open, private_dirs,
-                       run, wait_for)
+from journalns import (JOURNALD, REMOTE, UPLOAD, Daemons, check, enter,  # noqa: E402
+                       entries, free_port, mount, port_open, private_dirs, rmdir_retry, run,
+                       run_suite, wait_for)
 
 HOSTS = ("web-01", "web-02", "web-03")
 
@@ -339,12 +337,7 @@ class Fleet:
                 p.wait(10)
         self.d.stop_all()
         for cg in self.cgroups:
-            for _ in range(100):
-                try:
-                    os.rmdir(cg)
-                    break
-                except OSError:
-                    time.sleep(0.05)
+            rmdir_retry(cg)
         if getattr(self, "logs", None):
             self.logs.close()
 
@@ -355,20 +348,7 @@ def main():
         print("usage: fleet_e2e.py BB_REAP BB_EXTRACT SRC INCDIR LIBBLACKBOX_A SANITIZE CC...")
         return 2
     enter(sys.argv, "fleet_e2e", timeout=600)
-    t = Fleet(argv)
-    try:
-        t.main()
-        return 0
-    except Failed as e:
-        print("fleet_e2e: FAILED: %s" % e)
-        return 1
-    except Exception:
-        traceback.print_exc()
-        return 1
-    finally:
-        t.cleanup()
-        if getattr(t, "work", None) and not os.environ.get("BBJ_KEEP"):
-            shutil.rmtree(t.work, ignore_errors=True)
+    return run_suite(Fleet(argv), "fleet_e2e")
 
 
 if __name__ == "__main__":
