@@ -253,26 +253,28 @@ static bool hex_num(const char *s, size_t n, uint64_t *v)
 	return true;
 }
 
+size_t bbx_unhex(const char *h, size_t n, uint8_t *out, size_t max)
+{
+	if (!n || n % 2 || n / 2 > max)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (hexval(h[i]) < 0)
+			return 0;
+	for (size_t i = 0; i < n / 2; i++)
+		out[i] = (uint8_t)(hexval(h[2 * i]) << 4 | hexval(h[2 * i + 1]));
+	return n / 2;
+}
+
 /* "<module>+0x<offset>[ <build id>]" of @n bytes at @s into @f. */
 static int parse_module(const char *s, size_t n, struct bbx_sframe *f)
 {
 	const char *sp = memrchr(s, ' ', n), *plus;
-	size_t idn = 0, k;
 
 	/* the last word is a build id when it is an even number of hex
 	 * digits; a module path may hold spaces, never a "+0x" at its end */
-	if (sp) {
-		idn = n - (size_t)(sp - s) - 1;
-		for (k = 0; k < idn && hexval(sp[1 + k]) >= 0; k++)
-			;
-		if (k == idn && idn && idn % 2 == 0 && idn <= 2 * sizeof(f->build_id)) {
-			for (k = 0; k < idn / 2; k++)
-				f->build_id[k] = (uint8_t)(hexval(sp[1 + 2 * k]) << 4 |
-							   hexval(sp[2 + 2 * k]));
-			f->build_id_len = idn / 2;
-			n = (size_t)(sp - s);
-		}
-	}
+	if (sp && (f->build_id_len = bbx_unhex(sp + 1, n - (size_t)(sp - s) - 1, f->build_id,
+					       sizeof(f->build_id))))
+		n = (size_t)(sp - s);
 	plus = NULL;
 	for (const char *p = s; p + 2 < s + n; p++)
 		if (p[0] == '+' && p[1] == '0' && p[2] == 'x')

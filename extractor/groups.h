@@ -83,6 +83,10 @@ int bbx_stack_parse(const char *s, size_t len, const char *kinds, bool signal_cr
 		    struct bbx_sframe **out);
 void bbx_stack_free(struct bbx_sframe *f, size_t n);
 
+/* @n lowercase hex digits at @h as bytes into @out (at most @max): their
+ * number, or 0 when they are not an even number of such digits or more. */
+size_t bbx_unhex(const char *h, size_t n, uint8_t *out, size_t max);
+
 /*
  * A cache of symbolised frames over many entries: each (owner, build id,
  * offset, kind) is looked up once, the frames of one module together in

@@ -529,21 +529,6 @@ static void gset_free(struct gset *g)
 	memset(g, 0, sizeof(*g));
 }
 
-/* BB_BUILD_ID as bytes. */
-static size_t hex_bytes(const char *h, uint8_t *out, size_t max)
-{
-	size_t n = strlen(h);
-
-	if (!n || n % 2 || n / 2 > max || strspn(h, "0123456789abcdef") != n)
-		return 0;
-	for (size_t i = 0; i < n / 2; i++) {
-		char b[3] = { h[2 * i], h[2 * i + 1], '\0' };
-
-		out[i] = (uint8_t)strtoul(b, NULL, 16);
-	}
-	return n / 2;
-}
-
 /* The frames of @g worth symbolising for its group: its executable's and
  * those of modules that are not the system's (groups.c). */
 static int want_symbols(struct gset *gs, const struct gent *g)
@@ -588,7 +573,7 @@ static int take_gent(const struct bbx_jsel *s, size_t src, sd_journal *j,
 	get(j, "BB_UNIT", g->unit, sizeof(g->unit));
 	get(j, "BB_RELEASE", g->release, sizeof(g->release));
 	get(j, "BB_BUILD_ID", g->build, sizeof(g->build));
-	g->exelen = hex_bytes(g->build, g->exe, sizeof(g->exe));
+	g->exelen = bbx_unhex(g->build, strlen(g->build), g->exe, sizeof(g->exe));
 	g->suppressed = get_num(j, "BB_SUPPRESSED", 0);
 	if (sd_journal_get_cursor(j, &g->cursor) < 0) {
 		free(stack);
