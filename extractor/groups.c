@@ -414,7 +414,7 @@ int bbx_symcache_add(struct bbx_symcache *c, const struct bbx_sframe *f, uint32_
 	if (!f->module || !f->build_id_len || (f->flags & BB_CRASH_FRAME_SIGNAL))
 		return 0;
 	key_of(&k, f, owner);
-	if (c->sorted && bsearch(&k, c->v, c->n, sizeof(k), key_cmp))
+	if (c->sorted && c->n && bsearch(&k, c->v, c->n, sizeof(k), key_cmp))
 		return 0;
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? 2 * c->cap : 256;
@@ -449,12 +449,14 @@ static void settle(struct bbx_symcache *c)
 
 	if (c->sorted)
 		return;
+	c->sorted = true;
+	if (!c->n)
+		return;
 	qsort(c->v, c->n, sizeof(*c->v), key_cmp);
 	for (size_t i = 0; i < c->n; i++)
 		if (!w || key_cmp(&c->v[w - 1], &c->v[i]))
 			c->v[w++] = c->v[i];
 	c->n = w;
-	c->sorted = true;
 }
 
 /* "@what; " in front of @note (what the user must see first). */
@@ -540,7 +542,7 @@ void bbx_symcache_frames(const struct bbx_symcache *c, const struct bbx_sframe *
 		const struct skey *hit = NULL;
 		struct skey k;
 
-		if (f[i].module && f[i].build_id_len && c && c->sorted) {
+		if (f[i].module && f[i].build_id_len && c && c->sorted && c->n) {
 			key_of(&k, &f[i], owner);
 			hit = bsearch(&k, c->v, c->n, sizeof(k), key_cmp);
 		}
