@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "extract.h"
@@ -43,7 +44,8 @@ static void usage(FILE *f)
 "Usage: %s [OPTION]... PID\n"
 "       %s [OPTION]... --path FILE\n"
 "       %s [OPTION]... --all | --list\n"
-"       %s [OPTION]... --journal | --journal-directory DIR  --list | PID | --cursor C\n"
+"       %s [OPTION]... --journal | --journal-directory DIR  --list | --groups |\n"
+"                    PID | --cursor C | --group ID\n"
 "Read the flight-recorder box of process PID (the box it maps now, or the\n"
 "newest one it left), of a box file, or of every box in the directory.\n"
 "The crash record (if any) comes first, then the state table, then the\n"
@@ -66,10 +68,19 @@ static void usage(FILE *f)
 "                    journal: --list them, or extract PID's\n"
 "      --journal-directory DIR  the same from the journal files in DIR\n"
 "                    (a collector's systemd-journal-remote output)\n"
-"      --machine ID  with PID: the box of that machine (_MACHINE_ID)\n"
+"      --machine ID  with PID: the box of that machine (_MACHINE_ID); with\n"
+"                    --list, --groups, --group: that machine's entries\n"
 "      --boot ID     with PID: the box of that boot (BB_BOOT_ID)\n"
 "      --cursor C    the box of that journal entry (named when entries\n"
 "                    disagree, shown by --list --json)\n"
+"      --groups      with --journal: the crash groups (one bug each): count,\n"
+"                    hosts, first and last seen, builds, units, top frames\n"
+"      --group ID    with --list or --groups: that group's entries only;\n"
+"                    alone: extract the newest box of that group\n"
+"      --since T, --until T  with --list, --groups, --group: entries from,\n"
+"                    until T (YYYY-MM-DD[THH:MM[:SS]] UTC, @EPOCH, -N[smhd])\n"
+"      --comm NAME, --unit UNIT, --state crashed|orphaned  the same, of that\n"
+"                    command, unit, liveness\n"
 "      --untrusted   with --journal --list: also the entries with our\n"
 "                    MESSAGE_ID that root's bb-reap did not send, flagged\n"
 "      --no-symbols  crash frames as module+offset only (no symboliser runs)\n"
@@ -84,7 +95,8 @@ static void usage(FILE *f)
 "      --no-uring    write output with write(2) (the default)\n"
 "  -h, --help        this help\n"
 "  -V, --version     version\n"
-"\n"
+"\n", PROG, PROG, PROG, PROG, BB_DEFAULT_DIR);
+	fprintf(f,
 "Options may stand before or after PID.\n"
 "\n"
 "Exit status:\n"
@@ -100,8 +112,7 @@ static void usage(FILE *f)
 "     while being read\n"
 "  5  PID: boxes of different owners claim it and none can be trusted over\n"
 "     the others; they are named: read one with --path (journal entries\n"
-"     that disagree, or come from several senders: --cursor)\n",
-		PROG, PROG, PROG, PROG, BB_DEFAULT_DIR);
+"     that disagree, or come from several senders: --cursor)\n");
 }
 
 static void usage_error(const char *fmt, ...)
@@ -154,7 +165,63 @@ static void add_debug_dir(struct opts *o, const char *dir)
 
 enum { OPT_ANY_OWNER = 256, OPT_NO_URING, OPT_URING, OPT_NO_SYMBOLS, OPT_DEBUG_DIR,
        OPT_DEBUGINFOD, OPT_JOURNAL, OPT_JOURNAL_DIR, OPT_MACHINE, OPT_BOOT, OPT_CURSOR,
-       OPT_UNTRUSTED, OPT_RAW_NAMES };
+       OPT_UNTRUSTED, OPT_RAW_NAMES, OPT_GROUPS, OPT_GROUP, OPT_SINCE, OPT_UNTIL, OPT_COMM,
+       OPT_UNIT, OPT_STATE };
+
+/*
+ * A point in time for --since / --until, as CLOCK_REALTIME microseconds:
+ * "YYYY-MM-DD", "YYYY-MM-DDTHH:MM[:SS]" (UTC; a space for the T, a
+ * trailing Z allowed), "@SECONDS" since the epoch, "-N" followed by s, m,
+ * h or d: that long ago.
+ */
+static int64_t parse_time(const char *opt, const char *s)
+{
+	struct tm tm = { 0 };
+	char *end;
+	long long v;
+	int n = 0;
+
+	errno = 0;
+	if (s[0] == '@' || s[0] == '-') {
+		static const char units[] = "smhd";
+		static const long long mult[] = { 1, 60, 3600, 86400 };
+		const char *u;
+
+		v = strtoll(s + 1, &end, 10);
+		if (errno || end == s + 1 || v < 0 || v > 100000LL * 86400)
+			usage_error("%s '%s': not a time", opt, s);
+		if (s[0] == '@' && !*end)
+			return v * 1000000;
+		if (s[0] == '-' && *end && !end[1] && (u = strchr(units, *end)))
+			return (int64_t)time(NULL) * 1000000 - v * mult[u - units] * 1000000;
+		usage_error("%s '%s': not a time", opt, s);
+		return 0;
+	}
+	if (sscanf(s, "%4d-%2d-%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &n) != 3)
+		usage_error("%s '%s': not a time (YYYY-MM-DD[THH:MM[:SS]], @EPOCH, -N[smhd])",
+			    opt, s);
+	s += n;
+	if (*s == 'T' || *s == ' ') {
+		n = 0;
+		if (sscanf(s + 1, "%2d:%2d%n", &tm.tm_hour, &tm.tm_min, &n) != 2)
+			usage_error("%s: not a time of day after the date", opt);
+		s += 1 + n;
+		if (*s == ':') {
+			n = 0;
+			if (sscanf(s + 1, "%2d%n", &tm.tm_sec, &n) != 1)
+				usage_error("%s: not seconds after the minutes", opt);
+			s += 1 + n;
+		}
+	}
+	if (*s == 'Z')
+		s++;
+	if (*s || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
+	    tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
+		usage_error("%s: not a time (YYYY-MM-DD[THH:MM[:SS]], @EPOCH, -N[smhd])", opt);
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	return (int64_t)timegm(&tm) * 1000000;
+}
 
 /* One option from getopt_long() (1: a pid) into @o; exits on errors,
  * --help and --version. */
@@ -196,6 +263,17 @@ static void set_option(int ch, char **argv, struct opts *o)
 	case OPT_BOOT: o->boot = optarg; break;
 	case OPT_CURSOR: o->cursor = optarg; break;
 	case OPT_UNTRUSTED: o->untrusted = true; break;
+	case OPT_GROUPS: o->groups = true; break;
+	case OPT_GROUP: o->group = optarg; break;
+	case OPT_SINCE: o->since_us = parse_time("--since", optarg); break;
+	case OPT_UNTIL: o->until_us = parse_time("--until", optarg); break;
+	case OPT_COMM: o->comm = optarg; break;
+	case OPT_UNIT: o->unit = optarg; break;
+	case OPT_STATE:
+		if (strcmp(optarg, "crashed") && strcmp(optarg, "orphaned"))
+			usage_error("--state '%s': crashed or orphaned", optarg);
+		o->state = optarg;
+		break;
 	case 'h':
 		usage(stdout);
 		exit(EXIT_CLEAN);
@@ -232,11 +310,22 @@ static void check_args(const struct opts *o)
 		if (o->untrusted && !o->list)
 			usage_error("--untrusted lists entries: give it with --list (only "
 				    "bb-reap's entries are ever extracted)");
-	} else if (o->machine || o->boot || o->cursor || o->untrusted) {
-		usage_error("--machine, --boot, --cursor and --untrusted choose among journal "
+		if (o->groups && o->list)
+			usage_error("give one of --list and --groups");
+		if ((o->since_us || o->until_us || o->comm || o->unit || o->state) &&
+		    !(o->list || o->groups || o->group))
+			usage_error("--since, --until, --comm, --unit and --state choose entries "
+				    "for --list, --groups or --group");
+		if (o->group && (o->pid || o->cursor))
+			usage_error("--group chooses a box itself: give it without PID or --cursor");
+	} else if (o->machine || o->boot || o->cursor || o->untrusted || o->groups || o->group ||
+		   o->since_us || o->until_us || o->comm || o->unit || o->state) {
+		usage_error("--machine, --boot, --cursor, --untrusted, --groups, --group, "
+			    "--since, --until, --comm, --unit and --state choose among journal "
 			    "entries: give --journal or --journal-directory");
 	}
-	nsrc = !!o->pid + !!o->path + o->list + o->all + (o->cursor && !o->pid);
+	nsrc = !!o->pid + !!o->path + (o->list || o->groups) + o->all + (o->cursor && !o->pid) +
+	       (o->group && !o->list && !o->groups);
 	if (nsrc == 0)
 		usage_error("nothing to read: give a PID, --path FILE, --list or --all");
 	if (nsrc > 1)
@@ -274,6 +363,13 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "boot",      required_argument, NULL, OPT_BOOT },
 		{ "cursor",    required_argument, NULL, OPT_CURSOR },
 		{ "untrusted", no_argument,       NULL, OPT_UNTRUSTED },
+		{ "groups",    no_argument,       NULL, OPT_GROUPS },
+		{ "group",     required_argument, NULL, OPT_GROUP },
+		{ "since",     required_argument, NULL, OPT_SINCE },
+		{ "until",     required_argument, NULL, OPT_UNTIL },
+		{ "comm",      required_argument, NULL, OPT_COMM },
+		{ "unit",      required_argument, NULL, OPT_UNIT },
+		{ "state",     required_argument, NULL, OPT_STATE },
 		{ "help",      no_argument,       NULL, 'h' },
 		{ "version",   no_argument,       NULL, 'V' },
 		{ NULL, 0, NULL, 0 },

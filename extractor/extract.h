@@ -47,6 +47,10 @@ struct opts {
 	bool journal;        /* --journal, --journal-directory: journal.c */
 	const char *journal_dir, *machine, *boot, *cursor;
 	bool untrusted;      /* --untrusted: --list shows entries not from bb-reap too */
+	bool groups;         /* --groups: the crash groups of the entries */
+	const char *group;   /* --group ID: those of a group; alone, its newest box */
+	const char *comm, *unit, *state; /* --comm, --unit, --state: filters */
+	int64_t since_us, until_us; /* --since, --until (0: none), CLOCK_REALTIME us */
 	/* A box taken out of a journal entry (journal.c) has no file, so no
 	 * file owner: whose it is comes from what the entry proves. */
 	bool entry;
@@ -93,6 +97,16 @@ int bbx_struct_record(const struct bb_record *rec, void *arg);
 
 /* preamble.c: the crash block, then the state table, before any record */
 int bbx_preamble(struct ctx *c);
+struct bbx_sym_opts;
+struct bbx_frame;
+/* The symboliser's options from the command line, for a box of @owner
+ * (who proves it: preamble.c, box_owner()). */
+void bbx_sym_opts_init(const struct opts *o, uint32_t owner, struct bbx_sym_opts *so);
+/* The frames of @cr (resolved in @fr) as the crash block prints them. */
+void bbx_crash_frames_text(struct bbx_out *o, const struct bb_crash *cr,
+			   const struct bbx_frame *fr, bool raw);
+/* One frame as a JSON / CBOR map, as the crash record has it. */
+void bbx_frame_struct(struct bbx_em *em, const struct bbx_frame *f, bool raw);
 
 /* report.c */
 const char *bbx_clock_desc(const struct bb_box_info *in);

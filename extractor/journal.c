@@ -49,8 +49,10 @@
 #include <blackbox/reader.h>
 
 #include "extract.h"
+#include "groups.h"
 #include "journal.h"
 #include "journal-fields.h"
+#include "symbols.h"
 
 #define FIELD_MAX   (64u << 10) /* bytes of a field kept (but BB_BOX) */
 #define SHOW_MAX    (1u << 20)  /* bytes of a field printed (BB_RECORDS ...) */
@@ -64,6 +66,60 @@
 
 /* ---- fields ------------------------------------------------------------- */
 
+/*
+ * The fields read here that no entry of the journal being read has.
+ * Looking up a field an entry lacks compares the name of every one of its
+ * items, and libsystemd decompresses each compressed item (BB_BOX, up to
+ * 128 KiB of it, with a fresh zstd context) to do so: two thirds of a
+ * --list's time.  sd_journal_enumerate_fields() reads the files' field
+ * objects and decompresses nothing.
+ */
+static const char *const our_fields[] = {
+	"BB_BOOT_ID", "BB_BOX_ATTACHED", "BB_BOX_SIZE", "BB_BUILD_ID", "BB_COMM",
+	"BB_CRASH_KIND", "BB_LIVENESS", "BB_PID", "BB_RELEASE", "BB_SIGNAL", "BB_SIGNAL_NAME",
+	"BB_STACK", "BB_STACK_KINDS", "BB_STARTTIME", "BB_SUPPRESSED", "BB_UID", "BB_UNIT",
+	"MESSAGE", "_HOSTNAME", "_MACHINE_ID", "_TRANSPORT", "_UID", "BB_OOM_KILL",
+};
+#define NOUR_FIELDS (sizeof(our_fields) / sizeof(our_fields[0]))
+
+static struct {
+	const sd_journal *j;
+	bool absent[NOUR_FIELDS];
+} fields_of;
+
+/* Field names read at most: a file with more (a sender's doing) gets
+ * every field looked up. */
+#define FIELD_NAMES_MAX 65536
+
+static void learn_fields(sd_journal *j)
+{
+	const char *f;
+	size_t n = 0;
+	int r;
+
+	fields_of.j = NULL;
+	for (size_t i = 0; i < NOUR_FIELDS; i++)
+		fields_of.absent[i] = true;
+	sd_journal_restart_fields(j);
+	while ((r = sd_journal_enumerate_fields(j, &f)) > 0 && ++n <= FIELD_NAMES_MAX)
+		for (size_t i = 0; i < NOUR_FIELDS; i++)
+			if (!strcmp(f, our_fields[i]))
+				fields_of.absent[i] = false;
+	/* an error or too many names: nothing is known to be absent */
+	if (r == 0)
+		fields_of.j = j;
+}
+
+static bool known_absent(const sd_journal *j, const char *field)
+{
+	if (j != fields_of.j)
+		return false;
+	for (size_t i = 0; i < NOUR_FIELDS; i++)
+		if (!strcmp(field, our_fields[i]))
+			return fields_of.absent[i];
+	return false;
+}
+
 /* A field's value ("" when absent), at most @max bytes, NUL-terminated. */
 static size_t get(sd_journal *j, const char *field, char *buf, size_t max)
 {
@@ -71,7 +127,8 @@ static size_t get(sd_journal *j, const char *field, char *buf, size_t max)
 	size_t l, k = strlen(field);
 
 	buf[0] = '\0';
-	if (sd_journal_get_data(j, field, &d, &l) < 0 || l <= k || memcmp(d, field, k) ||
+	if (known_absent(j, field) ||
+	    sd_journal_get_data(j, field, &d, &l) < 0 || l <= k || memcmp(d, field, k) ||
 	    ((const char *)d)[k] != '=')
 		return 0;
 	l -= k + 1;
@@ -307,6 +364,13 @@ static int check_sel(const struct bbx_jsel *s, char *err, size_t errlen)
 	return 0;
 }
 
+static void close_src(sd_journal *j)
+{
+	if (fields_of.j == j)
+		fields_of.j = NULL; /* the next journal may get its address */
+	sd_journal_close(j);
+}
+
 /* Open source @src and add the matches of @s.  0 or -errno (@err set). */
 static int open_src(const struct bbx_jsel *s, const struct jsrc *src, sd_journal **jp,
 		    char *err, size_t errlen)
@@ -337,11 +401,12 @@ static int open_src(const struct bbx_jsel *s, const struct jsrc *src, sd_journal
 		r = match(j, "BB_BOOT_ID", id);
 	if (r < 0) {
 		snprintf(err, errlen, "journal match: %s", strerror(-r));
-		sd_journal_close(j);
+		close_src(j);
 		return r;
 	}
 	/* nothing here needs a field whole but BB_BOX (threshold 0 then) */
 	sd_journal_set_data_threshold(j, FIELD_MAX);
+	learn_fields(j);
 	*jp = j;
 	return 0;
 }
@@ -355,7 +420,7 @@ struct jentry {
 	char     uid_raw[16], transport[16]; /* _UID, _TRANSPORT as journald (or the uploader) put them */
 	long long pid, uid, starttime, signal, box_size;
 	uint64_t usec;
-	bool     has_box, trusted;
+	bool     has_box, trusted, oom; /* oom: BB_OOM_KILL=1, the kernel's OOM killer */
 };
 
 static void esc_field(sd_journal *j, const char *field, char *out, size_t outlen, size_t max)
@@ -381,31 +446,503 @@ static void read_entry(sd_journal *j, struct jentry *e)
 	esc_field(j, "BB_COMM", e->comm, sizeof(e->comm), 64);
 	esc_field(j, "BB_UNIT", e->unit, sizeof(e->unit), 256);
 	esc_field(j, "BB_LIVENESS", e->liveness, sizeof(e->liveness), WORD_MAX);
-	esc_field(j, "BB_SIGNAL_NAME", e->signame, sizeof(e->signame), WORD_MAX);
+	/* a death without a word has no crash fields: not looked up */
+	if (!strcmp(e->liveness, "crashed"))
+		esc_field(j, "BB_SIGNAL_NAME", e->signame, sizeof(e->signame), WORD_MAX);
+	else
+		e->oom = get_num(j, "BB_OOM_KILL", 0) == 1;
 	e->trusted = sent_by_root(j, raw, sizeof(raw), e->transport, sizeof(e->transport));
 	bb_escape_text(raw, strnlen(raw, 8), e->uid_raw, sizeof(e->uid_raw));
 	e->pid = get_num(j, "BB_PID", -1);
 	e->uid = get_num(j, "BB_UID", -1);
 	e->starttime = get_num(j, "BB_STARTTIME", -1);
-	e->signal = get_num(j, "BB_SIGNAL", -1);
+	e->signal = strcmp(e->liveness, "crashed") ? -1 : get_num(j, "BB_SIGNAL", -1);
 	e->box_size = get_num(j, "BB_BOX_SIZE", -1);
 	if (sd_journal_get_realtime_usec(j, &e->usec) < 0)
 		e->usec = 0;
 	e->time[bbx_fmt_time(e->time, (int64_t)(e->usec > INT64_MAX / 1000 ? 0 : e->usec * 1000))] =
 		'\0';
-	/* is BB_BOX there?  With the threshold, only its first bytes are read */
-	e->has_box = sd_journal_get_data(j, "BB_BOX", &d, &l) >= 0;
+	/* is BB_BOX there?  bb-reap says so in BB_BOX_ATTACHED; asking for
+	 * BB_BOX itself decompresses it whole (the threshold only cuts what
+	 * is returned), so only an entry without that field is asked */
+	e->has_box = get(j, "BB_BOX_ATTACHED", raw, sizeof(raw)) ? !strcmp(raw, "1")
+		   : sd_journal_get_data(j, "BB_BOX", &d, &l) >= 0;
+}
+
+
+/* ---- filters and crash groups ------------------------------------------ */
+
+/* --since, --until, --comm, --unit, --state (--machine and --boot are
+ * journal matches, open_src()). */
+static bool wanted(const struct bbx_jsel *s, sd_journal *j, const struct jentry *e)
+{
+	const struct opts *o = s->opt;
+	char buf[4 * 256 + 1];
+
+	if (!o)
+		return true;
+	if ((o->since_us && e->usec < (uint64_t)o->since_us) ||
+	    (o->until_us && e->usec > (uint64_t)o->until_us))
+		return false;
+	if (o->comm && (get(j, "BB_COMM", buf, sizeof(buf)), strcmp(buf, o->comm)))
+		return false;
+	if (o->unit && (get(j, "BB_UNIT", buf, sizeof(buf)), strcmp(buf, o->unit)))
+		return false;
+	if (o->state && (get(j, "BB_LIVENESS", buf, sizeof(buf)), strcmp(buf, o->state)))
+		return false;
+	return true;
+}
+
+/* One entry as a group sees it. */
+struct gent {
+	size_t             src;
+	uint64_t           usec;
+	char              *cursor;
+	struct bbx_sframe *f;
+	size_t             nf;
+	uint32_t           owner;  /* whose privileges its symbols are parsed with */
+	uint8_t            exe[64];/* BB_BUILD_ID */
+	size_t             exelen;
+	char               comm[64 + 1], host[64 + 1], machine[33], unit[256 + 1];
+	char               release[128 + 1], build[2 * 64 + 1], time[BBX_TIME_MAX];
+	bool               crashed, has_box;
+	int                signal;
+	long long          suppressed;
+	struct bbx_sig     sig;
+	struct jentry      e;      /* what --list prints of it */
+};
+
+struct gset {
+	struct gent *v;
+	size_t       n, cap;
+	struct bbx_symcache *cache;
+};
+
+static void gset_free(struct gset *g)
+{
+	for (size_t i = 0; i < g->n; i++) {
+		free(g->v[i].cursor);
+		bbx_stack_free(g->v[i].f, g->v[i].nf);
+	}
+	free(g->v);
+	bbx_symcache_free(g->cache);
+	memset(g, 0, sizeof(*g));
+}
+
+/* The frames of @g worth symbolising for its group: its executable's and
+ * those of modules that are not the system's (groups.c). */
+static int want_symbols(struct gset *gs, const struct gent *g)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < g->nf && !r; i++) {
+		const struct bbx_sframe *f = &g->f[i];
+		bool exe = g->exelen && f->build_id_len == g->exelen &&
+			   !memcmp(f->build_id, g->exe, g->exelen);
+
+		if (f->module && (exe || !bbx_module_is_system(f->module)))
+			r = bbx_symcache_add(gs->cache, f, g->owner);
+	}
+	return r;
+}
+
+/* The entry at @j into @g (its stack parsed, nothing symbolised yet). */
+static int take_gent(const struct bbx_jsel *s, size_t src, sd_journal *j,
+		     const struct jentry *e, struct gent *g)
+{
+	char *stack = malloc(FIELD_MAX), kinds[BB_CRASH_MAX_FRAMES + 1], kind[16];
+	size_t n;
+	int r;
+
+	memset(g, 0, sizeof(*g));
+	if (!stack)
+		return -ENOMEM;
+	g->src = src;
+	g->e = *e;
+	g->usec = e->usec;
+	memcpy(g->time, e->time, sizeof(g->time));
+	g->crashed = !strcmp(e->liveness, "crashed");
+	g->has_box = e->has_box;
+	/* a death without a word: whether the OOM killer did it */
+	g->signal = e->signal > 0 && e->signal < 1024 ? (int)e->signal : e->oom;
+	g->owner = s->dir || !e->trusted || e->uid < 0 || e->uid > UINT32_MAX
+		   ? NOBODY_UID : (uint32_t)e->uid;
+	get(j, "BB_COMM", g->comm, sizeof(g->comm));
+	get(j, "_HOSTNAME", g->host, sizeof(g->host));
+	snprintf(g->machine, sizeof(g->machine), "%s", e->machine);
+	get(j, "BB_UNIT", g->unit, sizeof(g->unit));
+	get(j, "BB_RELEASE", g->release, sizeof(g->release));
+	get(j, "BB_BUILD_ID", g->build, sizeof(g->build));
+	g->exelen = bbx_unhex(g->build, strlen(g->build), g->exe, sizeof(g->exe));
+	g->suppressed = get_num(j, "BB_SUPPRESSED", 0);
+	if (sd_journal_get_cursor(j, &g->cursor) < 0) {
+		free(stack);
+		return -ENOMEM;
+	}
+	n = 0;
+	if (g->crashed) {
+		n = get(j, "BB_STACK", stack, FIELD_MAX);
+		kinds[0] = kind[0] = '\0';
+		if (n)
+			get(j, "BB_STACK_KINDS", kinds, sizeof(kinds));
+		if (n)
+			get(j, "BB_CRASH_KIND", kind, sizeof(kind));
+	}
+	r = n ? bbx_stack_parse(stack, n, kinds, strcmp(kind, "fatal") != 0, &g->f) : 0;
+	free(stack);
+	if (r < 0)
+		return r;
+	g->nf = (size_t)r;
+	return 0;
+}
+
+/*
+ * The entries of @s (its filters applied, and --group when @by_group) with
+ * their groups, in the order --list reads them: every source, oldest
+ * first.  The frames that decide a group are symbolised together, each
+ * module once (unless --no-symbols).  Returns 0 or an exit code (@err).
+ */
+static int collect(const struct bbx_jsel *s, const struct jsrcs *srcs, struct gset *gs,
+		   char *err, size_t errlen)
+{
+	struct bbx_frame *fr = calloc(BB_CRASH_MAX_FRAMES, sizeof(*fr));
+	struct jentry e;
+	int r = 0;
+
+	memset(gs, 0, sizeof(*gs));
+	if (!fr || !(gs->cache = bbx_symcache_new())) {
+		free(fr);
+		snprintf(err, errlen, "out of memory");
+		return EXIT_FAILURE_;
+	}
+	for (size_t i = 0; i < srcs->n && !r; i++) {
+		sd_journal *j;
+
+		if (open_src(s, &srcs->v[i], &j, err, errlen) < 0) {
+			if (!s->dir) {
+				free(fr);
+				return EXIT_NOBOX;
+			}
+			bbx_msg(NULL, "%s", err);
+			err[0] = '\0';
+			continue;
+		}
+		SD_JOURNAL_FOREACH(j) {
+			read_entry(j, &e);
+			if (!wanted(s, j, &e))
+				continue;
+			if (gs->n == gs->cap) {
+				size_t cap = gs->cap ? 2 * gs->cap : 64;
+				struct gent *v = realloc(gs->v, cap * sizeof(*v));
+
+				if (!v) {
+					r = -ENOMEM;
+					break;
+				}
+				gs->v = v;
+				gs->cap = cap;
+			}
+			r = take_gent(s, i, j, &e, &gs->v[gs->n]);
+			if (r < 0)
+				break;
+			gs->n++;
+			if ((r = want_symbols(gs, &gs->v[gs->n - 1])) < 0)
+				break;
+		}
+		close_src(j);
+	}
+	if (!r && s->opt && !s->opt->no_symbols) {
+		struct bbx_sym_opts so;
+		char note[2048] = "";
+
+		bbx_sym_opts_init(s->opt, NOBODY_UID, &so);
+		r = bbx_symcache_resolve(gs->cache, &so, note, sizeof(note));
+		/* --list shows groups, not frames: why a module has no names is
+		 * for --groups and --group to say */
+		if (note[0] && !s->opt->quiet && (s->opt->groups || s->opt->group))
+			bbx_msg("journal", "symbols: %s", note);
+	}
+	for (size_t k = 0; k < gs->n && !r; k++) {
+		struct gent *g = &gs->v[k];
+
+		bbx_symcache_frames(gs->cache, g->f, g->nf, g->owner, fr);
+		bbx_signature(fr, g->nf, g->crashed, g->exe, g->exelen, g->comm, g->signal, &g->sig);
+	}
+	free(fr);
+	if (r < 0) {
+		snprintf(err, errlen, "out of memory");
+		return EXIT_FAILURE_;
+	}
+	return 0;
+}
+
+/* --group ID: 16 hex digits. */
+static bool group_ok(const char *id)
+{
+	return strlen(id) == 16 && strspn(id, "0123456789abcdef") == 16;
+}
+
+static bool in_group(const struct bbx_jsel *s, const struct gent *g)
+{
+	return !s->opt || !s->opt->group || !strcmp(g->sig.id, s->opt->group);
+}
+
+/* ---- --groups ----------------------------------------------------------- */
+
+/* Distinct strings, with a count each (a group's hosts, builds, units). */
+struct tally {
+	const char *v[64];
+	const char *extra[64];  /* the release of a build */
+	size_t      count[64];
+	size_t      n, more;    /* kept, and distinct ones beyond those */
+};
+
+static void tally(struct tally *t, const char *v, const char *extra)
+{
+	if (!v[0])
+		return;
+	for (size_t i = 0; i < t->n; i++)
+		if (!strcmp(t->v[i], v)) {
+			t->count[i]++;
+			if (!t->extra[i] || !t->extra[i][0])
+				t->extra[i] = extra;
+			return;
+		}
+	if (t->n == 64) {
+		t->more++; /* counted once per entry: "at least" */
+		return;
+	}
+	t->v[t->n] = v;
+	t->extra[t->n] = extra;
+	t->count[t->n++] = 1;
+}
+
+/* One group: the entries @idx[0..n) of @gs (oldest first). */
+struct group {
+	const size_t *idx;
+	size_t        n;
+	long long     suppressed;
+};
+
+static const char *kind_name(enum bbx_group_kind k)
+{
+	switch (k) {
+	case BBX_GROUP_APP:      return "app";
+	case BBX_GROUP_SYSTEM:   return "system";
+	case BBX_GROUP_NOSTACK:  return "nostack";
+	default:                 return "orphaned";
+	}
+}
+
+static void put_esc(struct bbx_out *o, const char *s)
+{
+	bbx_put_escaped(o, s, strlen(s));
+}
+
+static void group_text(struct bbx_out *o, const struct gset *gs, const struct group *gr)
+{
+	const struct gent *first = &gs->v[gr->idx[0]], *last = &gs->v[gr->idx[gr->n - 1]];
+	struct tally hosts = { 0 }, builds = { 0 }, units = { 0 };
+	char line[512];
+
+	for (size_t i = 0; i < gr->n; i++) {
+		const struct gent *g = &gs->v[gr->idx[i]];
+
+		tally(&hosts, g->machine, g->host);
+		tally(&builds, g->build, g->release);
+		tally(&units, g->unit, NULL);
+	}
+	snprintf(line, sizeof(line), "%s %7zu %6zu%s  %-30s %-30s %-9s ", last->sig.id, gr->n,
+		 hosts.n, hosts.more ? "+" : " ", first->time, last->time,
+		 last->crashed ? "crashed" : last->e.oom ? "oom-kill" : "orphaned");
+	bbx_out_str(o, line);
+	put_esc(o, last->comm[0] ? last->comm : "-");
+	bbx_out_char(o, '\n');
+	bbx_out_str(o, "    frames: ");
+	put_esc(o, last->sig.top[0] ? last->sig.top : last->e.oom
+		   ? "(killed by the OOM killer: no stack)" : last->sig.kind == BBX_GROUP_ORPHANED
+		   ? "(died without a word: no stack)" : "(no stack)");
+	if (last->sig.kind == BBX_GROUP_SYSTEM)
+		bbx_out_str(o, "  [no in-app frame]");
+	else if (last->sig.kind == BBX_GROUP_APP && !last->sig.named)
+		bbx_out_str(o, "  [not all named: by offset, one build]");
+	bbx_out_str(o, "\n    builds: ");
+	for (size_t i = 0; i < builds.n; i++) {
+		snprintf(line, sizeof(line), "%s%.12s", i ? ", " : "", builds.v[i]);
+		bbx_out_str(o, line);
+		if (builds.extra[i] && builds.extra[i][0]) {
+			bbx_out_str(o, " (");
+			put_esc(o, builds.extra[i]);
+			bbx_out_char(o, ')');
+		}
+		snprintf(line, sizeof(line), " x%zu", builds.count[i]);
+		bbx_out_str(o, line);
+	}
+	if (!builds.n)
+		bbx_out_char(o, '-');
+	if (builds.more) {
+		snprintf(line, sizeof(line), ", and %zu more", builds.more);
+		bbx_out_str(o, line);
+	}
+	bbx_out_str(o, "\n    units: ");
+	for (size_t i = 0; i < units.n; i++) {
+		if (i)
+			bbx_out_str(o, ", ");
+		put_esc(o, units.v[i]);
+	}
+	if (!units.n)
+		bbx_out_char(o, '-');
+	if (gr->suppressed) {
+		snprintf(line, sizeof(line), "\n    not reported: %lld more deaths (--journal-rate)",
+			 gr->suppressed);
+		bbx_out_str(o, line);
+	}
+	bbx_out_char(o, '\n');
+}
+
+static void group_struct(struct bbx_em *em, const struct gset *gs, const struct group *gr,
+			 const struct jsrcs *srcs)
+{
+	const struct gent *first = &gs->v[gr->idx[0]], *last = &gs->v[gr->idx[gr->n - 1]];
+	const struct gent *boxed = NULL;
+	struct tally hosts = { 0 }, builds = { 0 }, units = { 0 };
+
+	for (size_t i = 0; i < gr->n; i++) {
+		const struct gent *g = &gs->v[gr->idx[i]];
+
+		tally(&hosts, g->machine, g->host);
+		tally(&builds, g->build, g->release);
+		tally(&units, g->unit, NULL);
+		if (g->has_box)
+			boxed = g;
+	}
+	bbx_em_map(em);
+	bbx_em_kv_str(em, "group", last->sig.id);
+	bbx_em_kv_str(em, "kind", kind_name(last->sig.kind));
+	bbx_em_kv_str(em, "liveness", last->crashed ? "crashed" : "orphaned");
+	if (!last->crashed) {
+		bbx_em_key(em, "oom_kill");
+		bbx_em_bool(em, last->e.oom);
+	}
+	bbx_em_kv_str(em, "comm", last->comm);
+	bbx_em_kv_u64(em, "count", gr->n);
+	bbx_em_kv_i64(em, "suppressed", gr->suppressed);
+	bbx_em_kv_str(em, "first_seen", first->time);
+	bbx_em_kv_str(em, "last_seen", last->time);
+	bbx_em_kv_str(em, "top_frames", last->sig.top);
+	bbx_em_key(em, "named");
+	bbx_em_bool(em, last->sig.named);
+	bbx_em_kv_u64(em, "machines", hosts.n + hosts.more);
+	bbx_em_key(em, "hosts");
+	bbx_em_array(em);
+	for (size_t i = 0; i < hosts.n; i++) {
+		bbx_em_map(em);
+		bbx_em_kv_str(em, "machine_id", hosts.v[i]);
+		bbx_em_kv_str(em, "host", hosts.extra[i] ? hosts.extra[i] : "");
+		bbx_em_kv_u64(em, "count", hosts.count[i]);
+		bbx_em_end(em);
+	}
+	bbx_em_end(em);
+	bbx_em_key(em, "builds");
+	bbx_em_array(em);
+	for (size_t i = 0; i < builds.n; i++) {
+		bbx_em_map(em);
+		bbx_em_kv_str(em, "build_id", builds.v[i]);
+		if (builds.extra[i] && builds.extra[i][0])
+			bbx_em_kv_str(em, "release", builds.extra[i]);
+		bbx_em_kv_u64(em, "count", builds.count[i]);
+		bbx_em_end(em);
+	}
+	bbx_em_end(em);
+	bbx_em_key(em, "units");
+	bbx_em_array(em);
+	for (size_t i = 0; i < units.n; i++)
+		bbx_em_cstr(em, units.v[i]);
+	bbx_em_end(em);
+	if (srcs->v[last->src].sender[0])
+		bbx_em_kv_str(em, "newest_sender", srcs->v[last->src].sender);
+	bbx_em_kv_str(em, "newest_cursor", last->cursor);
+	if (boxed)
+		bbx_em_kv_str(em, "newest_box_cursor", boxed->cursor);
+	bbx_em_end(em);
+	bbx_em_eol(em);
+}
+
+static const struct gset *sort_gs;
+
+/* By group, then oldest first (the order they were read in). */
+static int by_group(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	int c = strcmp(sort_gs->v[x].sig.id, sort_gs->v[y].sig.id);
+
+	if (c)
+		return c;
+	if (sort_gs->v[x].usec != sort_gs->v[y].usec)
+		return sort_gs->v[x].usec < sort_gs->v[y].usec ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+/* Most deaths first, then the most recent. */
+static int by_count(const void *a, const void *b)
+{
+	const struct group *x = a, *y = b;
+	uint64_t lx = sort_gs->v[x->idx[x->n - 1]].usec, ly = sort_gs->v[y->idx[y->n - 1]].usec;
+
+	if (x->n != y->n)
+		return x->n > y->n ? -1 : 1;
+	return lx > ly ? -1 : lx < ly;
+}
+
+static int print_groups(const struct bbx_jsel *s, const struct jsrcs *srcs,
+			const struct gset *gs, struct bbx_out *out, struct bbx_em *em, bool text)
+{
+	size_t *idx = malloc((gs->n + 1) * sizeof(*idx)), n = 0, ng = 0;
+	struct group *grs = calloc(gs->n + 1, sizeof(*grs));
+
+	if (!idx || !grs) {
+		free(idx);
+		free(grs);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < gs->n; i++)
+		if (in_group(s, &gs->v[i]))
+			idx[n++] = i;
+	sort_gs = gs;
+	qsort(idx, n, sizeof(*idx), by_group);
+	for (size_t i = 0; i < n; i++) {
+		if (!ng || strcmp(gs->v[grs[ng - 1].idx[0]].sig.id, gs->v[idx[i]].sig.id))
+			grs[ng++] = (struct group){ .idx = &idx[i] };
+		grs[ng - 1].n++;
+		grs[ng - 1].suppressed += gs->v[idx[i]].suppressed;
+	}
+	qsort(grs, ng, sizeof(*grs), by_count);
+	if (text)
+		bbx_out_str(out, "GROUP              DEATHS   HOSTS  FIRST SEEN                     "
+			    "LAST SEEN                      LIVENESS  COMM\n");
+	for (size_t i = 0; i < ng && !out->err; i++) {
+		if (text)
+			group_text(out, gs, &grs[i]);
+		else
+			group_struct(em, gs, &grs[i], srcs);
+	}
+	free(idx);
+	free(grs);
+	return 0;
 }
 
 /* ---- --list ------------------------------------------------------------- */
 
-static void list_text(struct bbx_out *o, const struct jentry *e, const char *sender)
+static void list_text(struct bbx_out *o, const struct jentry *e, const char *sender,
+		      const char *group)
 {
 	char line[4096], st[sizeof(e->liveness) + sizeof(e->signame) + 4], box[32], uid[24];
 	char who[4 * SENDER_MAX + 2] = "", trust[128] = "";
 
 	if (e->signal > 0 && e->signame[0])
 		snprintf(st, sizeof(st), "%s (%s)", e->liveness, e->signame);
+	else if (e->oom)
+		snprintf(st, sizeof(st), "%s (OOM)", e->liveness);
 	else
 		snprintf(st, sizeof(st), "%s", e->liveness[0] ? e->liveness : "?");
 	if (e->has_box && e->box_size >= 0)
@@ -424,14 +961,15 @@ static void list_text(struct bbx_out *o, const struct jentry *e, const char *sen
 	if (!e->trusted)
 		snprintf(trust, sizeof(trust), " [not bb-reap's: sent by uid %s over %s]",
 			 e->uid_raw[0] ? e->uid_raw : "?", e->transport[0] ? e->transport : "?");
-	snprintf(line, sizeof(line), "%s%-30s %-16s %-8lld %-6s %-16s %-18s %-12s %.8s %.8s %s%s\n",
-		 who, e->time, e->host[0] ? e->host : "-", e->pid, uid, e->comm[0] ? e->comm : "-",
-		 st, box, e->machine, e->boot, e->unit[0] ? e->unit : "-", trust);
+	snprintf(line, sizeof(line), "%s%-30s %-16s %-8lld %-6s %-16s %-18s %-12s %-16s %.8s %.8s "
+		 "%s%s\n", who, e->time, e->host[0] ? e->host : "-", e->pid, uid,
+		 e->comm[0] ? e->comm : "-", st, box, group, e->machine, e->boot,
+		 e->unit[0] ? e->unit : "-", trust);
 	bbx_out_str(o, line);
 }
 
 static void list_struct(struct bbx_em *em, sd_journal *j, const struct jentry *e,
-			const char *sender)
+			const char *sender, const struct gent *g)
 {
 	char raw[4096], *cursor = NULL;
 	size_t n;
@@ -472,6 +1010,14 @@ static void list_struct(struct bbx_em *em, sd_journal *j, const struct jentry *e
 	bbx_em_bool(em, e->has_box);
 	bbx_em_key(em, "trusted");
 	bbx_em_bool(em, e->trusted);
+	if (e->oom) {
+		bbx_em_key(em, "oom_kill");
+		bbx_em_bool(em, true);
+	}
+	if (g) {
+		bbx_em_kv_str(em, "group", g->sig.id);
+		bbx_em_kv_str(em, "top_frames", g->sig.top);
+	}
 	if (sd_journal_get_cursor(j, &cursor) >= 0) {
 		bbx_em_kv_str(em, "cursor", cursor);
 		free(cursor);
@@ -487,21 +1033,43 @@ int bbx_journal_list(const struct bbx_jsel *s, struct bbx_out *out, struct bbx_e
 		     bool text, char *err, size_t errlen)
 {
 	struct jsrcs srcs;
+	struct gset gs;
 	struct jentry e;
-	int r;
+	size_t k = 0;
+	int r, code;
 
 	if (check_sel(s, err, errlen) < 0)
 		return EXIT_USAGE;
+	if (s->opt && s->opt->group && !group_ok(s->opt->group)) {
+		snprintf(err, errlen, "--group '%s': not a group (16 hex digits, as --groups "
+			 "shows)", s->opt->group);
+		return EXIT_USAGE;
+	}
 	r = load_sources(s, &srcs, err, errlen);
 	if (r < 0)
 		return r == -ENOMEM ? EXIT_FAILURE_ : EXIT_NOBOX;
+	code = collect(s, &srcs, &gs, err, errlen);
+	if (code)
+		goto out;
+	if (s->opt && s->opt->groups) {
+		if (print_groups(s, &srcs, &gs, out, em, text) < 0) {
+			snprintf(err, errlen, "out of memory");
+			code = EXIT_FAILURE_;
+		}
+		goto out;
+	}
 	if (text)
 		bbx_out_str(out, s->dir ? "SENDER                  TIME                           "
 				 : "TIME                           ");
 	if (text)
 		bbx_out_str(out, "HOST             PID      UID    COMM             LIVENESS"
-			    "           BOX          MACHINE  BOOT     UNIT\n");
-	for (size_t i = 0; i < srcs.n && !out->err; i++) {
+			    "           BOX          GROUP            MACHINE  BOOT     UNIT\n");
+	/* text: what was read; JSON and CBOR read more of each entry: the
+	 * same entries again, in the same order, each with its group */
+	for (size_t i = 0; text && i < gs.n && !out->err; i++)
+		if (in_group(s, &gs.v[i]))
+			list_text(out, &gs.v[i].e, srcs.v[gs.v[i].src].sender, gs.v[i].sig.id);
+	for (size_t i = 0; !text && i < srcs.n && !out->err; i++) {
 		sd_journal *j;
 
 		if (open_src(s, &srcs.v[i], &j, err, errlen) < 0) {
@@ -512,18 +1080,31 @@ int bbx_journal_list(const struct bbx_jsel *s, struct bbx_out *out, struct bbx_e
 			continue;
 		}
 		SD_JOURNAL_FOREACH(j) {
-			read_entry(j, &e);
-			if (text)
-				list_text(out, &e, srcs.v[i].sender);
-			else
-				list_struct(em, j, &e, srcs.v[i].sender);
+			const struct gent *g = NULL;
+
+			if (k < gs.n && gs.v[k].src == i &&
+			    sd_journal_test_cursor(j, gs.v[k].cursor) > 0) {
+				g = &gs.v[k++];
+				e = g->e;
+			} else {
+				/* an entry that came in since: no group */
+				read_entry(j, &e);
+				if (!wanted(s, j, &e))
+					continue;
+			}
+			if (s->opt && s->opt->group && (!g || !in_group(s, g)))
+				continue;
+			list_struct(em, j, &e, srcs.v[i].sender, g);
 			if (out->err)
 				break;
 		}
-		sd_journal_close(j);
+		close_src(j);
 	}
+	code = err[0] ? EXIT_NOBOX : EXIT_CLEAN;
+out:
+	gset_free(&gs);
 	srcs_free(&srcs);
-	return err[0] ? EXIT_NOBOX : EXIT_CLEAN;
+	return code;
 }
 
 /* ---- one box ------------------------------------------------------------ */
@@ -533,7 +1114,11 @@ int bbx_journal_list(const struct bbx_jsel *s, struct bbx_out *out, struct bbx_e
  * "FIELD=value", each line of a value escaped; JSON/CBOR: one object), so
  * that what was shipped is still read.
  */
-static void show_fields(sd_journal *j, struct bbx_out *o, struct bbx_em *em, bool text)
+static void entry_frames(const struct bbx_jsel *s, sd_journal *j, const struct jentry *e,
+			 struct bbx_out *o, struct bbx_em *em, bool text);
+
+static void show_fields(const struct bbx_jsel *s, sd_journal *j, const struct jentry *e,
+			struct bbx_out *o, struct bbx_em *em, bool text)
 {
 	const void *d;
 	size_t l;
@@ -583,11 +1168,81 @@ static void show_fields(sd_journal *j, struct bbx_out *o, struct bbx_em *em, boo
 				bbx_out_str(o, "    ");
 		}
 	}
-	if (!text) {
+	if (!text)
 		bbx_em_end(em);
+	entry_frames(s, j, e, o, em, text);
+	if (!text) {
 		bbx_em_end(em);
 		bbx_em_eol(em);
 	}
+}
+
+/*
+ * An entry without its box: its BB_STACK symbolised (as the entry proves
+ * the owner: nobody on a collector) and its group.  Text: after the
+ * fields; JSON / CBOR: "frames", "group" and "top_frames" beside
+ * "journal_entry".
+ */
+static void entry_frames(const struct bbx_jsel *s, sd_journal *j, const struct jentry *e,
+			 struct bbx_out *o, struct bbx_em *em, bool text)
+{
+	struct bbx_symcache *cache = bbx_symcache_new();
+	struct bb_crash *cr = calloc(1, sizeof(*cr));
+	struct bbx_frame *fr = calloc(BB_CRASH_MAX_FRAMES, sizeof(*fr));
+	char note[2048] = "", line[256];
+	struct gent g;
+	int r = -ENOMEM;
+
+	sd_journal_set_data_threshold(j, FIELD_MAX);
+	if (!cache || !cr || !fr || (r = take_gent(s, 0, j, e, &g)) < 0)
+		goto out;
+	for (size_t i = 0; i < g.nf && !r; i++)
+		r = bbx_symcache_add(cache, &g.f[i], g.owner);
+	if (!r && s->opt && !s->opt->no_symbols) {
+		struct bbx_sym_opts so;
+
+		bbx_sym_opts_init(s->opt, g.owner, &so);
+		r = bbx_symcache_resolve(cache, &so, note, sizeof(note));
+	}
+	if (!r) {
+		bbx_symcache_frames(cache, g.f, g.nf, g.owner, fr);
+		bbx_signature(fr, g.nf, g.crashed, g.exe, g.exelen, g.comm, g.signal, &g.sig);
+		cr->nframes = (uint32_t)g.nf;
+		for (size_t i = 0; i < g.nf; i++) {
+			cr->frames[i] = g.f[i].addr;
+			cr->frame_flags[i] = g.f[i].flags;
+		}
+		if (text) {
+			if (g.nf) {
+				bbx_out_str(o, "*** the crash stack of the entry (BB_STACK):\n");
+				bbx_crash_frames_text(o, cr, fr, s->opt && s->opt->raw_names);
+			}
+			snprintf(line, sizeof(line), "*** group %s: ", g.sig.id);
+			bbx_out_str(o, line);
+			put_esc(o, g.sig.top[0] ? g.sig.top : "-");
+			bbx_out_char(o, '\n');
+			if (note[0] && !(s->opt && s->opt->quiet))
+				bbx_msg("journal", "symbols: %s", note);
+		} else {
+			bbx_em_key(em, "frames");
+			bbx_em_array(em);
+			for (size_t i = 0; i < g.nf; i++)
+				bbx_frame_struct(em, &fr[i], s->opt && s->opt->raw_names);
+			bbx_em_end(em);
+			bbx_em_kv_str(em, "group", g.sig.id);
+			bbx_em_kv_str(em, "top_frames", g.sig.top);
+			if (note[0])
+				bbx_em_kv_str(em, "symbols_note", note);
+		}
+	}
+	free(g.cursor);
+	bbx_stack_free(g.f, g.nf);
+out:
+	if (r < 0)
+		bbx_msg("journal", "the entry's stack: %s", strerror(-r));
+	bbx_symcache_free(cache);
+	free(cr);
+	free(fr);
 }
 
 /*
@@ -701,12 +1356,12 @@ static int find_claims(const struct bbx_jsel *s, const struct jsrcs *srcs, struc
 				continue;
 			r = add_claim(l, i, j, &e);
 			if (r < 0) {
-				sd_journal_close(j);
+				close_src(j);
 				snprintf(err, errlen, "out of memory");
 				return r;
 			}
 		}
-		sd_journal_close(j);
+		close_src(j);
 	}
 	return 0;
 }
@@ -731,7 +1386,7 @@ static int take_box(const struct bbx_jsel *s, const struct jsrc *src, const stru
 		goto out;
 	}
 	if (!c->e.has_box) {
-		show_fields(j, out, em, text);
+		show_fields(s, j, &c->e, out, em, text);
 		snprintf(err, errlen, "%s: the box itself was not shipped (bb-reap --journal=summary, "
 			 "a box not root's without --journal-content=all, or over its "
 			 "--journal-box-max or --journal-box-budget): its fields are shown above",
@@ -763,7 +1418,7 @@ static int take_box(const struct bbx_jsel *s, const struct jsrc *src, const stru
 	code = BBX_J_BOX;
 	err[0] = '\0';
 out:
-	sd_journal_close(j);
+	close_src(j);
 	return code;
 }
 
@@ -859,6 +1514,53 @@ static bool entry_owner(const struct bbx_jbox *jb, const struct bb_box_info *in,
 }
 
 /*
+ * --group ID alone: the cursor of the newest entry of the group that has
+ * its box (or of the newest entry when none has), into *@cursor.  Returns
+ * 0 or an exit code (@err set).
+ */
+static int newest_of_group(const struct bbx_jsel *s, char **cursor, char *err, size_t errlen)
+{
+	const struct gent *best = NULL;
+	struct jsrcs srcs;
+	struct gset gs;
+	int code;
+
+	if (!group_ok(s->opt->group)) {
+		snprintf(err, errlen, "--group '%s': not a group (16 hex digits, as --groups "
+			 "shows)", s->opt->group);
+		return EXIT_USAGE;
+	}
+	if (check_sel(s, err, errlen) < 0)
+		return EXIT_USAGE;
+	code = load_sources(s, &srcs, err, errlen);
+	if (code < 0)
+		return code == -ENOMEM ? EXIT_FAILURE_ : EXIT_NOBOX;
+	code = collect(s, &srcs, &gs, err, errlen);
+	for (size_t i = 0; i < gs.n && !code; i++) {
+		const struct gent *g = &gs.v[i];
+
+		if (!in_group(s, g))
+			continue;
+		/* a box beats none; then the newest */
+		if (!best || (g->has_box && !best->has_box) ||
+		    (g->has_box == best->has_box && g->usec >= best->usec))
+			best = g;
+	}
+	if (!code && !best) {
+		snprintf(err, errlen, "no entry of group %s%s%s", s->opt->group,
+			 s->dir ? " in " : "", s->dir ? s->dir : "");
+		code = EXIT_NOBOX;
+	}
+	if (!code && !(*cursor = strdup(best->cursor))) {
+		snprintf(err, errlen, "out of memory");
+		code = EXIT_FAILURE_;
+	}
+	gset_free(&gs);
+	srcs_free(&srcs);
+	return code;
+}
+
+/*
  * --journal, --journal-directory: --list the entries, or take PID's box out
  * of its entry and extract it exactly as a file (the reader API checks the
  * bytes as it checks any box): same output, same exit status.
@@ -866,7 +1568,9 @@ static bool entry_owner(const struct bbx_jbox *jb, const struct bb_box_info *in,
 int bbx_journal_main(const struct opts *o)
 {
 	struct bbx_jsel sel = { .dir = o->journal_dir, .pid = o->pid, .machine = o->machine,
-				.boot = o->boot, .cursor = o->cursor, .untrusted = o->untrusted };
+				.boot = o->boot, .cursor = o->cursor, .untrusted = o->untrusted,
+				.opt = o };
+	char *chosen = NULL;
 	char err[8192] = "", proof[SENDER_MAX + 96];
 	struct bb_reader *r = NULL;
 	struct bbx_jbox jb = { 0 };
@@ -879,10 +1583,16 @@ int bbx_journal_main(const struct opts *o)
 		return EXIT_FAILURE_;
 	}
 	bbx_em_init(&em, &out, o->fmt == FMT_CBOR);
-	if (o->list)
+	if (o->list || o->groups) {
 		code = bbx_journal_list(&sel, &out, &em, o->fmt == FMT_TEXT, err, sizeof(err));
-	else
-		code = bbx_journal_box(&sel, &out, &em, o->fmt == FMT_TEXT, &jb, err, sizeof(err));
+	} else {
+		code = o->group ? newest_of_group(&sel, &chosen, err, sizeof(err)) : 0;
+		sel.cursor = chosen ? chosen : sel.cursor;
+		if (!code)
+			code = bbx_journal_box(&sel, &out, &em, o->fmt == FMT_TEXT, &jb, err,
+					       sizeof(err));
+		free(chosen);
+	}
 	if (code == BBX_J_BOX) {
 		int ret = bb_reader_open_mem(jb.box, jb.len, 0, &r, err, sizeof(err));
 		struct opts eo = *o;

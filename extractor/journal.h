@@ -16,6 +16,8 @@
 #include "emit.h"
 #include "out.h"
 
+struct opts;
+
 /* The largest BB_BOX accepted: bb-reap --journal-box-max allows no more. */
 #define BBX_JOURNAL_BOX_MAX ((size_t)256 << 20)
 
@@ -27,6 +29,8 @@ struct bbx_jsel {
 	const char *boot;    /* --boot: BB_BOOT_ID (with or without dashes), or NULL */
 	const char *cursor;  /* --cursor: that entry only, or NULL */
 	bool        untrusted; /* --list: entries root's bb-reap did not send too */
+	const struct opts *opt; /* the command line: filters, --groups, --group,
+				   the symboliser's options (NULL: none) */
 };
 
 /* What became of a lookup: the exit code bb-extract returns, or BBX_J_BOX. */

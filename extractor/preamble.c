@@ -59,6 +59,11 @@ static uint32_t box_owner(const struct opts *o, const struct bb_box_info *info)
 static void sym_opts(const struct opts *o, const struct bb_box_info *info,
 		     struct bbx_sym_opts *so)
 {
+	bbx_sym_opts_init(o, box_owner(o, info), so);
+}
+
+void bbx_sym_opts_init(const struct opts *o, uint32_t owner, struct bbx_sym_opts *so)
+{
 	const char *test = getenv("BB_EXTRACT_SYMBOL_TEST");
 
 	so->symbolise = !o->no_symbols;
@@ -68,7 +73,7 @@ static void sym_opts(const struct opts *o, const struct bb_box_info *info,
 	so->debug_dirs = o->debug_dirs;
 	so->ndebug_dirs = o->ndebug_dirs;
 	so->debuginfod = o->debuginfod;
-	so->owner = box_owner(o, info);
+	so->owner = owner;
 	/* test hooks: make the symbolising child misbehave */
 	so->test = !test ? BBX_SYM_TEST_NONE
 		 : !strcmp(test, "crash") ? BBX_SYM_TEST_CRASH
@@ -164,8 +169,8 @@ static void text_frame(struct bbx_out *o, uint64_t i, const struct bbx_frame *f,
  * and the frames the record left out (a stack deeper than it holds)
  *   "  #64-#16308  (16245 frames not recorded)"
  */
-static void text_frames(struct bbx_out *o, const struct bb_crash *cr,
-			const struct bbx_frame *fr, bool raw)
+void bbx_crash_frames_text(struct bbx_out *o, const struct bb_crash *cr,
+			   const struct bbx_frame *fr, bool raw)
 {
 	char line[128];
 	uint64_t skip = 0;
@@ -217,7 +222,7 @@ static void struct_loc(struct bbx_em *em, const struct bbx_loc *l, bool raw)
  * function_offset, file, line, inlined (innermost first); each absent when
  * unknown; "exact" for an interrupted instruction, "signal_handler" for a
  * trampoline. */
-static void struct_frame(struct bbx_em *em, const struct bbx_frame *f, bool raw)
+void bbx_frame_struct(struct bbx_em *em, const struct bbx_frame *f, bool raw)
 {
 	bbx_em_map(em);
 	bbx_em_kv_u64(em, "addr", f->addr);
@@ -351,7 +356,7 @@ static void struct_crash(struct bbx_em *em, const struct bb_crash *cr, const cha
 	bbx_em_key(em, "frames");
 	bbx_em_array(em);
 	for (uint32_t i = 0; i < cr->nframes; i++)
-		struct_frame(em, &fr[i], raw);
+		bbx_frame_struct(em, &fr[i], raw);
 	bbx_em_end(em);
 	if (cr->frames_omitted) {
 		bbx_em_kv_u64(em, "frames_omitted", cr->frames_omitted);
@@ -412,7 +417,7 @@ static int emit_crash(struct ctx *c)
 	t[bbx_fmt_time(t, cr->wall_ns)] = '\0';
 	if (c->opt->fmt == FMT_TEXT) {
 		text_head(c->out, cr, t);
-		text_frames(c->out, cr, fr, c->opt->raw_names);
+		bbx_crash_frames_text(c->out, cr, fr, c->opt->raw_names);
 		if (note[0] && !c->opt->quiet)
 			bbx_msg(c->info->path, "symbols: %s", note);
 		goto out;

@@ -31,6 +31,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "../shared/hex.h"
 #include "demangle.h"
 #include "resolve.h"
 #include "sandbox.h"
@@ -948,10 +949,102 @@ static int resolve(const struct bbx_symreq *q, Dwfl_Module *mod, bool dwarf,
 	return w->overflow ? refuse(w, "answer too long") : reply(w);
 }
 
+/*
+ * The module's file by its build id alone, when the recorded path is
+ * missing or holds another build (a collector has the build-id store,
+ * not the hosts' /opt/...): DIR/.build-id/xx/yyyy (the executable, as a
+ * build-id store or a debuginfod cache keeps it) for each absolute DIR of
+ * the path, then DIR/.build-id/xx/yyyy.debug (a debug file has the
+ * symbol table and DWARF of the module, which is all a lookup reads),
+ * then with --debuginfod the servers' executable.  Every candidate is
+ * opened by try_candidate() (regular files only, the build id checked).
+ * Returns the descriptor (*@name: the path), or -1.
+ */
+static int module_by_build_id(const struct bbx_symreq *q, char **name)
+{
+	static const char *const suffix[] = { "", ".debug" };
+	char h[2 * BBX_SYM_BUILD_ID_MAX + 1], dir[PATH_MAX], path[PATH_MAX + 160];
+	int fd = -1;
+
+	if (q->build_id_len < 2)
+		return -1;
+	bb__hex(h, q->build_id, q->build_id_len);
+	h[2 * q->build_id_len] = '\0';
+	for (size_t s = 0; s < 2 && fd < 0; s++) {
+		const char *p = dbg.path;
+
+		while (fd < 0 && next_entry(&p, dir, sizeof(dir)))
+			if (dir[0] == '/' &&
+			    fits(snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s%s", dir, h,
+					  h + 2, suffix[s]), sizeof(path)))
+				fd = try_candidate(path, q->build_id, q->build_id_len, false,
+						   name);
+	}
+	if (fd < 0 && q->debuginfod) {
+		/* libdwfl's own lookup with an empty path: it looks nowhere on
+		 * disk, only asks the servers (the file lands in the owner's
+		 * cache); the build id is checked again below */
+		static const Dwfl_Callbacks probe = { .debuginfo_path = &debuginfo_path };
+		Dwfl *d = dwfl_begin(&probe);
+		Dwfl_Module *m;
+		void *ud = NULL;
+		Elf *e = NULL;
+		char *saved = debuginfo_path, *got = NULL;
+
+		debuginfo_path = (char *)"";
+		if (d && (m = dwfl_report_module(d, q->path, 0, 1)) &&
+		    dwfl_module_report_build_id(m, q->build_id, q->build_id_len, 0) == 0) {
+			errno = 0;
+			fd = dwfl_build_id_find_elf(m, &ud, q->path, 0, &got, &e);
+			if (e)
+				elf_end(e);
+		}
+		debuginfo_path = saved;
+		if (fd >= 0) {
+			/* the same checks as any candidate, on that very file */
+			char proc[64];
+			int fd2;
+
+			snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+			fd2 = try_candidate(proc, q->build_id, q->build_id_len, false, name);
+			close(fd);
+			fd = fd2;
+			if (fd >= 0 && got) {
+				free(*name);
+				*name = got;
+				got = NULL;
+			}
+		}
+		free(got);
+		if (d)
+			dwfl_end(d);
+	}
+	return fd;
+}
+
+/* Whether the file of @fd has the build id of @q. */
+static bool has_build_id(int fd, const struct bbx_symreq *q)
+{
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	const void *got;
+	ssize_t n;
+	bool same;
+
+	if (!e)
+		return false;
+	n = dwelf_elf_gnu_build_id(e, &got);
+	same = n > 0 && (size_t)n == q->build_id_len && !memcmp(got, q->build_id, (size_t)n);
+	elf_end(e);
+	return same;
+}
+
 static int module(const struct bbx_symreq *q, int64_t started, struct bbx_wbuf *w)
 {
 	const unsigned char *id = NULL;
 	char why[BBX_SYM_MSG_MAX] = "", remark[BBX_SYM_MSG_MAX] = "";
+	static char found_path[PATH_MAX];
+	const char *file = q->path;
+	char *found = NULL;
 	GElf_Ehdr eh;
 	GElf_Addr vaddr, bias;
 	Dwarf_Addr dbias;
@@ -962,24 +1055,41 @@ static int module(const struct bbx_symreq *q, int64_t started, struct bbx_wbuf *
 	bool dwarf = true;
 	int fd, idlen;
 
-	fd = open_module(q->path, why, sizeof(why));
-	if (fd < 0)
-		return refuse(w, why);
 	memset(&dbg, 0, sizeof(dbg));
 	dbg.q = q;
+	debuginfo_path = dbg.path = (char *)q->debug_path;
+	elf_version(EV_CURRENT);
+	fd = open_module(q->path, why, sizeof(why));
+	if (fd < 0 || (q->build_id_len && !has_build_id(fd, q))) {
+		/* missing, or another build: the module by its build id */
+		int alt = module_by_build_id(q, &found);
+
+		if (alt < 0 && fd < 0)
+			return refuse(w, why);
+		if (alt >= 0) {
+			snprintf(found_path, sizeof(found_path), "%s", found);
+			snprintf(remark, sizeof(remark), "%s at the recorded path: found by build id "
+				 "as %.300s", fd < 0 ? why : "another build", found_path);
+			free(found);
+			if (fd >= 0)
+				close(fd);
+			fd = alt;
+			file = found_path;
+		}
+		/* the candidates refused on the way are not debug files */
+		dbg.remark[0] = '\0';
+	}
 	if (fstat(fd, &st) == 0) {
 		dbg.dev = st.st_dev;
 		dbg.ino = st.st_ino;
 	}
-	debuginfo_path = dbg.path = (char *)q->debug_path;
-	elf_version(EV_CURRENT);
 	dwfl = dwfl_begin(&callbacks);
 	if (!dwfl)
 		return refuse(w, dwfl_errmsg(-1));
 	dwfl_report_begin(dwfl);
 	/* base 0: the module's addresses are its file's, the offsets the
 	 * parent computed (address - the box's load bias) */
-	mod = dwfl_report_elf(dwfl, q->path, q->path, fd, 0, true);
+	mod = dwfl_report_elf(dwfl, q->path, file, fd, 0, true);
 	dwfl_report_end(dwfl, NULL, NULL);
 	if (!mod) {
 		snprintf(why, sizeof(why), "not an ELF file libdw can read: %s", dwfl_errmsg(-1));

@@ -53,6 +53,8 @@
 
 #include <blackbox/reader.h>
 
+#include "../shared/cbor.h"
+#include "../shared/fnv.h"
 #include "../shared/hex.h"
 #include "emit.h"
 #include "journal-fields.h"
@@ -270,6 +272,43 @@ static uint64_t add_records(struct entry *e, struct bb_reader *r, unsigned n)
 	return total;
 }
 
+/*
+ * BB_RELEASE: the program's release, the text value of its state key
+ * "release" (bb_set("release", "1.4.3")), whoever owns the box: a version
+ * string is no more private than the command line, and a fleet's crash
+ * groups list the releases they happened in.
+ */
+struct release {
+	char text[4 * 128 + 1];
+};
+
+static int release_cb(const struct bb_state_entry *s, void *arg)
+{
+	struct release *rel = arg;
+	struct bb__cbor c;
+	const uint8_t *k, *v;
+	size_t kn, vn;
+	uint64_t n;
+
+	if (s->status != BB_SLOT_OK || s->key_len != 7 || memcmp(s->key, "release", 7))
+		return 0;
+	c = (struct bb__cbor){ .p = s->value, .end = s->value + s->value_len };
+	if (bb__cbor_container(&c, 4, &n) || n != 2 || bb__cbor_string(&c, 3, &k, &kn) ||
+	    bb__cbor_string(&c, 3, &v, &vn))
+		return 0;
+	bb_escape_text((const char *)v, vn < 128 ? vn : 128, rel->text, sizeof(rel->text));
+	return 1; /* found: stop */
+}
+
+static void add_release(struct entry *e, struct bb_reader *r)
+{
+	struct release rel = { "" };
+
+	bb_reader_state(r, release_cb, &rel, NULL);
+	if (rel.text[0])
+		add(e, "BB_RELEASE", "%s", rel.text);
+}
+
 static void add_state(struct entry *e, struct bb_reader *r)
 {
 	struct jsonbuf j;
@@ -291,17 +330,12 @@ static const char *base_name(const char *path)
 	return s && s[1] ? s + 1 : path;
 }
 
-/* 64-bit FNV-1a: a grouping key, not a defence against anyone. */
-static uint64_t fnv1a64(uint64_t h, const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (uint8_t)s[i]) * UINT64_C(0x100000001b3);
-	return h;
-}
-
 /*
  * BB_STACK: one line per frame, "#<i> 0x<addr> <module>+0x<offset> <build id>"
  * (module path escaped; "?" when no module holds the address).
+ * BB_STACK_KINDS: one letter per frame of BB_STACK, what its address is:
+ * "p" an interrupted instruction (looked up as is), "r" a return address
+ * (looked up at address - 1: the call), "s" a signal trampoline.
  * BB_STACK_HASH: over the top frames' build ids (module name when a module
  * has none) and offsets, which do not change with ASLR or the path a
  * package is installed at: the same crash of the same build on any host
@@ -312,9 +346,10 @@ static void add_stack(struct entry *e, struct bb_reader *r, const struct bb_cras
 {
 	const struct bb_module *mods = NULL;
 	size_t nmods = 0, len = 0;
-	uint64_t h = UINT64_C(0xcbf29ce484222325);
+	uint64_t h = BB__FNV64_INIT;
 	char *buf = malloc(STACK_MAX);
-	char err[128];
+	char err[128], kinds[BB_CRASH_MAX_FRAMES + 1];
+	uint32_t nk = 0;
 
 	where[0] = '\0';
 	if (!buf) {
@@ -344,7 +379,7 @@ static void add_stack(struct entry *e, struct bb_reader *r, const struct bb_cras
 				int k = snprintf(key, sizeof(key), "%.*s+%llx\n", id[0] ? 128 : 64,
 						 id[0] ? id : base_name(path), (unsigned long long)off);
 
-				h = fnv1a64(h, key, (size_t)k < sizeof(key) ? (size_t)k : 0);
+				h = bb__fnv1a64(h, key, (size_t)k < sizeof(key) ? (size_t)k : 0);
 			}
 			if (i == 0) {
 				const char *b = base_name(m->path);
@@ -357,7 +392,7 @@ static void add_stack(struct entry *e, struct bb_reader *r, const struct bb_cras
 			w = snprintf(line, sizeof(line), "#%u 0x%016llx ?\n", i,
 				     (unsigned long long)cr->frames[i]);
 			if (i < HASH_FRAMES)
-				h = fnv1a64(h, "?\n", 2);
+				h = bb__fnv1a64(h, "?\n", 2);
 			if (i == 0)
 				snprintf(where, wherelen, "0x%llx", (unsigned long long)cr->frames[i]);
 		}
@@ -365,9 +400,13 @@ static void add_stack(struct entry *e, struct bb_reader *r, const struct bb_cras
 			break;
 		memcpy(buf + len, line, (size_t)w);
 		len += (size_t)w;
+		kinds[nk++] = cr->frame_flags[i] & BB_CRASH_FRAME_SIGNAL ? 's'
+			    : cr->frame_flags[i] & BB_CRASH_FRAME_EXACT ? 'p' : 'r';
 	}
-	if (len)
+	if (len) {
 		add_bytes(e, "BB_STACK", buf, len - 1); /* without the last newline */
+		add_bytes(e, "BB_STACK_KINDS", kinds, nk);
+	}
 	free(buf);
 	if (cr->nframes)
 		add(e, "BB_STACK_HASH", "%016llx", (unsigned long long)h);
@@ -387,6 +426,119 @@ static void add_build_id(struct entry *e, struct bb_reader *r)
 	bb__hex(id, mods[0].build_id, mods[0].build_id_len);
 	id[2 * mods[0].build_id_len] = '\0';
 	add(e, "BB_BUILD_ID", "%s", id);
+}
+
+/* ---- OOM kills: the kernel's word, from the journal -------------------- */
+
+/*
+ * Whether the OOM killer killed a process that died without a word: the
+ * kernel says so in its log ("Out of memory: Killed process 4804 (nginx)
+ * ...", "Memory cgroup out of memory: Killed process ..."), which
+ * journald imports from /dev/kmsg.  The kernel messages of a boot are read
+ * once per run, newest first, at most OOM_SCAN_MAX of them, and the kills
+ * kept (at most OOM_MAX); a kill counts for a box when its pid is the
+ * box's and it came after the box was created.  Nothing can be told when
+ * the journal holds no kernel message of that boot (journald not reading
+ * /dev/kmsg, a journal rotated away, another boot's journal gone), nor of
+ * a process systemd-oomd or a user sent SIGKILL to: those stay "died
+ * without a word".
+ */
+#define OOM_SCAN_MAX 200000
+#define OOM_MAX      4096
+#define OOM_BOOTS    8
+
+static struct {
+	char     boot[33];
+	bool     any;              /* the journal has kernel messages of it */
+} oom_boots[OOM_BOOTS];
+static size_t noom_boots;
+
+static struct {
+	char     boot[33];
+	int32_t  pid;
+	uint64_t usec;             /* CLOCK_REALTIME of the message */
+} ooms[OOM_MAX];
+static size_t nooms;
+
+/* The pid of "...Killed process <pid> (..." in @msg, or -1. */
+static long oom_pid(const char *msg)
+{
+	const char *p = strstr(msg, "Killed process ");
+	char *end;
+	long pid;
+
+	if (!p || strncmp(msg, "oom_reaper", 10) == 0)
+		return -1;
+	p += 15;
+	if (*p < '1' || *p > '9')
+		return -1;
+	pid = strtol(p, &end, 10);
+	return end[0] == ' ' && end[1] == '(' && pid <= INT32_MAX ? pid : -1;
+}
+
+static void scan_ooms(size_t b)
+{
+	char m[64], msg[256];
+	sd_journal *j;
+	int n = snprintf(m, sizeof(m), "_BOOT_ID=%s", oom_boots[b].boot);
+
+	if (sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY | SD_JOURNAL_SYSTEM) < 0)
+		return;
+	if (sd_journal_add_match(j, "_TRANSPORT=kernel", 0) < 0 ||
+	    sd_journal_add_match(j, m, (size_t)n) < 0 || sd_journal_seek_tail(j) < 0) {
+		sd_journal_close(j);
+		return;
+	}
+	sd_journal_set_data_threshold(j, sizeof(msg));
+	for (unsigned k = 0; k < OOM_SCAN_MAX && sd_journal_previous(j) > 0; k++) {
+		const void *d;
+		size_t l;
+		long pid;
+
+		oom_boots[b].any = true;
+		if (sd_journal_get_data(j, "MESSAGE", &d, &l) < 0 || l <= 8)
+			continue;
+		l = l - 8 < sizeof(msg) - 1 ? l - 8 : sizeof(msg) - 1;
+		memcpy(msg, (const char *)d + 8, l);
+		msg[l] = '\0';
+		if ((pid = oom_pid(msg)) < 0 || nooms == OOM_MAX)
+			continue;
+		memcpy(ooms[nooms].boot, oom_boots[b].boot, sizeof(ooms[nooms].boot));
+		ooms[nooms].pid = (int32_t)pid;
+		if (sd_journal_get_realtime_usec(j, &ooms[nooms].usec) >= 0)
+			nooms++;
+	}
+	sd_journal_close(j);
+}
+
+/* 1: the OOM killer killed the owner of @in; 0: the kernel's log of its
+ * boot says nothing of it; -1: cannot tell. */
+static int oom_killed(const struct bb_box_info *in)
+{
+	char boot[33];
+	size_t k = 0, b;
+
+	for (size_t i = 0; in->boot_id[i] && i < sizeof(in->boot_id) && k < 33; i++)
+		if (in->boot_id[i] != '-')
+			boot[k++] = in->boot_id[i];
+	if (k != 32 || strspn(boot, "0123456789abcdef") < 32)
+		return -1;
+	boot[32] = '\0';
+	for (b = 0; b < noom_boots && strcmp(oom_boots[b].boot, boot); b++)
+		;
+	if (b == noom_boots) {
+		if (noom_boots == OOM_BOOTS)
+			return -1;
+		memcpy(oom_boots[noom_boots++].boot, boot, sizeof(boot));
+		scan_ooms(b);
+	}
+	if (!oom_boots[b].any)
+		return -1;
+	for (size_t i = 0; i < nooms; i++)
+		if (ooms[i].pid == in->pid && !strcmp(ooms[i].boot, boot) &&
+		    ooms[i].usec >= in->created_ns / 1000)
+			return 1;
+	return 0;
 }
 
 /* ---- the entry ---------------------------------------------------------- */
@@ -492,6 +644,7 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 	const char *signame = crashed ? bbx_signal_name(in->phase_signal) : NULL;
 	bool content = uid == 0 || c->o.journal_content == REAP_CONTENT_ALL;
 	struct bb_crash cr;
+	int oom = -1;
 
 	bb_reader_crash(r, &cr);
 	bb_escape_text(in->comm, strnlen(in->comm, sizeof(in->comm)), comm, sizeof(comm));
@@ -543,7 +696,14 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 		add_stack(e, r, &cr, where, sizeof(where));
 	}
 	add_build_id(e, r);
+	add_release(e, r);
 	add_unit(e, in, uid);
+	if (!crashed && (oom = oom_killed(in)) >= 0)
+		add(e, "BB_OOM_KILL", "%d", oom);
+	/* the owner's deaths since its last entry that no entry tells of */
+	if (reap_reported_suppressed(c, uid))
+		add(e, "BB_SUPPRESSED", "%llu",
+		    (unsigned long long)reap_reported_suppressed(c, uid));
 	if (read_all) {
 		uint64_t total;
 
@@ -570,10 +730,13 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 		snprintf(sig, sizeof(sig), "fatal error");   /* bb_crash_record(), no signal */
 	else
 		snprintf(sig, sizeof(sig), "signal %d", in->phase_signal);
-	if (!crashed)
+	if (!crashed && oom == 1)
+		snprintf(msg, sizeof(msg), "%s[%ld] (uid %lu) was killed by the OOM killer "
+			 "(kernel log) (%s)", qcomm, (long)in->pid, (unsigned long)uid, recs);
+	else if (!crashed)
 		snprintf(msg, sizeof(msg), "%s[%ld] (uid %lu) died without a word: SIGKILL, "
-			 "OOM kill, _exit or exec (%s)", qcomm, (long)in->pid,
-			 (unsigned long)uid, recs);
+			 "%s_exit or exec (%s)", qcomm, (long)in->pid, (unsigned long)uid,
+			 oom == 0 ? "" : "OOM kill, ", recs);
 	else if (cr.status == BB_CRASH_COMPLETE)
 		snprintf(msg, sizeof(msg), "%s[%ld] (uid %lu) crashed: %s at %s (%s)", qcomm,
 			 (long)in->pid, (unsigned long)uid, sig, where[0] ? where : "?", recs);
@@ -588,6 +751,9 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 		add(e, "BB_BOX_OMITTED", "%s", omit);
 	}
 	add_bytes(e, "MESSAGE", msg, strlen(msg));
+	/* whether BB_BOX follows: a reader listing entries knows without
+	 * reading (and decompressing) the box */
+	add(e, "BB_BOX_ATTACHED", "%d", attach ? 1 : 0);
 	if (attach) {
 		size_t len = 0;
 		const void *data = bb_reader_data(r, &len);
@@ -674,7 +840,7 @@ int reap_journal_box(struct reap_ctx *c, struct bb_reader *r, const struct stat 
 		ev.reason = "not reported to the journal now: its owner reached --journal-rate; "
 			    "a later run reports it if it is still there";
 		reap_emit(c, &ev, first_time(c, uid));
-		return 0;
+		return REAP_JOURNAL_WITHHELD;
 	}
 	box_bytes = in->file_size < in->box_size ? in->file_size : in->box_size;
 	attach = decide(c, uid, box_bytes, used_bytes, &read_all, omit, sizeof(omit));
@@ -702,6 +868,7 @@ int reap_journal_box(struct reap_ctx *c, struct bb_reader *r, const struct stat 
 	}
 	c->reported++;
 	ev.decision = "reported";
+	reap_reported_clear_suppressed(c, uid); /* told by this entry */
 	ret = reap_reported_add(c, &k, attach ? box_bytes : 0);
 	if (ret < 0) {
 		/* sent, but a later run may send it again */

@@ -329,10 +329,16 @@ static enum verdict open_entry(struct box *b)
 static enum verdict journal(struct box *b, enum verdict v)
 {
 	struct reap_ctx *c = b->c;
+	int r;
 
-	if (!c->o.journal || !b->r || b->liveness <= 0 ||
-	    reap_journal_box(c, b->r, &b->st, b->liveness, b->ev.archive, &b->ev) >= 0 ||
-	    v != V_REAP)
+	if (!c->o.journal || !b->r || b->liveness <= 0)
+		return v;
+	r = reap_journal_box(c, b->r, &b->st, b->liveness, b->ev.archive, &b->ev);
+	/* withheld by --journal-rate and removed now: a death no entry
+	 * tells of, counted for the owner's next one */
+	if (r == REAP_JOURNAL_WITHHELD && v == V_REAP && !c->o.dry_run)
+		reap_reported_suppress(c, (uint32_t)b->st.st_uid);
+	if (r >= 0 || v != V_REAP)
 		return v;
 	if (b->ev.archive && !c->o.dry_run) {
 		unlinkat(c->archfd, b->copy.name, 0);

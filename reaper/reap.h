@@ -197,11 +197,15 @@ int  reap_unlink_same(int dirfd, const char *name, dev_t dev, ino_t ino);
  * orphaned; nothing for a clean end), unless a run sent it before.
  * @archive: where the box was archived in this run, or NULL.  Logs what it
  * did.  Returns 0 (sent, sent before, or not sent on purpose: another
- * uid's header, the owner's --journal-rate), or -errno when it could not
+ * uid's header), REAP_JOURNAL_WITHHELD (the owner's --journal-rate: the
+ * caller counts it with reap_reported_suppress() if it removes the box
+ * unreported), or -errno when it could not
  * be sent (counted in c->errors): the caller keeps the box.
  */
 int  reap_journal_box(struct reap_ctx *c, struct bb_reader *r, const struct stat *st,
 		      int liveness, const char *archive, const struct reap_event *base);
+/* reap_journal_box()'s 0 for a box its owner's --journal-rate kept out */
+#define REAP_JOURNAL_WITHHELD 1
 
 /* reported.c: the file of boxes --journal reported (--journal-reported) */
 struct bb_box_info;
@@ -220,6 +224,11 @@ void reap_reported_usage(const struct reap_ctx *c, uint32_t uid, unsigned *last_
 			 uint64_t *bytes_last_day);
 int  reap_reported_add(struct reap_ctx *c, const struct reap_key *k, uint64_t bytes);
 int  reap_reported_close(struct reap_ctx *c);   /* compact, rewrite, unlock */
+/* Deaths of @uid that went unreported (a box removed while --journal-rate
+ * withheld it): counted, told (BB_SUPPRESSED of its next entry), cleared. */
+void reap_reported_suppress(struct reap_ctx *c, uint32_t uid);
+uint64_t reap_reported_suppressed(const struct reap_ctx *c, uint32_t uid);
+void reap_reported_clear_suppressed(struct reap_ctx *c, uint32_t uid);
 
 /* unitcheck.c: may an entry carry OBJECT_SYSTEMD_UNIT for @in->unit?
  * @why says why (not). */

@@ -24,6 +24,12 @@
  * another's out, and a box that goes and comes back within the window is
  * not reported again.  One run at a time: the file is locked (flock) for
  * the run.
+ *
+ * And one line per owner whose deaths went unreported, its boxes removed
+ * while --journal-rate kept them out of the journal:
+ *   s <uid> <count>
+ * carried as BB_SUPPRESSED by the owner's next entry, then cleared.  An
+ * older bb-reap skips such a line as malformed (and warns).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -52,11 +58,20 @@ struct reported_entry {
 	uint64_t        bytes;
 };
 
+struct suppressed {
+	uint32_t uid;
+	uint64_t count;
+};
+
+#define SUPPRESSED_MAX 4096 /* owners with a count kept, at most */
+
 struct reap_reported {
 	char                   path[PATH_MAX];
 	int                    fd;
 	struct reported_entry *v;
 	size_t                 n, cap;
+	struct suppressed     *sup;
+	size_t                 nsup;
 };
 
 /* The header's boot id as a token of the file: what a normal one is made
@@ -130,6 +145,62 @@ static bool parse_line(char *line, struct reported_entry *e)
 	return true;
 }
 
+/* The count of @uid, created (0) if need be; NULL when there is no room. */
+static struct suppressed *sup_of(struct reap_reported *s, uint32_t uid, bool create)
+{
+	struct suppressed *nv;
+
+	for (size_t i = 0; i < s->nsup; i++)
+		if (s->sup[i].uid == uid)
+			return &s->sup[i];
+	if (!create || s->nsup == SUPPRESSED_MAX ||
+	    !(nv = realloc(s->sup, (s->nsup + 1) * sizeof(*nv))))
+		return NULL;
+	s->sup = nv;
+	s->sup[s->nsup] = (struct suppressed){ .uid = uid };
+	return &s->sup[s->nsup++];
+}
+
+/* "<uid> <count>" of an "s" line. */
+static bool parse_suppressed(struct reap_reported *s, char *line)
+{
+	char *sp = strchr(line, ' ');
+	struct suppressed *e;
+	uint64_t uid, count;
+
+	if (!sp)
+		return false;
+	*sp = '\0';
+	if (!num(line, UINT32_MAX, &uid) || !num(sp + 1, UINT32_MAX, &count))
+		return false;
+	if ((e = sup_of(s, (uint32_t)uid, true)))
+		e->count = count;
+	return true;
+}
+
+void reap_reported_suppress(struct reap_ctx *c, uint32_t uid)
+{
+	struct suppressed *e = c->reported_file ? sup_of(c->reported_file, uid, true) : NULL;
+
+	if (e && e->count < UINT32_MAX)
+		e->count++;
+}
+
+uint64_t reap_reported_suppressed(const struct reap_ctx *c, uint32_t uid)
+{
+	struct suppressed *e = c->reported_file ? sup_of(c->reported_file, uid, false) : NULL;
+
+	return e ? e->count : 0;
+}
+
+void reap_reported_clear_suppressed(struct reap_ctx *c, uint32_t uid)
+{
+	struct suppressed *e = c->reported_file ? sup_of(c->reported_file, uid, false) : NULL;
+
+	if (e)
+		e->count = 0;
+}
+
 static int push(struct reap_reported *s, const struct reported_entry *e)
 {
 	if (s->n == s->cap) {
@@ -173,6 +244,11 @@ static int load(struct reap_reported *s)
 		*nl = '\0';
 		if (*p == '#' || !*p)
 			continue;
+		if (p[0] == 's' && p[1] == ' ') {
+			if (!parse_suppressed(s, p + 2))
+				bad++;
+			continue;
+		}
 		if ((size_t)(nl - p) >= REPORTED_LINE_MAX || !parse_line(p, &e)) {
 			bad++;
 			continue;
@@ -304,6 +380,7 @@ fail:
 	if (s->fd >= 0)
 		close(s->fd);
 	free(s->v);
+	free(s->sup);
 	free(s);
 	return r;
 }
@@ -440,9 +517,13 @@ static int rewrite(struct reap_reported *s)
 
 	if (snprintf(tmp, sizeof(tmp), "%s.new", s->path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	for (size_t i = 0; i <= s->n; i++) {
-		int n = i ? format_line(line, sizeof(line), &s->v[i - 1])
-			  : snprintf(line, sizeof(line), "%s", REPORTED_MAGIC);
+	for (size_t i = 0; i <= s->n + s->nsup; i++) {
+		int n = !i ? snprintf(line, sizeof(line), "%s", REPORTED_MAGIC)
+		      : i <= s->n ? format_line(line, sizeof(line), &s->v[i - 1])
+		      : !s->sup[i - 1 - s->n].count ? 0
+		      : snprintf(line, sizeof(line), "s %lu %llu\n",
+				 (unsigned long)s->sup[i - 1 - s->n].uid,
+				 (unsigned long long)s->sup[i - 1 - s->n].count);
 
 		if (len + (size_t)n > cap) {
 			size_t ncap = cap ? 2 * cap : 65536;
@@ -493,6 +574,7 @@ int reap_reported_close(struct reap_ctx *c)
 	}
 	close(s->fd); /* the lock goes with it, after the rename */
 	free(s->v);
+	free(s->sup);
 	free(s);
 	c->reported_file = NULL;
 	return r;

@@ -19,6 +19,7 @@ import struct
 import subprocess
 import sys
 import time
+import traceback
 
 from adversary import Failed, check
 
@@ -232,3 +233,34 @@ def port_open(port):
         return True
     except OSError:
         return False
+
+
+def run_suite(t, name):
+    """t.main(), then t.cleanup() whatever happened, and t.work removed
+    (unless BBJ_KEEP is set): the exit status of a suite, 0 or 1."""
+    try:
+        t.main()
+        return 0
+    except Failed as e:
+        print("%s: FAILED: %s" % (name, e))
+        return 1
+    except Exception:
+        traceback.print_exc()
+        return 1
+    finally:
+        t.cleanup()
+        if getattr(t, "work", None) and not os.environ.get("BBJ_KEEP"):
+            shutil.rmtree(t.work, ignore_errors=True)
+
+
+def rmdir_retry(path, secs=5):
+    """Remove the (cgroup) directory @path once its last process is gone."""
+    t = time.monotonic() + secs
+    while True:
+        try:
+            os.rmdir(path)
+            return
+        except OSError:
+            if time.monotonic() > t:
+                return
+            time.sleep(0.05)

@@ -538,9 +538,61 @@ def case_comm_prefix(ctx):
     check(b'comm "' + fake + b'"' in r.err, "bb-reap's log line: %r" % r.err)
 
 
+def case_collector_stacks(ctx):
+    """10. A host uploads crash stacks made to cost: two entries whose
+    BB_STACKs name 300 modules by 300 build ids, lines that do not parse,
+    a module path with terminal escapes, a BB_STACK_KINDS longer than the
+    stack, and one entry of 4,000 distinct frames' worth of lines.
+    `--groups` finishes, looks up at most 256 modules and says so, keeps
+    every frame module+offset, escapes what it prints; `--list` and the
+    entry without its box (its frames from BB_STACK) likewise."""
+    central = os.path.join(ctx.tmp, "central-stacks")
+    os.mkdir(central, 0o755)
+    boot, machine, now = "b" * 32, "c" * 32, int(time.time() * 1e6)
+
+    def stack(first, n, evil=False):
+        lines = ["#%d 0x%016x /opt/evil/m%d.so+0x%x %040x" % (i, 0x7f0000000000 + i, first + i,
+                                                              0x10 + i, first + i + 1)
+                 for i in range(n)]
+        if evil:
+            lines.insert(1, "#1 0x00007f0000000001 /opt/\x1b]0;pwned\x07/\x1b[2J+0x10 abcd")
+            lines.insert(2, "#2 not a frame at all")
+        return "\n".join(lines)
+
+    def entry(pid, st, kinds):
+        return export_entry([
+            ("__REALTIME_TIMESTAMP", str(now + pid)), ("__MONOTONIC_TIMESTAMP", "1000"),
+            ("_BOOT_ID", boot), ("_MACHINE_ID", machine), ("_HOSTNAME", "evil"),
+            ("_UID", "0"), ("_TRANSPORT", "journal"), ("MESSAGE_ID", MESSAGE_ID),
+            ("MESSAGE", "x[%d] crashed" % pid), ("BB_PID", str(pid)), ("BB_STARTTIME", "1"),
+            ("BB_BOOT_ID", boot), ("BB_UID", "0"), ("BB_COMM", "x\x1b[31m"),
+            ("BB_LIVENESS", "crashed"), ("BB_SIGNAL", "11"), ("BB_CRASH_KIND", "signal"),
+            ("BB_BOX_ATTACHED", "0"), ("BB_STACK", st), ("BB_STACK_KINDS", kinds)])
+
+    remote_import(entry(101, stack(0, 150), "p" * 5000) + entry(102, stack(150, 150, True), "") +
+                  entry(103, stack(0, 4000), "r"), os.path.join(central, "remote-evil.journal"))
+    r = run([EXTRACT, "--journal-directory", central, "--groups", "--json"], timeout=GUARD)
+    g = json_rows(r.out)
+    check(r.status == 0 and len(g) >= 2 and sum(x["count"] for x in g) == 3 and
+          b"more modules not examined: at most 256 a run" in r.err and
+          not any(x["named"] for x in g), "--groups: %.1f s, status %d, %r %r" % (
+              r.secs, r.status, g[:2], r.err[:300]))
+    ctx.note("300 build ids in one collector file: --groups %.1f s" % r.secs)
+    r = run([EXTRACT, "--journal-directory", central, "--groups"], timeout=GUARD)
+    check(r.status == 0 and not terminal_unsafe(r.out) and not terminal_unsafe(r.err),
+          "--groups text: %r" % r.out[:400])
+    r = run([EXTRACT, "--journal-directory", central, "--list"], timeout=GUARD)
+    check(r.status == 0 and r.out.count(b"\n") == 4 and not terminal_unsafe(r.out),
+          "--list: %r" % r.out[:400])
+    r = run([EXTRACT, "--journal-directory", central, "102"], timeout=GUARD)
+    check(r.status == 4 and b"*** the crash stack of the entry (BB_STACK):" in r.out and
+          not terminal_unsafe(r.out) and not terminal_unsafe(r.err),
+          "entry 102: %d %r" % (r.status, r.out[-600:]))
+
+
 CASES = [case_forged_entry, case_planted_claim, case_symbol_identity, case_collector_senders,
          case_catalog, case_private_content, case_symbol_budget, case_setuid,
-         case_comm_prefix]
+         case_comm_prefix, case_collector_stacks]
 
 
 class Ctx:

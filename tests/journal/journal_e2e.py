@@ -38,13 +38,11 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
-import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
 from journalns import (MESSAGE_ID, REMOTE, UPLOAD, Daemons, Failed, bind_catalog,  # noqa: E402
                        check, enter, free_port, fs_type, ours, parse_export, port_open,
-                       private_dirs, run, wait_for)
+                       private_dirs, rmdir_retry, run, run_suite, wait_for)
 
 NOBODY = 65534
 H_CGROUP_HIER, H_CGROUP = 568, 616   # include/blackbox/format.h (2.1)
@@ -167,12 +165,7 @@ class Test:
                 pass
         self.d.stop_all()
         for cg in self.cgroups:
-            for _ in range(100):
-                try:
-                    os.rmdir(cg)
-                    break
-                except OSError:
-                    time.sleep(0.05)
+            rmdir_retry(cg)
         if getattr(self, "logs", None):
             self.logs.close()
 
@@ -430,20 +423,7 @@ class Test:
 
 
 def inside(argv):
-    t = Test(argv)
-    try:
-        t.main()
-        return 0
-    except Failed as e:
-        print("journal_e2e: FAILED: %s" % e)
-        return 1
-    except Exception:
-        traceback.print_exc()
-        return 1
-    finally:
-        t.cleanup()
-        if getattr(t, "work", None) and not os.environ.get("BBJ_KEEP"):
-            shutil.rmtree(t.work, ignore_errors=True)
+    return run_suite(Test(argv), "journal_e2e")
 
 
 def main():

@@ -486,6 +486,74 @@ def paths_case(t, prog, full):
           file=sys.stderr)
 
 
+def build_id_case(t, prog, full, dbg):
+    """A collector's case: the module is not at its recorded path, or
+    another build is; its debug file (or the executable) only in a
+    build-id store: found by build id, named exactly.  Without the store
+    the note says what is missing; with --debuginfod the executable comes
+    from the server."""
+    bid = build_id(prog)
+
+    def victim(name):
+        v = os.path.join(t.sub(name), "victim")
+        shutil.copy(prog, v)
+        TRUTH[v] = symtab(full)
+        box = t.sub(name + "-box")
+        return v, box, crash(v, box)
+
+    def named(box, pid, v, args, what, note):
+        c = crash_record(box, pid, *args, what=what)
+        check(at(c["frames"][0], "symt_hidden", "CRASH_HIDDEN") and
+              c["frames"][1].get("function") == "symt_run", "%s: frames %r" % (what, c["frames"][:2]))
+        check(note in c.get("symbols_note", ""), "%s: note %r" % (what, c.get("symbols_note")))
+
+    # the debug file alone, as DIR/.build-id/xx/yyyy.debug
+    store = t.sub("bid-store")
+    place_build_id(dbg, store)
+    v, box, pid = victim("bid-missing")
+    os.unlink(v)
+    named(box, pid, v, ["--debug-dir", store], "missing, debug file by build id",
+          "%s: not found at the recorded path: found by build id as %s/.build-id/%s/%s.debug"
+          % (v, store, bid[:2], bid[2:]))
+    c = crash_record(box, pid, what="missing, no store")
+    check("function" not in c["frames"][0] and v + ": not found" in c.get("symbols_note", ""),
+          "missing without a store: %r" % c["frames"][0])
+    # another build at the path: the store's build is the one that ran
+    other = os.path.join(t.sub("bid-other"), "prog")
+    compile_prog(other, extra=["-Wl,--build-id=0x0123456789abcdef0123456789abcdef01234568"])
+    v, box, pid = victim("bid-rebuilt")
+    shutil.copy(other, v)
+    named(box, pid, v, ["--debug-dir", store], "rebuilt, by build id",
+          "%s: another build at the recorded path: found by build id" % v)
+    # the executable (not stripped) as DIR/.build-id/xx/yyyy
+    exe_store = t.sub("bid-exe-store")
+    os.makedirs(os.path.join(exe_store, ".build-id", bid[:2]))
+    shutil.copy(full, os.path.join(exe_store, ".build-id", bid[:2], bid[2:]))
+    v, box, pid = victim("bid-exe")
+    os.unlink(v)
+    named(box, pid, v, ["--debug-dir", exe_store], "executable by build id",
+          "found by build id as %s/.build-id/%s/%s" % (exe_store, bid[:2], bid[2:]))
+    # --debuginfod: the executable from the server
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Debuginfod)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    Debuginfod.files[bid + "/executable"] = full
+    env = {"DEBUGINFOD_URLS": "http://127.0.0.1:%d" % srv.server_address[1],
+           "http_proxy": "", "https_proxy": "", "no_proxy": "127.0.0.1",
+           "DEBUGINFOD_CACHE_PATH": t.sub("bid-cache")}
+    try:
+        del Debuginfod.requests[:]
+        c = crash_record(box, pid, "--debuginfod", env_extra=env, what="executable by debuginfod")
+        check(any(r == "/buildid/%s/executable" % bid for r in Debuginfod.requests),
+              "--debuginfod: no request for the executable: %r" % Debuginfod.requests)
+        check(at(c["frames"][0], "symt_hidden", "CRASH_HIDDEN"),
+              "--debuginfod executable: frame 0 %r (%r)" % (c["frames"][0], c.get("symbols_note")))
+    finally:
+        del Debuginfod.files[bid + "/executable"]
+        del Debuginfod.requests[:]
+        srv.shutdown()
+
+
 def no_build_id_case(t):
     d = t.sub("noid")
     prog = os.path.join(d, "prog")
@@ -638,8 +706,9 @@ class Debuginfod(http.server.BaseHTTPRequestHandler):
         if Debuginfod.hang:
             threading.Event().wait(30)
             return
-        m = re.fullmatch(r"/buildid/([0-9a-f]+)/debuginfo", self.path)
-        path = m and Debuginfod.files.get(m.group(1))
+        m = re.fullmatch(r"/buildid/([0-9a-f]+)/(debuginfo|executable)", self.path)
+        path = m and Debuginfod.files.get(m.group(1) if m.group(2) == "debuginfo"
+                                          else m.group(1) + "/executable")
         if not path:
             self.send_error(404)
             return
@@ -774,6 +843,7 @@ def main():
         inline_case(t)
         lib_case(t)
         paths_case(t, prog, full)
+        build_id_case(t, prog, full, dbg)
         no_build_id_case(t)
         hostile_case(t, prog, box, pid, full, dbg)
         owner_case(t)

@@ -1,0 +1,355 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Description: the fleet view.  Three hosts, each with its own machine id,
+hostname and journald, run services that die; `bb-reap --journal` reports
+them and systemd-journal-upload carries each host's journal to its own
+systemd-journal-remote output on one collector, as README "Fleet" says.
+The collector has none of the programs, only a build-id store of their
+debug files.  Then, on the collector:
+
+  - frames named from the store alone: a shipped box's crash block, and
+    an entry whose box was not shipped (its BB_STACK);
+  - one group for the same bug in two builds of a program (every offset
+    moved), on three hosts, with both builds and their releases
+    (BB_RELEASE) listed; without symbols
+    (--no-symbols) it splits by build, as bb-extract(1) GROUPS says;
+  - two groups for the same assert() in two programs, no frame of the C
+    library in any group;
+  - --group ID extracts the newest box of the group; --list --group and
+    the filters (--comm, --state, --machine, --since, --until) choose the
+    entries they say;
+  - deaths whose boxes were removed while --journal-rate kept them out of
+    the journal are counted in the owner's next entry (BB_SUPPRESSED) and
+    added by --groups.
+
+    fleet_e2e.py BB_REAP BB_EXTRACT SRC INCDIR LIBBLACKBOX_A SANITIZE CC [CC ARGS...]
+
+Root only, in a private mount namespace (tests/helpers/journalns.py): each
+host's journald runs in a UTS namespace of its own (its hostname) with a
+machine id bound over /etc/machine-id, its journal in a directory of its
+own.  Every daemon started is killed at the end, every wait is bounded.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+from journalns import (JOURNALD, REMOTE, UPLOAD, Daemons, check, enter,  # noqa: E402
+                       entries, free_port, mount, port_open, private_dirs, rmdir_retry, run,
+                       run_suite, wait_for)
+
+HOSTS = ("web-01", "web-02", "web-03")
+
+
+def build_id(path):
+    m = re.search(r"Build ID: ([0-9a-f]+)", run(["readelf", "-n", path]).stdout.decode())
+    return m.group(1)
+
+
+class Fleet:
+    def __init__(self, argv):
+        self.reap, self.extract, self.src, self.inc, self.liba, self.sanitize = argv[:6]
+        self.cc = argv[6:]
+        self.d = Daemons()
+        self.procs = []
+        self.cgroups = []
+
+    # -- the programs: stripped, debug files in the store only --
+    def build(self):
+        self.store = os.path.join(self.work, "store")
+        self.bins = {}
+        flags = ["-O2", "-g", "-I" + self.inc]
+        if self.sanitize not in ("", "none"):
+            flags.append("-fsanitize=" + self.sanitize)
+        for name, defs in (("api-gw.1", ["-DFLEET_BUILD=1"]), ("api-gw.2", ["-DFLEET_BUILD=2"]),
+                           ("worker", ["-DFLEET_BUILD=1", "-DFLEET_OTHER=1"])):
+            full = os.path.join(self.work, name + ".full")
+            run(self.cc + flags + defs + [os.path.join(self.src, "fleet_svc.c"), "-o", full,
+                                          self.liba, "-lcbor", "-lpthread"])
+            bid = build_id(full)
+            d = os.path.join(self.store, ".build-id", bid[:2])
+            os.makedirs(d, exist_ok=True)
+            run(["objcopy", "--only-keep-debug", full, os.path.join(d, bid[2:] + ".debug")])
+            stripped = os.path.join(self.work, name)
+            run(["strip", "--strip-all", "-o", stripped, full])
+            os.unlink(full)
+            self.bins[name] = (stripped, bid)
+        check(self.bins["api-gw.1"][1] != self.bins["api-gw.2"][1], "two builds, one build id")
+
+    # -- one host: its journald, its deaths, bb-reap, the upload --
+    def host(self, n, name, deaths, reap_args, extra=None):
+        hd = os.path.join(self.work, name)
+        os.mkdir(hd, 0o755)
+        mid = os.urandom(16).hex()
+        with open(os.path.join(hd, "machine-id"), "w") as f:
+            f.write(mid + "\n")
+        mount("--bind", os.path.join(hd, "machine-id"), "/etc/machine-id")
+        private_dirs(hd)
+        jd = self.d.start(["unshare", "-u", "sh", "-c", 'hostname "$0" && exec "$1"', name,
+                           JOURNALD], self.logs)
+        wait_for(lambda: os.path.exists("/run/systemd/journal/socket") or jd.poll() is not None,
+                 "journald of " + name)
+        check(jd.poll() is None, "journald of %s exited (daemons.log)" % name)
+        # the programs where the hosts install them; the collector has none
+        bindir = os.path.join(hd, "opt", "fleet", "bin")
+        os.makedirs(bindir)
+        boxes = os.path.join(hd, "boxes")
+        os.mkdir(boxes)
+        pids = []
+        for prog, mode in deaths:
+            exe = os.path.join(bindir, "worker" if prog == "worker" else "api-gw")
+            shutil.copy2(self.bins[prog][0], exe)
+            if mode == "hog" and not self.oom_cgroup:
+                continue
+
+            def pre(mode=mode):
+                if mode == "hog":
+                    with open(os.path.join(self.oom_cgroup, "cgroup.procs"), "w") as f:
+                        f.write(str(os.getpid()))
+            p = subprocess.Popen([exe, mode], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, env=dict(os.environ, BLACKBOX_DIR=boxes),
+                                 preexec_fn=pre)
+            self.procs.append(p)
+            pid = int(p.stdout.readline())
+            if mode == "wait":
+                p.kill()
+            rc = p.wait(60)
+            want = {"segv": -signal.SIGSEGV, "assert": -signal.SIGABRT, "wait": -signal.SIGKILL,
+                    "hog": -signal.SIGKILL}
+            check(rc == want[mode], "%s %s %s: exit %r" % (name, prog, mode, rc))
+            pids.append((prog, mode, pid))
+        state = os.path.join(hd, "reported")
+        reap = [self.reap, "--dir", boxes, "--journal-reported", state, "--json"] + reap_args + \
+               ["--min-age", "1h"]
+        run(reap)
+        if extra:
+            extra(reap[:-2], boxes, bindir, pids)
+        run(["journalctl", "--flush"], timeout=30)
+        port = free_port()
+        remote = self.d.start([REMOTE, "--listen-http=127.0.0.1:%d" % port, "--split-mode=none",
+                               "--output=%s/remote-%s.journal" % (self.central, name)],
+                              self.logs)
+        wait_for(lambda: port_open(port) or remote.poll() is not None, "journal-remote")
+        check(remote.poll() is None, "systemd-journal-remote exited (daemons.log)")
+        run([UPLOAD, "--url=http://127.0.0.1:%d" % port, "--directory=/var/log/journal",
+             "--follow=no"], timeout=120)
+        self.d.stop(remote)
+        self.d.stop(jd)
+        return mid, pids
+
+    def make_oom_cgroup(self):
+        """A cgroup where the OOM killer kills a process at 64 MiB (None,
+        with the reason printed, where this machine gives none)."""
+        self.oom_cgroup = None
+        v2 = os.path.exists("/sys/fs/cgroup/cgroup.subtree_control")
+        root = "/sys/fs/cgroup" if v2 else "/sys/fs/cgroup/memory"
+        try:
+            if v2:
+                with open(os.path.join(root, "cgroup.subtree_control")) as f:
+                    if "memory" not in f.read().split():
+                        raise OSError("no memory controller for child cgroups")
+            path = os.path.join(root, "bb-fleet-oom-%d" % os.getpid())
+            os.mkdir(path)
+            self.cgroups.append(path)
+            limits = ((("memory.max", "64M"), ("memory.swap.max", "0")) if v2 else
+                      (("memory.limit_in_bytes", "64M"), ("memory.memsw.limit_in_bytes", "64M")))
+            for k, v in limits:
+                if os.path.exists(os.path.join(path, k)):
+                    with open(os.path.join(path, k), "w") as f:
+                        f.write(v)
+                elif k != limits[1][0]:
+                    raise OSError("no " + k)
+            self.oom_cgroup = path
+        except OSError as e:
+            print("fleet_e2e: no cgroup with a memory limit (%s): the OOM case is left out" % e)
+
+    def rate_limited(self, reap, boxes, bindir, pids):
+        """web-03: two more deaths over --journal-rate, their boxes removed
+        unreported (--min-age 0), then one more: its entry counts the two."""
+        late = [self.die(bindir, boxes, "segv") for _ in range(2)]
+        pids.extend(late)
+        dec = [json.loads(x) for x in run(reap + ["--min-age", "0", "--journal-rate", "2"])
+               .stdout.splitlines()]
+        for _, _, pid in late:
+            mine = [x for x in dec if x.get("pid") == pid]
+            check([x["decision"] for x in mine] == ["skipped", "reaped"] and
+                  "--journal-rate" in mine[0].get("reason", ""),
+                  "web-03: pid %d over --journal-rate: %r" % (pid, mine))
+        pids.append(self.die(bindir, boxes, "segv"))
+        run(reap + ["--min-age", "0", "--journal-rate", "100"])
+
+    def die(self, bindir, boxes, mode):
+        exe = os.path.join(bindir, "api-gw")
+        p = subprocess.Popen([exe, mode], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=dict(os.environ, BLACKBOX_DIR=boxes))
+        self.procs.append(p)
+        pid = int(p.stdout.readline())
+        check(p.wait(20) == -signal.SIGSEGV, "api-gw %s did not die of SIGSEGV" % mode)
+        return ("api-gw.1", mode, pid)
+
+    def bx(self, *args, ok=(0,)):
+        return run([self.extract, "--journal-directory", self.central] + list(args), ok=ok)
+
+    def groups(self, *args):
+        return [json.loads(x) for x in self.bx("--groups", "--json", *args).stdout.splitlines()]
+
+    def main(self):
+        self.work = tempfile.mkdtemp(prefix="bbf.")
+        os.chmod(self.work, 0o755)
+        self.central = os.path.join(self.work, "central")
+        os.mkdir(self.central)
+        self.logs = open(os.path.join(self.work, "daemons.log"), "wb")
+        self.build()
+        self.make_oom_cgroup()
+        m1, p1 = self.host(1, HOSTS[0], [("api-gw.1", "segv"), ("api-gw.1", "segv"),
+                                         ("api-gw.1", "assert"), ("worker", "assert"),
+                                         ("api-gw.1", "wait"), ("api-gw.1", "hog")],
+                           ["--journal=box"])
+        m2, p2 = self.host(2, HOSTS[1], [("api-gw.2", "segv"), ("api-gw.2", "segv"),
+                                         ("worker", "assert")], ["--journal=box"])
+        # web-03 ships summaries: no box, the stack only
+        m3, p3 = self.host(3, HOSTS[2], [("api-gw.2", "segv"), ("api-gw.1", "segv")],
+                           ["--journal=summary"], extra=self.rate_limited)
+        check(sorted(n for n in os.listdir(self.central)) ==
+              sorted("remote-%s.journal" % h for h in HOSTS), "central: %r"
+              % os.listdir(self.central))
+        ents = entries("-D", self.central)
+        check(len({e["_MACHINE_ID"] for e in ents}) == 3 and
+              {e["_HOSTNAME"].decode() for e in ents} == set(HOSTS),
+              "hosts: %r" % {(e["_HOSTNAME"], e["_MACHINE_ID"]) for e in ents})
+        segv = [x for x in p1 + p2 + p3 if x[1] == "segv"]
+        reported_segv = len(segv) - 2   # two withheld by --journal-rate
+
+        g = self.groups("--debug-dir", self.store)
+        byfirst = {}
+        for x in g:
+            byfirst.setdefault(x["top_frames"].split(" < ")[0], []).append(x)
+        # one bug, two builds, three hosts
+        gs = byfirst.get("parse_header", [])
+        check(len(gs) == 1, "segv: %d groups: %r" % (len(gs), g))
+        gs = gs[0]
+        check(gs["top_frames"] == "parse_header < handle_request < main" and gs["named"] and
+              gs["count"] == reported_segv and gs["machines"] == 3 and gs["kind"] == "app",
+              "segv group: %r" % gs)
+        check(gs["suppressed"] == 2, "segv: suppressed %r, expected 2" % gs["suppressed"])
+        sent = [e for e in ents if "BB_SUPPRESSED" in e]
+        check(len(sent) == 1 and sent[0]["BB_SUPPRESSED"] == b"2" and
+              sent[0]["_HOSTNAME"] == b"web-03", "BB_SUPPRESSED: %r" % sent)
+        check(sorted(b["build_id"] for b in gs["builds"]) ==
+              sorted((self.bins["api-gw.1"][1], self.bins["api-gw.2"][1])),
+              "segv builds: %r" % gs["builds"])
+        check(sorted(b.get("release") for b in gs["builds"]) == ["1.4.2", "1.4.3"],
+              "segv releases: %r" % gs["builds"])
+        # the same assert() in two programs: two groups
+        ga = byfirst.get("check_config", [])
+        check(sorted((x["comm"], x["count"]) for x in ga) == [("api-gw", 1), ("worker", 2)],
+              "assert groups: %r" % ga)
+        check(all(x["top_frames"] == "check_config < main" for x in ga), "assert: %r" % ga)
+        check(not any(re.search(r"__libc|abort|raise|__assert|_start|pthread", x["top_frames"])
+                      for x in g), "a system frame in a group: %r" % g)
+        # killed: by SIGKILL, and by the OOM killer (the kernel's log says so)
+        go = [x for x in g if x["liveness"] == "orphaned"]
+        check(sorted((x["count"], x["oom_kill"]) for x in go) ==
+              ([(1, False), (1, True)] if self.oom_cgroup else [(1, False)]) and
+              all(x["kind"] == "orphaned" for x in go), "orphaned: %r" % go)
+        if self.oom_cgroup:
+            hog = [x for x in p1 if x[1] == "hog"][0][2]
+            eo = [e for e in ents if e["BB_PID"] == str(hog).encode()]
+            ew = [e for e in ents if e["BB_PID"] == str(
+                [x for x in p1 if x[1] == "wait"][0][2]).encode()]
+            check(len(eo) == 1 and eo[0].get("BB_OOM_KILL") == b"1" and
+                  b"was killed by the OOM killer" in eo[0]["MESSAGE"],
+                  "OOM kill: %r" % [(e.get("BB_OOM_KILL"), e["MESSAGE"]) for e in eo])
+            check(len(ew) == 1 and ew[0].get("BB_OOM_KILL") == b"0" and
+                  b"died without a word: SIGKILL, _exit or exec" in ew[0]["MESSAGE"],
+                  "SIGKILL: %r" % [(e.get("BB_OOM_KILL"), e["MESSAGE"]) for e in ew])
+        # by offsets alone (no symbols): one group per build
+        n = self.groups("--no-symbols")
+        ns = [x for x in n if x["top_frames"].startswith("api-gw+0x") and x["liveness"] == "crashed"
+              and x["count"] >= 3]
+        check(len(ns) == 2 and not any(x["named"] for x in ns) and
+              sorted(len(x["builds"]) for x in ns) == [1, 1], "--no-symbols: %r" % n)
+
+        # the text view says the same
+        t = self.bx("--groups", "--debug-dir", self.store).stdout.decode()
+        check(re.search(r"^%s +%d +3 " % (gs["group"], reported_segv), t, re.M) and
+              "    frames: parse_header < handle_request < main\n" in t and
+              "    not reported: 2 more deaths (--journal-rate)\n" in t, "--groups text:\n%s" % t)
+
+        # frames named on the collector: a shipped box, and a stack alone
+        pid = p1[0][2]
+        t = self.bx("--debug-dir", self.store, "--machine", m1, str(pid)).stdout.decode()
+        check(re.search(r"^  #0 .*/opt/fleet/bin/api-gw\+0x[0-9a-f]+  parse_header\+0x", t, re.M)
+              and re.search(r"^  #1 .*  handle_request\+0x", t, re.M), "box of %d:\n%s" % (pid, t))
+        pid = p3[0][2]
+        r = self.bx("--debug-dir", self.store, "--machine", m3, str(pid), ok=(4,))
+        t = r.stdout.decode()
+        check("BB_STACK=" in t and re.search(r"^  #0 .*api-gw\+0x[0-9a-f]+  parse_header\+0x", t, re.M)
+              and "*** group %s: parse_header < handle_request < main" % gs["group"] in t and
+              b"not shipped" in r.stderr, "summary of %d:\n%s\n%r" % (pid, t, r.stderr))
+        js = json.loads(self.bx("--json", "--debug-dir", self.store, "--machine", m3, str(pid),
+                                ok=(4,)).stdout)
+        check(js.get("group") == gs["group"] and
+              js["frames"][0].get("function") == "parse_header", "summary JSON: %r" % js)
+
+        # --group: the newest box of the group (web-03 shipped none)
+        newest = max((e for e in ents if e.get("BB_BOX_ATTACHED") == b"1" and
+                      e.get("BB_LIVENESS") == b"crashed" and b"SIGSEGV" in e["MESSAGE"]),
+                     key=lambda e: int(e["__REALTIME_TIMESTAMP"]))
+        out = self.bx("--group", gs["group"], "--json", "--debug-dir", self.store).stdout.splitlines()
+        check(json.loads(out[-1])["summary"]["pid"] == int(newest["BB_PID"]),
+              "--group extracted %r, newest box is pid %s" % (out[-1][:200], newest["BB_PID"]))
+        lines = self.bx("--list", "--group", gs["group"], "--debug-dir",
+                        self.store).stdout.decode().splitlines()
+        check(len(lines) == 1 + reported_segv and all(gs["group"] in x for x in lines[1:]) and
+              "GROUP" in lines[0], "--list --group:\n%s" % "\n".join(lines))
+        lj = [json.loads(x) for x in self.bx("--list", "--json", "--debug-dir",
+                                              self.store).stdout.splitlines()]
+        check(len(lj) == len(ents) and
+              sum(x.get("group") == gs["group"] for x in lj) == reported_segv, "--list --json")
+        self.bx("--group", "0123456789abcdef", ok=(4,))
+        self.bx("--group", "xyz", ok=(2,))
+
+        # filters
+        check([x["comm"] for x in self.groups("--comm", "worker", "--debug-dir", self.store)] ==
+              ["worker"], "--comm worker")
+        check([x["liveness"] for x in self.groups("--state", "orphaned")] ==
+              ["orphaned"] * (2 if self.oom_cgroup else 1), "--state orphaned")
+        w1 = self.groups("--machine", m1, "--debug-dir", self.store)
+        check(sum(x["count"] for x in w1) == len(p1) and
+              all(x["machines"] == 1 for x in w1), "--machine: %r" % w1)
+        check(sum(x["count"] for x in self.groups("--since", "-1d", "--no-symbols")) == len(ents),
+              "--since -1d")
+        check(self.groups("--until", "@1", "--no-symbols") == [], "--until @1")
+        check(self.groups("--since", "2999-01-01", "--no-symbols") == [], "--since 2999-01-01")
+        print("fleet_e2e: ok (%d entries, %d groups)" % (len(ents), len(g)))
+
+    def cleanup(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(10)
+        self.d.stop_all()
+        for cg in self.cgroups:
+            rmdir_retry(cg)
+        if getattr(self, "logs", None):
+            self.logs.close()
+
+
+def main():
+    argv = sys.argv[1:]
+    if len(argv) < 7:
+        print("usage: fleet_e2e.py BB_REAP BB_EXTRACT SRC INCDIR LIBBLACKBOX_A SANITIZE CC...")
+        return 2
+    enter(sys.argv, "fleet_e2e", timeout=600)
+    return run_suite(Fleet(argv), "fleet_e2e")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
