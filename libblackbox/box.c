@@ -1088,7 +1088,7 @@ static struct bb__ring *bb__seg_join(struct bb__box *box, struct bb__tls *t)
 	/* Crash handler on: this thread gets an alternate signal stack (an
 	 * mmap; the first write is the slow path), freed by
 	 * bb__thread_exit(). */
-	bb__crash_thread_start(t);
+	(void)bb__crash_thread_start(t);
 	if (bb__g.key_ok)
 		pthread_setspecific(bb__g.key, box);
 	t->f.ring = &box->windows[slot];
@@ -1154,6 +1154,59 @@ struct bb__ring *bb__begin_slow(struct bb__box *box, struct bb__tls *t)
 		BB__FETCH_ADD(&box->hdr->dropped_busy, 1);
 		return NULL;
 	}
+}
+
+/*
+ * bb_thread_init - what this thread's first write does, without a
+ * record: its thread slot and first segment (bb__seg_join()), and, with
+ * the crash handler on, its alternate signal stack.
+ */
+BB_EXPORT int bb_thread_init(void)
+{
+	/* Acquire pairs with the release store publishing the box, as in
+	 * bb__begin(). */
+	struct bb__box *box = BB__LOAD_ACQUIRE(&bb__box);
+	struct bb__tls *t = &bb__tls;
+	int ret = 0, alt;
+
+	if (!box) {
+		/* Disabled (0), no box (-ENODEV), or the child of a fork
+		 * whose box is made now (-EAGAIN: take it). */
+		ret = bb__nobox();
+		if (ret != -EAGAIN)
+			return ret;
+		box = BB__LOAD_ACQUIRE(&bb__box);
+		if (!box)
+			return -ENODEV;
+	}
+	if (t->f.depth)
+		return -EBUSY;   /* a signal handler interrupted a write of ours */
+	if (!t->tid)
+		t->tid = bb__gettid();
+	/* The nesting section, as a write's: a signal handler that writes
+	 * while we join goes to the shared ring, never to a window we are
+	 * setting up. */
+	t->f.depth = 1;
+	BB__SIGNAL_FENCE();
+	if (!t->exited && (t->f.gen != box->f.gen || !t->f.ring)) {
+		t->f.gen = box->f.gen;
+		t->f.ring = NULL;
+		t->retry = 0;
+		if (!bb__seg_join(box, t))
+			ret = -ENOSPC;
+	}
+	BB__SIGNAL_FENCE();
+	t->f.depth = 0;
+	if (t->exited)
+		return -ESRCH;   /* in a TLS destructor: the thread is leaving */
+	/* The alternate stack: given by the join above (whose failure to
+	 * make one it ignores: a write goes on without), or now, when there
+	 * was no slot (its records go to the shared ring).  Freed at the
+	 * thread's exit by bb__thread_exit(). */
+	alt = bb__crash_thread_start(t);
+	if (t->altstack && bb__g.key_ok)
+		pthread_setspecific(bb__g.key, box);
+	return alt < 0 ? alt : ret;
 }
 
 void bb__end_shared(struct bb__box *box, struct bb__tls *t)

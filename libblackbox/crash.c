@@ -640,26 +640,30 @@ BB_EXPORT __attribute__((noinline)) int bb_crash_record(const char *reason)
 #define BB__SS_AUTODISARM ((int)(1u << 31))
 #endif
 
-void bb__crash_thread_start(struct bb__tls *t)
+int bb__crash_thread_start(struct bb__tls *t)
 {
 	stack_t cur, ss;
 	uint8_t *m;
+	int e;
 
 	if (!bb__altstacks || t->altstack)
-		return;
+		return 0;
 	/* An alternate stack the application installed (or one we gave this
 	 * thread before) is left alone. */
-	if (sigaltstack(NULL, &cur) < 0 || !(cur.ss_flags & SS_DISABLE))
-		return;
+	if (sigaltstack(NULL, &cur) < 0)
+		return -errno;
+	if (!(cur.ss_flags & SS_DISABLE))
+		return 0;
 	m = mmap(NULL, bb__alt_size + bb__page, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 	if (m == MAP_FAILED)
-		return;   /* no alt stack: only a stack overflow goes unrecorded */
+		return -errno;   /* no alt stack: only a stack overflow goes unrecorded */
 	/* Guard page below the stack (it grows down): an overflow of the
 	 * alt stack itself faults instead of scribbling on a neighbour. */
 	if (mprotect(m, bb__page, PROT_NONE) < 0) {
+		e = -errno;
 		munmap(m, bb__alt_size + bb__page);
-		return;
+		return e;
 	}
 	ss.ss_sp = m + bb__page;
 	ss.ss_size = bb__alt_size;
@@ -667,10 +671,12 @@ void bb__crash_thread_start(struct bb__tls *t)
 	 * off for a previous handler; without it, only that is lost. */
 	ss.ss_flags = BB__SS_AUTODISARM;
 	if (sigaltstack(&ss, NULL) < 0 && (ss.ss_flags = 0, sigaltstack(&ss, NULL) < 0)) {
+		e = -errno;
 		munmap(m, bb__alt_size + bb__page);
-		return;
+		return e;
 	}
 	t->altstack = m;
+	return 0;
 }
 
 void bb__crash_thread_exit(struct bb__tls *t)
@@ -772,7 +778,7 @@ int bb__crash_init(const struct bb_options *o)
 		bb__installed = true;
 		bb__altstacks = true;
 	}
-	bb__crash_thread_start(&bb__tls);
+	(void)bb__crash_thread_start(&bb__tls);
 	return 0;
 }
 

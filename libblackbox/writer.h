@@ -349,7 +349,9 @@ static inline size_t bb__utf8_cut(const char *s, size_t n)
  * AS-safe; called from bb_init_opts(), bb__open(), bb__claim() and the TLS
  * destructor. */
 int bb__crash_init(const struct bb_options *o);
-void bb__crash_thread_start(struct bb__tls *t);
+/* bb__crash_thread_start(): 0 (an alternate stack given, one there
+ * already, or the handler off) or a negative errno. */
+int bb__crash_thread_start(struct bb__tls *t);
 void bb__crash_thread_exit(struct bb__tls *t);
 void bb__modules_gather(struct bb__box *box);
 

@@ -9,7 +9,9 @@
  *   child crash KIND  RLIMIT_CORE 0, bb_init (crash handler as the
  *                     environment says), then die of KIND: segv (store to
  *                     address 16), bus (truncated mmap), abort, overflow
- *                     (infinite recursion), inwrite (SIGSEGV inside
+ *                     (infinite recursion), pool-overflow (the same in a
+ *                     thread "pool-worker" that never writes but calls
+ *                     bb_thread_init() first), inwrite (SIGSEGV inside
  *                     bb_write_bytes), handler (abort() in an application
  *                     SIGSEGV handler that interrupted bb_write_bytes),
  *                     chain (segv with an application handler installed
@@ -278,6 +280,19 @@ static void *crash_thread(void *arg)
 	return NULL;
 }
 
+/* A thread of another library's pool: it never writes, it calls
+ * bb_thread_init() at its start, then overflows its stack. */
+static void *pool_thread(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "pool-worker");
+	if (bb_thread_init() != 0 || bb_thread_init() != 0)
+		exit(7);
+	printf("tid %ld\n", (long)gettid());
+	say_addr(NULL);
+	exit(recurse(0));
+}
+
 static int crash(const char *kind)
 {
 	struct rlimit no_core = { 0, 0 };
@@ -328,6 +343,12 @@ static int crash(const char *kind)
 		pthread_t th;
 
 		if (pthread_create(&th, NULL, crash_thread, NULL))
+			return 5;
+		pthread_join(th, NULL);
+	} else if (!strcmp(kind, "pool-overflow")) {
+		pthread_t th;
+
+		if (pthread_create(&th, NULL, pool_thread, NULL))
 			return 5;
 		pthread_join(th, NULL);
 #if defined(__x86_64__)

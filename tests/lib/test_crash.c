@@ -368,6 +368,19 @@ Test(crash, stack_overflow_on_the_alternate_stack)
 	cr_assert(outside, "libc's start-up frames are among the outermost ones");
 }
 
+Test(crash, stack_overflow_in_a_thread_that_only_called_bb_thread_init)
+{
+	static struct seen v;
+
+	/* A pool thread that never wrote: bb_thread_init() gave it its
+	 * alternate stack, so its overflow leaves a record naming it
+	 * (SEGV_ACCERR: a thread's stack ends in a guard page that is
+	 * mapped, where the main thread's ends in nothing). */
+	check_crash_in("pool-overflow", SIGSEGV, SEGV_ACCERR, false, "pool-worker", &v);
+	cr_assert(v.rc.stack_overflow, "addr %#llx sp %#llx", (unsigned long long)v.rc.addr,
+		  (unsigned long long)v.rc.sp);
+}
+
 Test(crash, fault_inside_a_write_leaves_it_torn)
 {
 	/* SIGSEGV in the middle of bb_write_bytes()'s copy: the crash record
