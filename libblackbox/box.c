@@ -244,6 +244,8 @@ struct bb__layout {
 	uint64_t seg_off;
 	uint64_t state_off;
 	uint64_t mod_off;
+	uint64_t stk_off;     /* the crash stacks (3.1) */
+	uint32_t nstk;
 	uint64_t data_off;    /* the rings */
 	uint64_t seg_data_off;
 	uint64_t box_size;
@@ -275,7 +277,10 @@ static uint64_t bb__layout_for(struct bb__layout *l, uint32_t n, uint64_t page)
 	l->seg_off = l->slot_off + (uint64_t)l->nslots * BB_THREAD_SLOT_SIZE;
 	l->state_off = l->seg_off + (uint64_t)n * BB_SEG_DESC_SIZE;
 	l->mod_off = l->state_off + (uint64_t)BB__STATE_SLOTS * BB__STATE_SLOT_SIZE;
-	l->data_off = bb__round_up(l->mod_off + BB__MODULES_SIZE, page);
+	/* a crash stack slot per thread slot, up to BB_CRASH_STACKS_MAX */
+	l->stk_off = l->mod_off + BB__MODULES_SIZE;
+	l->nstk = l->nslots < BB_CRASH_STACKS_MAX ? l->nslots : BB_CRASH_STACKS_MAX;
+	l->data_off = bb__round_up(l->stk_off + (uint64_t)l->nstk * BB_CRASH_SIZE, page);
 	l->seg_data_off = l->data_off + BB__RINGS * l->ring_size;
 	return l->seg_data_off + (uint64_t)n * l->seg_size;
 }
@@ -501,6 +506,8 @@ static void bb__box_setup(struct bb__box *box, const struct bb_options *o,
 	box->ring_size = l->ring_size;
 	box->state = (uint8_t *)box->hdr + l->state_off;
 	box->modules = (uint8_t *)box->hdr + l->mod_off;
+	box->stacks = (uint8_t *)box->hdr + l->stk_off;
+	box->nstacks = l->nstk;
 	box->segs = (struct bb_seg_desc *)(void *)((uint8_t *)box->hdr + l->seg_off);
 	box->slots = (struct bb_thread_slot *)(void *)((uint8_t *)box->hdr + l->slot_off);
 	box->nsegs = l->nsegs;
@@ -548,6 +555,8 @@ static void bb__write_header(struct bb__box *box, const struct bb_options *o,
 	h->state_table_offset = l->state_off;
 	h->modules_size = BB__MODULES_SIZE;
 	h->modules_offset = l->mod_off;
+	h->crash_stacks_offset = l->stk_off;
+	h->crash_stacks_count = l->nstk;
 	h->seg_count = l->nsegs;
 	h->seg_size = l->seg_size;
 	h->seg_table_offset = l->seg_off;

@@ -71,6 +71,8 @@ struct bb__box {
 	char path[PATH_MAX];
 	uint8_t *state;            /* state table: BB__STATE_SLOTS slots */
 	uint8_t *modules;          /* module area: BB__MODULES_SIZE bytes */
+	uint8_t *stacks;           /* crash stacks: nstacks slots of BB_CRASH_SIZE */
+	uint32_t nstacks;
 	/* Segments (FORMAT.md §13, box.c "Segments"): the tables in the
 	 * header mapping, the data mapped once (records never span
 	 * segments), and one window per thread slot, the struct bb__ring

@@ -34,7 +34,7 @@ TestSuite(crash, .init = bbt_setup_dir, .fini = bbt_teardown_dir, .timeout = 120
 struct run {
 	pid_t pid;
 	int status;
-	char out[512];
+	char out[1024];
 	uint64_t addr;     /* from the child's "addr 0x..." line */
 };
 
@@ -379,6 +379,59 @@ Test(crash, stack_overflow_in_a_thread_that_only_called_bb_thread_init)
 	check_crash_in("pool-overflow", SIGSEGV, SEGV_ACCERR, false, "pool-worker", &v);
 	cr_assert(v.rc.stack_overflow, "addr %#llx sp %#llx", (unsigned long long)v.rc.addr,
 		  (unsigned long long)v.rc.sp);
+}
+
+/* A frame of @st lies in the function at @fn (the child printed its
+ * address; the functions are a few dozen bytes long). */
+static bool stack_names(const struct bb_crash *st, uint64_t fn)
+{
+	for (uint32_t k = 0; k < st->nframes; k++)
+		if (st->frames[k] >= fn && st->frames[k] < fn + 0x80)
+			return true;
+	return false;
+}
+
+Test(crash, every_threads_stack_at_a_crash)
+{
+	static struct seen v;
+	static const char *fns[] = { "blocked_in_read", "in_cond_wait", "in_nanosleep" };
+	static const char *names[] = { "reader", "waiter", "sleeper" };
+	struct bb_reader *r;
+	struct bb_crash st;
+	uint32_t slots, asked, found = 0;
+	char err[256];
+
+	/* The main thread faults while three threads are blocked in a read,
+	 * a condition wait and a sleep: the crash record is the main
+	 * thread's, and each of the three answered with its own stack, which
+	 * names the function it was blocked in. */
+	check_crash_in("threads", SIGSEGV, SEGV_MAPERR, true, NULL, &v);
+	cr_assert_eq(bb_reader_open_pid(v.on.pid, bbt_dir, 0, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(bb_reader_crash_stacks(r, &slots, &asked), 0);
+	cr_assert_geq(slots, 3);
+	cr_assert_eq(asked, 3, "the three other threads were asked");
+	cr_assert_eq(bb_reader_crash_stack(r, slots, &st), -ENOENT);
+	for (uint32_t i = 0; i < slots; i++) {
+		cr_assert_eq(bb_reader_crash_stack(r, i, &st), 0);
+		if (st.status == BB_CRASH_NONE)
+			continue;
+		cr_assert_eq(st.status, BB_CRASH_COMPLETE, "stack %u: %s", i, st.problem);
+		cr_assert_eq(st.kind, BB_CRASH_KIND_THREAD);
+		cr_assert_neq(st.tid, v.on.pid);
+		cr_assert(st.frame_flags[0] & BB_CRASH_FRAME_EXACT);
+		for (int k = 0; k < 3; k++) {
+			const char *at = strstr(v.on.out, fns[k]);
+
+			cr_assert_not_null(at, "%s", v.on.out);
+			if (strcmp(st.thread, names[k]))
+				continue;
+			cr_assert(stack_names(&st, strtoull(at + strlen(fns[k]) + 1, NULL, 16)),
+				  "thread %s: no frame in %s", names[k], fns[k]);
+			found |= 1u << k;
+		}
+	}
+	cr_assert_eq(found, 7u, "stacks of threads found: %#x", found);
+	bb_reader_close(r);
 }
 
 Test(crash, fault_inside_a_write_leaves_it_torn)
