@@ -312,7 +312,13 @@ int bb_write_event_important(const char *name, const struct bb_field *fields, si
  * box's header (signal, si_code, the fault address when the kernel gave
  * one, the stack pointer, thread id and name, the interrupted instruction
  * and the stack's return addresses; docs/FORMAT.md §11) and marks the box
- * CRASHED with the signal number.  It runs on the thread's alternate
+ * CRASHED with the signal number.  Then (also after bb_crash_record()) it
+ * asks every other thread that holds a thread slot for its stack, with a
+ * real-time signal (the first from SIGRTMIN + 8 whose disposition was the
+ * default when bb_init() installed the handler; none free: no other
+ * stacks), and waits at most 100 ms in all for the answers; up to 32
+ * threads, the others counted.  A call that a handler always interrupts
+ * (nanosleep ...) fails with EINTR in those threads.  It runs on the thread's alternate
  * signal stack with every caught signal blocked.
  *
  * Then it steps aside: it puts back the disposition it replaced, exactly

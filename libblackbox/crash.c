@@ -9,8 +9,9 @@
  * the kernel would have run it (its stack, mask and flags), and a default
  * action kills with the original exit status and core.
  *
- * Also the per-thread alternate signal stacks that make the handler run on
- * a stack overflow, and bb_crash_rearm().
+ * Also every other thread's stack at a crash (the crash stacks, asked for
+ * with a real-time signal), the per-thread alternate signal stacks that
+ * make the handler run on a stack overflow, and bb_crash_rearm().
  *
  * What runs in the handler and in bb_crash_record() is async-signal-safe:
  * no malloc, no stdio, no lock the interrupted code can hold.  Each call
@@ -761,6 +762,8 @@ static void bb__stack_handler(int sig, siginfo_t *si, void *ucv)
 	int k;
 
 	(void)sig;
+	/* getpid, and gettid above: system calls, AS-safe.  The walk and
+	 * the record below are the crash record's (bb__crash_fill()). */
 	if (!box || !si || si->si_code != SI_QUEUE || si->si_pid != getpid())
 		goto out;
 	k = si->si_value.sival_int;
