@@ -60,6 +60,9 @@ static void usage(FILE *f)
 "  -c, --cbor        RFC 8742 CBOR sequence: one map per record, then summary\n"
 "  -s, --save FILE   write a consistent copy of the box to FILE (never\n"
 "                    overwrites an existing file)\n"
+"  -t, --threads     per thread: tid, name, records, its last record and how\n"
+"                    long ago it was written (from now for a live owner,\n"
+"                    else from its death); a hung thread shows as an old one\n"
 "  -f, --follow      print new records as they are committed until the owner\n"
 "                    is gone (or SIGINT); report records lost in between\n"
 "  -q, --quiet       no verification report on stderr unless damage is found\n"
@@ -257,6 +260,7 @@ static void set_option(int ch, char **argv, struct opts *o)
 	case OPT_DEBUG_DIR: add_debug_dir(o, optarg); break;
 	case OPT_DEBUGINFOD: o->debuginfod = true; break;
 	case OPT_RAW_NAMES: o->raw_names = true; break;
+	case 't': o->threads = true; break;
 	case OPT_JOURNAL: o->journal = true; break;
 	case OPT_JOURNAL_DIR: o->journal_dir = optarg; break;
 	case OPT_MACHINE: o->machine = optarg; break;
@@ -332,6 +336,9 @@ static void check_args(const struct opts *o)
 		usage_error("give only one of PID, --path, --list, --all");
 	if (o->follow && (o->list || o->all))
 		usage_error("--follow reads one box: give a PID or --path");
+	if (o->threads && (o->list || o->all || o->follow || o->save))
+		usage_error("--threads reads one box: give a PID or --path, without --follow "
+			    "or --save");
 	if (o->save && (o->list || o->all || o->follow))
 		usage_error("--save copies one box: give a PID or --path, without --follow");
 	if (o->fmt == FMT_CBOR && !o->save && isatty(STDOUT_FILENO))
@@ -357,6 +364,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
 		{ "debuginfod", no_argument,      NULL, OPT_DEBUGINFOD },
 		{ "raw-names", no_argument,       NULL, OPT_RAW_NAMES },
+		{ "threads",   no_argument,       NULL, 't' },
 		{ "journal",   no_argument,       NULL, OPT_JOURNAL },
 		{ "journal-directory", required_argument, NULL, OPT_JOURNAL_DIR },
 		{ "machine",   required_argument, NULL, OPT_MACHINE },
@@ -379,7 +387,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	/* "-" first: non-options come back in order as 1, whatever
 	 * POSIXLY_CORRECT says, so a pid may stand anywhere */
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "-p:d:lajcs:fqhV", lopts, NULL)) != -1)
+	while ((ch = getopt_long(argc, argv, "-p:d:lajcs:fqthV", lopts, NULL)) != -1)
 		set_option(ch, argv, o);
 	for (; optind < argc; optind++) { /* after "--" */
 		if (o->pid)
@@ -447,6 +455,8 @@ int main(int argc, char **argv)
 		code = bbx_list(&o, &out);
 	else if (o.all)
 		code = bbx_all(&o, &out);
+	else if (o.threads)
+		code = bbx_threads_main(&o, &out, r, live);
 	else
 		code = bbx_extract(&o, &out, r, live, false);
 	bb_reader_close(r);

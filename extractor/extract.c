@@ -279,11 +279,14 @@ int bbx_extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r, 
 		bool with_pid)
 {
 	struct ctx c = { .opt = o, .out = out, .r = r, .with_pid = with_pid };
+	struct bbx_threads thr = { .r = r };
 	struct bb_ring_stats tot;
 	int ret, code;
 
 	c.info = bb_reader_info(r);
 	bbx_em_init(&c.em, out, o->fmt == FMT_CBOR);
+	if (o->fmt != FMT_TEXT)
+		c.threads = &thr;
 	if (with_pid && o->fmt == FMT_TEXT) {
 		char head[4400];
 		int n = snprintf(head, sizeof(head), "== %s: pid %d (%s), %s ==",
@@ -308,9 +311,12 @@ int bbx_extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r, 
 	if (!ret && o->follow)
 		ret = follow(&c);
 	free(c.scratch);
+	if (!ret && c.threads && (ret = bbx_threads_finish(&thr, r)) == -ENOMEM)
+		bbx_msg(NULL, "out of memory");
 	if (ret == -ENOMEM || (ret < 0 && ret != out->err)) {
 		free(c.lost);
 		free(c.last_pos);
+		bbx_threads_free(&thr);
 	}
 	if (ret == -ENOMEM)
 		return EXIT_FAILURE_;
@@ -324,10 +330,12 @@ int bbx_extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r, 
 		if (bbx_out_flush(out) == 0)
 			bbx_summary_text(&c, live);
 	} else {
+		bbx_threads_ref(&thr, c.info, live, &c.crash);
 		bbx_summary_struct(&c, live, code);
 	}
 	free(c.lost);
 	free(c.last_pos);
+	bbx_threads_free(&thr);
 	return code;
 }
 

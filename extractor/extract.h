@@ -41,6 +41,7 @@ struct opts {
 	const char *path, *dir, *save;
 	pid_t pid;
 	bool  list, all, follow, quiet, any_owner, uring, no_symbols, debuginfod, raw_names;
+	bool  threads;       /* --threads: threads.c */
 	enum fmt fmt;
 	const char *debug_dirs[DEBUG_DIRS_MAX]; /* absolute */
 	size_t ndebug_dirs;
@@ -57,6 +58,45 @@ struct opts {
 	uint32_t entry_owner;     /* the uid its symbols are parsed as, at most */
 	const char *entry_proof;  /* how the report qualifies the owner */
 };
+
+/* threads.c: each thread's last record (--threads; the summary's
+ * "threads").  bbx_threads_note() per record (0 or -ENOMEM), then
+ * bbx_threads_finish() (threads without records, shared-ring tids joined
+ * to their logs, sorted), then bbx_threads_ref() (what ages count from). */
+struct bbx_thr {
+	uint32_t ring;       /* its log (UINT32_MAX: seen only in a shared ring) */
+	int32_t  tid;
+	char     name[16];
+	uint32_t claim;      /* enum bb_ring_claim of its log */
+	bool     shared_only;
+	uint64_t records;
+	bool     has_last, cut;
+	uint64_t ts;         /* its last record: box clock ns, */
+	int64_t  wall_ns;    /* wall clock, */
+	uint8_t  tag, flags; /* and value (cut to 4 KiB: cut) */
+	uint8_t *value;
+	size_t   len, cap;
+};
+struct bbx_threads {
+	struct bb_reader *r;
+	struct bbx_thr *v;
+	size_t n, cap;
+	int32_t *by_ring;    /* ring index -> entry, or THR_* */
+	uint32_t nrings;
+	int64_t newest_wall; /* of any record */
+	bool ref_clock;      /* ages from ref_ts (box clock), else from ref_wall */
+	uint64_t ref_ts;
+	int64_t ref_wall;
+	const char *ref_key, *ref_text;
+};
+int bbx_threads_note(struct bbx_threads *t, struct bb_reader *r, const struct bb_record *rec);
+int bbx_threads_walk_cb(const struct bb_record *rec, void *arg);
+int bbx_threads_finish(struct bbx_threads *t, struct bb_reader *r);
+void bbx_threads_ref(struct bbx_threads *t, const struct bb_box_info *in, int live,
+		     const struct bb_crash *crash);
+void bbx_threads_struct(struct bbx_em *em, const struct bbx_threads *t);
+void bbx_threads_free(struct bbx_threads *t);
+int bbx_threads_main(const struct opts *o, struct bbx_out *out, struct bb_reader *r, int live);
 
 /* One extraction in progress. */
 struct ctx {
@@ -78,6 +118,8 @@ struct ctx {
 	struct bb_state_stats state; /* the state table, likewise */
 	bool has_state;
 	uint64_t gaps;       /* gap records written (records.c) */
+	struct bbx_threads *threads; /* JSON / CBOR: each thread's last record,
+					for the summary (records.c, threads.c) */
 };
 
 #define TEXT_FAST   4096u            /* try formatting in place in this much */
@@ -94,6 +136,10 @@ int bbx_all(const struct opts *o, struct bbx_out *out);
 /* records.c: bb_record_fn callbacks, arg a struct ctx */
 int bbx_text_record(const struct bb_record *rec, void *arg);
 int bbx_struct_record(const struct bb_record *rec, void *arg);
+/* A thread name, escaped, a blank as '?', "-" for none, into @p (room for
+ * 4 * 15 + 1 bytes, not terminated); its length. */
+size_t bbx_thread_name(char *p, const char *name);
+
 
 /* preamble.c: the crash block, then the state table, before any record */
 int bbx_preamble(struct ctx *c);
@@ -115,7 +161,8 @@ void bbx_unit_struct(struct bbx_em *em, const struct bb_box_info *in);
 void bbx_summary_struct(struct ctx *c, int live, int code);
 void bbx_summary_text(struct ctx *c, int live);
 
-/* list.c */
+/* list.c; bbx_fmt_age(): "42s", "17m", "5h", "3d" */
+void bbx_fmt_age(char *buf, size_t len, uint64_t sec);
 int bbx_scan(const struct opts *o, struct bb_box_entry **v, size_t *n);
 void bbx_say_not_a_box(const struct bb_box_entry *e);
 int bbx_list(const struct opts *o, struct bbx_out *out);

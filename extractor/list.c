@@ -57,7 +57,7 @@ static void fmt_size(char *buf, size_t len, uint64_t v)
 		snprintf(buf, len, "%.1f%c", d, unit[u]);
 }
 
-static void fmt_age(char *buf, size_t len, uint64_t sec)
+void bbx_fmt_age(char *buf, size_t len, uint64_t sec)
 {
 	if (sec < 120)
 		snprintf(buf, len, "%llus", (unsigned long long)sec);
@@ -146,7 +146,7 @@ static void list_one(const struct opts *o, struct bbx_out *out, struct bbx_em *e
 	fmt_size(size, sizeof(size), in->box_size);
 	fmt_size(used, sizeof(used), in->used_bytes);
 	snprintf(rings, sizeof(rings), "%u/%u", in->rings_used, in->ring_count);
-	fmt_age(agebuf, sizeof(agebuf), age);
+	bbx_fmt_age(agebuf, sizeof(agebuf), age);
 	/* the first 16 bytes of comm (anyone's bytes), escaped */
 	if (in->comm[0])
 		bb_escape_text(in->comm, strnlen(in->comm, 16), comm, sizeof(comm));

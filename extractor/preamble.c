@@ -318,10 +318,100 @@ static void text_head(struct bbx_out *o, const struct bb_crash *cr, const char *
 	}
 }
 
+/* Every other thread's stack at the crash (format 3.1): the slots of the
+ * crash stacks area, each decoded, and where its frames start among the
+ * symbolised ones. */
+struct stacks {
+	struct bb_crash *v;
+	size_t *first;       /* index of each one's frame 0 in the frames */
+	uint32_t n, asked;
+};
+
+/* Text: "*** thread 42 (w), at T:" and its frames; "*** thread 43 (x): no
+ * answer ..."; what was not asked. */
+static void text_stacks(struct bbx_out *o, const struct stacks *s, const struct bbx_frame *fr,
+			bool raw)
+{
+	char line[512], t[BBX_TIME_MAX];
+	int n;
+
+	for (uint32_t i = 0; i < s->n; i++) {
+		const struct bb_crash *st = &s->v[i];
+
+		if (st->status == BB_CRASH_NONE)
+			continue;
+		if (st->status == BB_CRASH_COMPLETE) {
+			t[bbx_fmt_time(t, st->wall_ns)] = '\0';
+			n = snprintf(line, sizeof(line), "*** thread %d (%s), at %s:", (int)st->tid,
+				     st->thread[0] ? st->thread : "-", t);
+		} else if (st->status == BB_CRASH_NO_ANSWER) {
+			n = snprintf(line, sizeof(line), "*** thread %d (%s): %s", (int)st->tid,
+				     st->thread[0] ? st->thread : "-", st->problem);
+		} else {
+			n = snprintf(line, sizeof(line), "*** crash stack %u: %s", i, st->problem);
+		}
+		if (n >= (int)sizeof(line))
+			n = (int)sizeof(line) - 1;
+		bbx_put_escaped(o, line, n > 0 ? (size_t)n : 0);
+		bbx_out_char(o, '\n');
+		if (st->status == BB_CRASH_COMPLETE)
+			bbx_crash_frames_text(o, st, fr + s->first[i], raw);
+	}
+	if (s->asked > s->n) {
+		n = snprintf(line, sizeof(line), "*** %u more threads not asked for their stacks: "
+			     "the box has room for %u\n", s->asked - s->n, s->n);
+		bbx_out_put(o, line, (size_t)n);
+	}
+}
+
+/* JSON / CBOR: the crash record's "threads" array. */
+static void struct_stacks(struct bbx_em *em, const struct stacks *s, const struct bbx_frame *fr,
+			  bool raw)
+{
+	char t[BBX_TIME_MAX];
+
+	bbx_em_key(em, "threads");
+	bbx_em_array(em);
+	for (uint32_t i = 0; i < s->n; i++) {
+		const struct bb_crash *st = &s->v[i];
+
+		if (st->status == BB_CRASH_NONE)
+			continue;
+		bbx_em_map(em);
+		bbx_em_kv_str(em, "status", bb_crash_status_name(st->status));
+		if (st->status == BB_CRASH_COMPLETE || st->status == BB_CRASH_NO_ANSWER) {
+			bbx_em_kv_i64(em, "tid", st->tid);
+			bbx_em_kv_str(em, "thread", st->thread);
+		}
+		if (st->status == BB_CRASH_COMPLETE) {
+			bbx_em_key(em, "ts");
+			bbx_em_str(em, t, bbx_fmt_time(t, st->wall_ns));
+			if (st->has_sp)
+				bbx_em_kv_u64(em, "sp", st->sp);
+			bbx_em_key(em, "frames");
+			bbx_em_array(em);
+			for (uint32_t k = 0; k < st->nframes; k++)
+				bbx_frame_struct(em, &fr[s->first[i] + k], raw);
+			bbx_em_end(em);
+			if (st->frames_omitted) {
+				bbx_em_kv_u64(em, "frames_omitted", st->frames_omitted);
+				bbx_em_kv_u64(em, "omitted_at", st->omitted_at);
+			}
+		} else {
+			bbx_em_kv_str(em, "problem", st->problem);
+		}
+		bbx_em_end(em);
+	}
+	bbx_em_end(em);
+	if (s->asked > s->n)
+		bbx_em_kv_u64(em, "threads_not_asked", s->asked - s->n);
+}
+
 /* JSON / CBOR: one {"type":"crash"} record; what a kind has (FORMAT.md
  * §11), "addr" only when the kernel gave one. */
 static void struct_crash(struct bbx_em *em, const struct bb_crash *cr, const char *t,
-			 const struct bbx_frame *fr, const char *note, bool raw)
+			 const struct bbx_frame *fr, const char *note, bool raw,
+			 const struct stacks *s)
 {
 	const char *sig = bbx_signal_name(cr->signal), *code = bbx_sigcode_name(cr->signal, cr->code);
 
@@ -362,6 +452,8 @@ static void struct_crash(struct bbx_em *em, const struct bb_crash *cr, const cha
 		bbx_em_kv_u64(em, "frames_omitted", cr->frames_omitted);
 		bbx_em_kv_u64(em, "omitted_at", cr->omitted_at);
 	}
+	if (s->n)
+		struct_stacks(em, s, fr, raw);
 	if (note[0])
 		bbx_em_kv_str(em, "symbols_note", note);
 	bbx_em_end(em);
@@ -382,8 +474,11 @@ static int emit_crash(struct ctx *c)
 	const struct bb_module *mods = NULL;
 	struct bbx_frame *fr = NULL;
 	struct bbx_sym_opts so;
+	struct stacks s = { 0 };
 	char note[1024] = "", err[256] = "", t[BBX_TIME_MAX];
-	size_t nmods = 0;
+	uint64_t *addrs = NULL;
+	uint8_t *flags = NULL;
+	size_t nmods = 0, nf = cr->nframes;
 	int rc = 0;
 
 	if (cr->status == BB_CRASH_NONE)
@@ -407,25 +502,55 @@ static int emit_crash(struct ctx *c)
 	if (bb_reader_modules(c->r, &mods, &nmods, NULL, err, sizeof(err)) < 0)
 		snprintf(note, sizeof(note), "no modules: %s", err);
 	sym_opts(c->opt, c->info, &so);
-	if (cr->nframes && !(fr = calloc(cr->nframes, sizeof(*fr))))
-		return -ENOMEM;
+	/* the other threads' stacks (3.1), symbolised with the crashing
+	 * thread's in one call */
+	bb_reader_crash_stacks(c->r, &s.n, &s.asked);
+	if (s.n && (!(s.v = calloc(s.n, sizeof(*s.v))) || !(s.first = calloc(s.n, sizeof(*s.first))))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t i = 0; i < s.n; i++) {
+		bb_reader_crash_stack(c->r, i, &s.v[i]);
+		s.first[i] = nf;
+		if (s.v[i].status == BB_CRASH_COMPLETE)
+			nf += s.v[i].nframes;
+	}
+	if (nf && (!(fr = calloc(nf, sizeof(*fr))) || !(addrs = malloc(nf * sizeof(*addrs))) ||
+		   !(flags = malloc(nf)))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t k = 0; k < cr->nframes; k++) {
+		addrs[k] = cr->frames[k];
+		flags[k] = cr->frame_flags[k];
+	}
+	for (uint32_t i = 0; i < s.n; i++)
+		for (uint32_t k = 0; s.v[i].status == BB_CRASH_COMPLETE && k < s.v[i].nframes; k++) {
+			addrs[s.first[i] + k] = s.v[i].frames[k];
+			flags[s.first[i] + k] = s.v[i].frame_flags[k];
+		}
 	if (fr)
-		rc = bbx_symbolise(fr, cr->frames, cr->frame_flags, cr->nframes, mods, nmods, &so,
-				   note, sizeof(note));
+		rc = bbx_symbolise(fr, addrs, flags, nf, mods, nmods, &so, note, sizeof(note));
 	if (rc)
 		goto out;
 	t[bbx_fmt_time(t, cr->wall_ns)] = '\0';
 	if (c->opt->fmt == FMT_TEXT) {
 		text_head(c->out, cr, t);
 		bbx_crash_frames_text(c->out, cr, fr, c->opt->raw_names);
+		text_stacks(c->out, &s, fr, c->opt->raw_names);
 		if (note[0] && !c->opt->quiet)
 			bbx_msg(c->info->path, "symbols: %s", note);
 		goto out;
 	}
-	struct_crash(&c->em, cr, t, fr, note, c->opt->raw_names);
+	struct_crash(&c->em, cr, t, fr, note, c->opt->raw_names, &s);
 out:
-	bbx_frames_free(fr, cr->nframes);
+	if (fr)
+		bbx_frames_free(fr, nf);
 	free(fr);
+	free(addrs);
+	free(flags);
+	free(s.v);
+	free(s.first);
 	return rc;
 }
 

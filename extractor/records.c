@@ -16,7 +16,7 @@
  * blank as '?' so that the name stays one field of the line.  @p has room
  * for 4 * 15 + 1 bytes.
  */
-static size_t put_thread_name(char *p, const char *name)
+size_t bbx_thread_name(char *p, const char *name)
 {
 	size_t n, i;
 
@@ -70,7 +70,7 @@ static void text_gap(struct ctx *c, const struct bb_record *rec)
 	LIT(", thread ");
 	n += bbx_fmt_i64(p + n, rec->tid);
 	LIT(" (");
-	n += put_thread_name(p + n, rec->thread_name);
+	n += bbx_thread_name(p + n, rec->thread_name);
 	LIT("): ");
 	n += bbx_fmt_u64(p + n, lost);
 	LIT(" bytes lost between positions ");
@@ -122,7 +122,7 @@ int bbx_text_record(const struct bb_record *rec, void *arg)
 	p[n++] = ' ';
 	n += bbx_fmt_i64(p + n, rec->tid);
 	p[n++] = ' ';
-	n += put_thread_name(p + n, rec->thread_name);
+	n += bbx_thread_name(p + n, rec->thread_name);
 	p[n++] = ' ';
 	bbx_out_commit(o, n);
 
@@ -157,6 +157,8 @@ int bbx_struct_record(const struct bb_record *rec, void *arg)
 		c->gaps++;
 	}
 	follow_note(c, rec);
+	if (c->threads && bbx_threads_note(c->threads, c->r, rec))
+		return -ENOMEM;
 
 	bbx_em_record_start(em, rec->wall_ns, rec->ts, c->with_pid, c->info->pid,
 			    rec->tid, rec->thread_name ? rec->thread_name : "",

@@ -312,7 +312,13 @@ int bb_write_event_important(const char *name, const struct bb_field *fields, si
  * box's header (signal, si_code, the fault address when the kernel gave
  * one, the stack pointer, thread id and name, the interrupted instruction
  * and the stack's return addresses; docs/FORMAT.md §11) and marks the box
- * CRASHED with the signal number.  It runs on the thread's alternate
+ * CRASHED with the signal number.  Then (also after bb_crash_record()) it
+ * asks every other thread that holds a thread slot for its stack, with a
+ * real-time signal (the first from SIGRTMIN + 8 whose disposition was the
+ * default when bb_init() installed the handler; none free: no other
+ * stacks), and waits at most 100 ms in all for the answers; up to 32
+ * threads, the others counted.  A call that a handler always interrupts
+ * (nanosleep ...) fails with EINTR in those threads.  It runs on the thread's alternate
  * signal stack with every caught signal blocked.
  *
  * Then it steps aside: it puts back the disposition it replaced, exactly
@@ -335,10 +341,11 @@ int bb_write_event_important(const char *name, const struct bb_field *fields, si
  * bb_crash_rearm() after installing it (or bb_crash_record() from it).
  *
  * Stack overflows: the thread calling bb_init(), and every thread at its
- * first write, gets an alternate signal stack of
+ * first write or its bb_thread_init(), gets an alternate signal stack of
  * max(4 * SIGSTKSZ, 64 KiB) plus a guard page (mmap; unmapped when the
  * thread exits).  A thread that already has one keeps its own.  A thread
- * that never writes has none: an overflow there dies without a record.
+ * that neither writes nor calls bb_thread_init() has none: an overflow
+ * there dies without a record.
  * The stack walk keeps the innermost 64 and the outermost 64 frames, so a
  * runaway recursion still shows where it started.
  */
@@ -355,6 +362,26 @@ int bb_write_event_important(const char *name, const struct bb_field *fields, si
  * restored).  AS-safe (sigaction only).
  */
 int bb_crash_rearm(void);
+
+/*
+ * bb_thread_init - prepare the calling thread as its first write would,
+ * without writing a record: its thread slot (its log, listed in the box's
+ * thread table with its id and name) and, with the crash handler on, its
+ * alternate signal stack.  For threads the program does not start itself
+ * (another library's pool) that may crash before they write: call it at
+ * the thread's start.  Calling it again changes nothing.
+ * Returns 0, or:
+ *  -ENODEV  no box (0 when disabled)
+ *  -ENOSPC  every thread slot (or every segment) is taken: the thread's
+ *           records go to the shared ring; it got its alternate stack
+ *  -EBUSY   called from a signal handler that interrupted this thread's
+ *           own write: nothing done
+ *  -ESRCH   called from a TLS destructor, as the thread exits
+ *  -ENOMEM, or another negative errno from mmap(2) or sigaltstack(2):
+ *           no alternate stack (the slot was taken)
+ * Not AS-safe (mmap); thread-safe.
+ */
+int bb_thread_init(void);
 
 /*
  * bb_crash_record - record that the process is about to end without a

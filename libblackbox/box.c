@@ -244,6 +244,8 @@ struct bb__layout {
 	uint64_t seg_off;
 	uint64_t state_off;
 	uint64_t mod_off;
+	uint64_t stk_off;     /* the crash stacks (3.1) */
+	uint32_t nstk;
 	uint64_t data_off;    /* the rings */
 	uint64_t seg_data_off;
 	uint64_t box_size;
@@ -275,7 +277,10 @@ static uint64_t bb__layout_for(struct bb__layout *l, uint32_t n, uint64_t page)
 	l->seg_off = l->slot_off + (uint64_t)l->nslots * BB_THREAD_SLOT_SIZE;
 	l->state_off = l->seg_off + (uint64_t)n * BB_SEG_DESC_SIZE;
 	l->mod_off = l->state_off + (uint64_t)BB__STATE_SLOTS * BB__STATE_SLOT_SIZE;
-	l->data_off = bb__round_up(l->mod_off + BB__MODULES_SIZE, page);
+	/* a crash stack slot per thread slot, up to BB_CRASH_STACKS_MAX */
+	l->stk_off = l->mod_off + BB__MODULES_SIZE;
+	l->nstk = l->nslots < BB_CRASH_STACKS_MAX ? l->nslots : BB_CRASH_STACKS_MAX;
+	l->data_off = bb__round_up(l->stk_off + (uint64_t)l->nstk * BB_CRASH_SIZE, page);
 	l->seg_data_off = l->data_off + BB__RINGS * l->ring_size;
 	return l->seg_data_off + (uint64_t)n * l->seg_size;
 }
@@ -501,6 +506,8 @@ static void bb__box_setup(struct bb__box *box, const struct bb_options *o,
 	box->ring_size = l->ring_size;
 	box->state = (uint8_t *)box->hdr + l->state_off;
 	box->modules = (uint8_t *)box->hdr + l->mod_off;
+	box->stacks = (uint8_t *)box->hdr + l->stk_off;
+	box->nstacks = l->nstk;
 	box->segs = (struct bb_seg_desc *)(void *)((uint8_t *)box->hdr + l->seg_off);
 	box->slots = (struct bb_thread_slot *)(void *)((uint8_t *)box->hdr + l->slot_off);
 	box->nsegs = l->nsegs;
@@ -548,6 +555,8 @@ static void bb__write_header(struct bb__box *box, const struct bb_options *o,
 	h->state_table_offset = l->state_off;
 	h->modules_size = BB__MODULES_SIZE;
 	h->modules_offset = l->mod_off;
+	h->crash_stacks_offset = l->stk_off;
+	h->crash_stacks_count = l->nstk;
 	h->seg_count = l->nsegs;
 	h->seg_size = l->seg_size;
 	h->seg_table_offset = l->seg_off;
@@ -1088,7 +1097,7 @@ static struct bb__ring *bb__seg_join(struct bb__box *box, struct bb__tls *t)
 	/* Crash handler on: this thread gets an alternate signal stack (an
 	 * mmap; the first write is the slow path), freed by
 	 * bb__thread_exit(). */
-	bb__crash_thread_start(t);
+	(void)bb__crash_thread_start(t);
 	if (bb__g.key_ok)
 		pthread_setspecific(bb__g.key, box);
 	t->f.ring = &box->windows[slot];
@@ -1154,6 +1163,59 @@ struct bb__ring *bb__begin_slow(struct bb__box *box, struct bb__tls *t)
 		BB__FETCH_ADD(&box->hdr->dropped_busy, 1);
 		return NULL;
 	}
+}
+
+/*
+ * bb_thread_init - what this thread's first write does, without a
+ * record: its thread slot and first segment (bb__seg_join()), and, with
+ * the crash handler on, its alternate signal stack.
+ */
+BB_EXPORT int bb_thread_init(void)
+{
+	/* Acquire pairs with the release store publishing the box, as in
+	 * bb__begin(). */
+	struct bb__box *box = BB__LOAD_ACQUIRE(&bb__box);
+	struct bb__tls *t = &bb__tls;
+	int ret = 0, alt;
+
+	if (!box) {
+		/* Disabled (0), no box (-ENODEV), or the child of a fork
+		 * whose box is made now (-EAGAIN: take it). */
+		ret = bb__nobox();
+		if (ret != -EAGAIN)
+			return ret;
+		box = BB__LOAD_ACQUIRE(&bb__box);
+		if (!box)
+			return -ENODEV;
+	}
+	if (t->f.depth)
+		return -EBUSY;   /* a signal handler interrupted a write of ours */
+	if (!t->tid)
+		t->tid = bb__gettid();
+	/* The nesting section, as a write's: a signal handler that writes
+	 * while we join goes to the shared ring, never to a window we are
+	 * setting up. */
+	t->f.depth = 1;
+	BB__SIGNAL_FENCE();
+	if (!t->exited && (t->f.gen != box->f.gen || !t->f.ring)) {
+		t->f.gen = box->f.gen;
+		t->f.ring = NULL;
+		t->retry = 0;
+		if (!bb__seg_join(box, t))
+			ret = -ENOSPC;
+	}
+	BB__SIGNAL_FENCE();
+	t->f.depth = 0;
+	if (t->exited)
+		return -ESRCH;   /* in a TLS destructor: the thread is leaving */
+	/* The alternate stack: given by the join above (whose failure to
+	 * make one it ignores: a write goes on without), or now, when there
+	 * was no slot (its records go to the shared ring).  Freed at the
+	 * thread's exit by bb__thread_exit(). */
+	alt = bb__crash_thread_start(t);
+	if (t->altstack && bb__g.key_ok)
+		pthread_setspecific(bb__g.key, box);
+	return alt < 0 ? alt : ret;
 }
 
 void bb__end_shared(struct bb__box *box, struct bb__tls *t)

@@ -9,8 +9,9 @@
  * the kernel would have run it (its stack, mask and flags), and a default
  * action kills with the original exit status and core.
  *
- * Also the per-thread alternate signal stacks that make the handler run on
- * a stack overflow, and bb_crash_rearm().
+ * Also every other thread's stack at a crash (the crash stacks, asked for
+ * with a real-time signal), the per-thread alternate signal stacks that
+ * make the handler run on a stack overflow, and bb_crash_rearm().
  *
  * What runs in the handler and in bb_crash_record() is async-signal-safe:
  * no malloc, no stdio, no lock the interrupted code can hold.  Each call
@@ -18,6 +19,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,6 +322,7 @@ static int bb__kept_index(const struct bb__walk *w, uint32_t d)
  * it is written. */
 struct bb__crash_in {
 	bool fatal;               /* bb_crash_record(), else a signal */
+	bool thread;              /* a crash stack: another thread's, asked for */
 	int sig;
 	const siginfo_t *si;
 	const ucontext_t *uc;
@@ -363,21 +366,17 @@ static bool bb__has_addr(int sig, const siginfo_t *si)
  * it, and returns -EEXIST; a later signal only adds its number to the
  * header when the record came from bb_crash_record() (phase_signal 0).
  */
+static void bb__crash_fill(struct bb__box *box, uint8_t *area, const struct bb__crash_in *in,
+			   int32_t tid);
+static void bb__crash_ask_all(struct bb__box *box, int32_t tid);
+
 static int bb__crash_write(struct bb__box *box, const struct bb__crash_in *in)
 {
 	struct bb_header *h = box->hdr;
 	struct bb_record_hdr *rec = (struct bb_record_hdr *)(void *)h->crash;
 	uint32_t *seq = &rec->seq;
-	uint32_t expect = BB_CRASH_SEQ_EMPTY, nkeys, nf, omit_at, omitted;
+	uint32_t expect = BB_CRASH_SEQ_EMPTY;
 	int32_t tid = bb__tls.tid ? bb__tls.tid : bb__tid();
-	uint64_t frames[BB__CRASH_FRAMES], pc = 0, sp = 0;
-	struct bb__walk w;
-	char name[16] = "";
-	int tramps[BB__CRASH_TRAMPS];
-	uint32_t ntramps = 0;
-	bool has_addr = false;
-	uint8_t *p;
-	uint32_t len, crc;
 
 	if (!BB__CAS_ACQUIRE(seq, &expect, (uint32_t)BB_CRASH_SEQ_BUSY)) {
 		int32_t writer = BB__LOAD_RELAXED(&bb__crash_tid);
@@ -412,6 +411,32 @@ static int bb__crash_write(struct bb__box *box, const struct bb__crash_in *in)
 	BB__STORE_RELAXED(&h->phase_ns, bb__realtime_ns());
 	BB__STORE_RELEASE(&h->phase, (uint32_t)BB_PHASE_CRASHED);
 
+	bb__crash_fill(box, h->crash, in, tid);
+	/* Then every other thread's stack (the crash stacks, 3.1). */
+	bb__crash_ask_all(box, tid);
+	return 0;
+}
+
+/*
+ * Walk the calling thread's stack and write the record @in describes into
+ * @area (the crash area, or a crash stack slot), whose seq word the caller
+ * made BUSY; ends with the release store of DONE.
+ */
+static void bb__crash_fill(struct bb__box *box, uint8_t *area, const struct bb__crash_in *in,
+			   int32_t tid)
+{
+	struct bb_record_hdr *rec = (struct bb_record_hdr *)(void *)area;
+	uint32_t *seq = &rec->seq;
+	uint32_t nkeys, nf, omit_at, omitted;
+	uint64_t frames[BB__CRASH_FRAMES], pc = 0, sp = 0;
+	struct bb__walk w;
+	char name[16] = "";
+	int tramps[BB__CRASH_TRAMPS];
+	uint32_t ntramps = 0;
+	bool has_addr = false;
+	uint8_t *p;
+	uint32_t len, crc;
+
 	prctl(PR_GET_NAME, name, 0, 0, 0);   /* a system call: AS-safe */
 	name[15] = '\0';
 	memset(&w, 0, sizeof(w));
@@ -419,7 +444,7 @@ static int bb__crash_write(struct bb__box *box, const struct bb__crash_in *in)
 		w.from = in->from;
 	} else {
 		bb__uc_regs(in->uc, &pc, &sp);
-		has_addr = bb__has_addr(in->sig, in->si);
+		has_addr = !in->thread && bb__has_addr(in->sig, in->si);
 		w.from_signal = true;
 		w.tramp = (uint64_t)(uintptr_t)in->tramp;
 		w.stop_at_tramp = in->uc && !bb__pc_in_object(pc);
@@ -448,12 +473,19 @@ static int bb__crash_write(struct bb__box *box, const struct bb__crash_in *in)
 	 * release fence after a record's busy seq in bb__reserve(): a live
 	 * reader whose copy saw them sees BUSY on its re-read. */
 	BB__FENCE_RELEASE();
-	nkeys = 4 + (in->fatal ? (in->reason ? 1u : 0u) : 2u + has_addr + (sp != 0)) +
+	nkeys = 4 + (in->fatal ? (in->reason ? 1u : 0u) :
+		     in->thread ? (sp != 0) : 2u + has_addr + (sp != 0)) +
 		(omitted != 0) + (ntramps != 0);
-	p = h->crash + BB_RECORD_HDR_SIZE;
+	p = area + BB_RECORD_HDR_SIZE;
 	p = bb__cbor_put_head(5, nkeys, p);
 	p = bb__crash_text(p, "kind", 4);
-	if (in->fatal) {
+	if (in->thread) {
+		p = bb__crash_text(p, "thread", 6);
+		if (sp) {
+			p = bb__crash_text(p, "sp", 2);
+			p = bb__cbor_put_head(0, sp, p);
+		}
+	} else if (in->fatal) {
 		p = bb__crash_text(p, "fatal", 5);
 		if (in->reason) {
 			p = bb__crash_text(p, "reason", 6);
@@ -495,7 +527,7 @@ static int bb__crash_write(struct bb__box *box, const struct bb__crash_in *in)
 			p = bb__cbor_put_head(0, (uint64_t)tramps[i], p);
 	}
 
-	len = (uint32_t)(p - h->crash) + BB_CRC_SIZE;
+	len = (uint32_t)(p - area) + BB_CRC_SIZE;
 	rec->len = (uint16_t)len;
 	rec->tag = BB_TAG_CRASH;
 	rec->flags = BB_RF_CRC;
@@ -507,9 +539,9 @@ static int bb__crash_write(struct bb__box *box, const struct bb__crash_in *in)
 	p[2] = (uint8_t)(crc >> 16);
 	p[3] = (uint8_t)(crc >> 24);
 	/* Release: the whole record is visible to a reader that loads DONE
-	 * with acquire (and to a post-mortem reader, trivially). */
+	 * with acquire (and to a post-mortem reader, trivially), and to the
+	 * crashing thread waiting for a crash stack (bb__crash_ask_all()). */
 	BB__STORE_RELEASE(seq, (uint32_t)BB_CRASH_SEQ_DONE);
-	return 0;
 }
 
 /* ---- the handler ------------------------------------------------------------- */
@@ -604,6 +636,183 @@ static void bb__crash_handler(int sig, siginfo_t *si, void *ucv)
 	errno = saved_errno;
 }
 
+/* ---- every thread's stack ------------------------------------------------- */
+
+/*
+ * The crash stacks (FORMAT.md §11, 3.1).  The thread that wrote the crash
+ * record asks every other thread holding a thread slot for its stack: a
+ * real-time signal (bb__stack_sig, chosen at bb_init()) queued to the
+ * thread with rt_tgsigqueueinfo(), whose value names the slot of the
+ * crash stacks area to write.  The thread's handler (bb__stack_handler())
+ * walks its own stack from where the signal interrupted it into that slot;
+ * the crashing thread waits at most BB__STACKS_WAIT_NS in all, then marks
+ * the slots still waiting NO_ANSWER.  A slot's seq: ASKED (written by the
+ * asker, with the tid), then BUSY (CAS by the thread asked, from ASKED
+ * only), then DONE; or NO_ANSWER (CAS by the asker, from ASKED only), so
+ * that an answer and a give-up never both win.
+ */
+#define BB__STACKS_WAIT_NS (100u * 1000u * 1000u)
+
+static int bb__stack_sig;    /* 0: no crash stacks (handler off, no free signal) */
+
+static uint64_t bb__mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);   /* AS-safe (POSIX) */
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void bb__crash_ask_all(struct bb__box *box, int32_t tid)
+{
+	/* Relaxed: set once at bb_init(), before the handler that reads it
+	 * could run (sigaction is the barrier, as for bb__prev). */
+	int sig = BB__LOAD_RELAXED(&bb__stack_sig);
+	pid_t pid = getpid();   /* AS-safe */
+	uint32_t asked = 0, k = 0;
+	uint64_t start;
+
+	if (!sig || !box->nstacks)
+		return;
+	for (uint32_t i = 0; i < box->nslots; i++) {
+		struct bb_thread_slot *s = &box->slots[i];
+		uint8_t *area;
+		siginfo_t si;
+		int32_t t;
+
+		/* Acquire pairs with the release CAS/stores of claim: the
+		 * slot's tid and name are its holder's. */
+		if (BB__LOAD_ACQUIRE(&s->claim) != BB_RING_OWNED)
+			continue;
+		t = BB__LOAD_RELAXED(&s->tid);
+		if (t <= 0 || t == tid)
+			continue;
+		asked++;
+		if (k == box->nstacks)
+			continue;   /* no room: counted in crash_stacks_asked */
+		area = box->stacks + (size_t)k * BB_CRASH_SIZE;
+		memcpy(area + BB_RECORD_HDR_SIZE, &t, sizeof(t));
+		memcpy(area + BB_RECORD_HDR_SIZE + 4, s->thread_name, 16);
+		/* Release: the tid and name above are there for the thread
+		 * that loads ASKED with acquire (bb__stack_handler()) and for
+		 * a reader. */
+		BB__STORE_RELEASE((uint32_t *)(void *)area, (uint32_t)BB_CRASH_SEQ_ASKED);
+		memset(&si, 0, sizeof(si));
+		si.si_signo = sig;
+		si.si_code = SI_QUEUE;
+		si.si_pid = pid;
+		si.si_uid = getuid();   /* AS-safe */
+		si.si_value.sival_int = (int)k;
+		/* rt_tgsigqueueinfo: a system call, AS-safe; a thread may
+		 * queue any si_code to a thread of its own process. */
+		if (syscall(SYS_rt_tgsigqueueinfo, pid, t, sig, &si) < 0) {
+			uint32_t expect = BB_CRASH_SEQ_ASKED;
+
+			(void)BB__CAS_ACQUIRE((uint32_t *)(void *)area, &expect,
+					      (uint32_t)BB_CRASH_SEQ_NO_ANSWER);
+		}
+		k++;
+	}
+	/* Nothing is ordered by it: a reader takes the count as it is. */
+	BB__STORE_RELAXED(&box->hdr->crash_stacks_asked, asked);
+	/* The wait, bounded in all: clock_gettime() and sched_yield() are
+	 * system calls, AS-safe; nothing here waits for a lock. */
+	start = bb__mono_ns();
+	for (;;) {
+		uint32_t waiting = 0;
+
+		for (uint32_t i = 0; i < k; i++) {
+			/* Acquire pairs with the answer's release store of
+			 * DONE (bb__crash_fill()). */
+			uint32_t q = BB__LOAD_ACQUIRE((uint32_t *)(void *)(box->stacks +
+							(size_t)i * BB_CRASH_SIZE));
+
+			waiting += q == BB_CRASH_SEQ_ASKED || q == BB_CRASH_SEQ_BUSY;
+		}
+		if (!waiting || bb__mono_ns() - start >= BB__STACKS_WAIT_NS)
+			break;
+		sched_yield();
+	}
+	for (uint32_t i = 0; i < k; i++) {
+		uint32_t expect = BB_CRASH_SEQ_ASKED;
+
+		/* From ASKED only: a thread that took its slot (BUSY) keeps
+		 * it; one that comes later finds NO_ANSWER and leaves. */
+		(void)BB__CAS_ACQUIRE((uint32_t *)(void *)(box->stacks + (size_t)i * BB_CRASH_SIZE),
+				      &expect, (uint32_t)BB_CRASH_SEQ_NO_ANSWER);
+	}
+}
+
+/*
+ * The handler of bb__stack_sig: a crashing thread of this process asks for
+ * this thread's stack (si_value: the slot).  Anything else sent with the
+ * signal is ignored.  Runs on the thread's alternate stack when it has one
+ * (SA_ONSTACK), with the crash signals blocked.
+ */
+static void bb__stack_handler(int sig, siginfo_t *si, void *ucv)
+{
+	int saved_errno = errno;
+	void *tramp = __builtin_return_address(0);
+	/* Acquire pairs with the release store publishing the box. */
+	struct bb__box *box = BB__LOAD_ACQUIRE(&bb__box);
+	int32_t tid = bb__tls.tid ? bb__tls.tid : bb__tid();
+	uint32_t expect = BB_CRASH_SEQ_ASKED;
+	uint8_t *area;
+	int32_t asked;
+	int k;
+
+	(void)sig;
+	/* getpid, and gettid above: system calls, AS-safe.  The walk and
+	 * the record below are the crash record's (bb__crash_fill()). */
+	if (!box || !si || si->si_code != SI_QUEUE || si->si_pid != getpid())
+		goto out;
+	k = si->si_value.sival_int;
+	if (k < 0 || (uint32_t)k >= box->nstacks)
+		goto out;
+	area = box->stacks + (size_t)k * BB_CRASH_SIZE;
+	/* Acquire pairs with the asker's release store of ASKED: the tid
+	 * read next is the one it wrote. */
+	if (BB__LOAD_ACQUIRE((uint32_t *)(void *)area) != BB_CRASH_SEQ_ASKED)
+		goto out;
+	memcpy(&asked, area + BB_RECORD_HDR_SIZE, sizeof(asked));
+	if (asked != tid || !BB__CAS_ACQUIRE((uint32_t *)(void *)area, &expect,
+					     (uint32_t)BB_CRASH_SEQ_BUSY))
+		goto out;
+	{
+		struct bb__crash_in in = { .thread = true, .si = si, .uc = ucv, .tramp = tramp };
+
+		bb__crash_fill(box, area, &in, tid);
+	}
+out:
+	errno = saved_errno;
+}
+
+/* Choose and install the signal of the crash stacks (bb_init(), the
+ * handler on): the first real-time signal from SIGRTMIN + 8 up whose
+ * disposition is the default.  None: no crash stacks. */
+static void bb__stack_install(void)
+{
+	struct sigaction sa, cur;
+
+	if (bb__stack_sig)
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = bb__stack_handler;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (unsigned i = 0; i < BB__NSIGS; i++)
+		sigaddset(&sa.sa_mask, bb__crash_sigs[i]);
+	for (int s = SIGRTMIN + 8; s <= SIGRTMAX; s++) {
+		if (sigaction(s, NULL, &cur) < 0 || cur.sa_handler != SIG_DFL ||
+		    (cur.sa_flags & SA_SIGINFO))
+			continue;
+		if (sigaction(s, &sa, NULL) == 0) {
+			bb__stack_sig = s;
+			return;
+		}
+	}
+}
+
 /* ---- bb_crash_record --------------------------------------------------------- */
 
 BB_EXPORT __attribute__((noinline)) int bb_crash_record(const char *reason)
@@ -640,26 +849,30 @@ BB_EXPORT __attribute__((noinline)) int bb_crash_record(const char *reason)
 #define BB__SS_AUTODISARM ((int)(1u << 31))
 #endif
 
-void bb__crash_thread_start(struct bb__tls *t)
+int bb__crash_thread_start(struct bb__tls *t)
 {
 	stack_t cur, ss;
 	uint8_t *m;
+	int e;
 
 	if (!bb__altstacks || t->altstack)
-		return;
+		return 0;
 	/* An alternate stack the application installed (or one we gave this
 	 * thread before) is left alone. */
-	if (sigaltstack(NULL, &cur) < 0 || !(cur.ss_flags & SS_DISABLE))
-		return;
+	if (sigaltstack(NULL, &cur) < 0)
+		return -errno;
+	if (!(cur.ss_flags & SS_DISABLE))
+		return 0;
 	m = mmap(NULL, bb__alt_size + bb__page, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 	if (m == MAP_FAILED)
-		return;   /* no alt stack: only a stack overflow goes unrecorded */
+		return -errno;   /* no alt stack: only a stack overflow goes unrecorded */
 	/* Guard page below the stack (it grows down): an overflow of the
 	 * alt stack itself faults instead of scribbling on a neighbour. */
 	if (mprotect(m, bb__page, PROT_NONE) < 0) {
+		e = -errno;
 		munmap(m, bb__alt_size + bb__page);
-		return;
+		return e;
 	}
 	ss.ss_sp = m + bb__page;
 	ss.ss_size = bb__alt_size;
@@ -667,10 +880,12 @@ void bb__crash_thread_start(struct bb__tls *t)
 	 * off for a previous handler; without it, only that is lost. */
 	ss.ss_flags = BB__SS_AUTODISARM;
 	if (sigaltstack(&ss, NULL) < 0 && (ss.ss_flags = 0, sigaltstack(&ss, NULL) < 0)) {
+		e = -errno;
 		munmap(m, bb__alt_size + bb__page);
-		return;
+		return e;
 	}
 	t->altstack = m;
+	return 0;
 }
 
 void bb__crash_thread_exit(struct bb__tls *t)
@@ -771,8 +986,9 @@ int bb__crash_init(const struct bb_options *o)
 			return ret;
 		bb__installed = true;
 		bb__altstacks = true;
+		bb__stack_install();
 	}
-	bb__crash_thread_start(&bb__tls);
+	(void)bb__crash_thread_start(&bb__tls);
 	return 0;
 }
 

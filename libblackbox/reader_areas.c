@@ -31,6 +31,7 @@ BB_EXPORT const char *bb_crash_status_name(int status)
 	case BB_CRASH_TORN:     return "torn";
 	case BB_CRASH_COMPLETE: return "complete";
 	case BB_CRASH_CORRUPT:  return "corrupt";
+	case BB_CRASH_NO_ANSWER: return "no answer";
 	default:                return "unknown";
 	}
 }
@@ -65,6 +66,7 @@ static const char *crash_decode(struct bb__cbor *in, struct bb_crash *c)
 				return "\"kind\" is not a text string";
 			c->kind = key_is(t, tn, "signal") ? BB_CRASH_KIND_SIGNAL
 				: key_is(t, tn, "fatal") ? BB_CRASH_KIND_FATAL
+				: key_is(t, tn, "thread") ? BB_CRASH_KIND_THREAD
 				: BB_CRASH_KIND_UNKNOWN;
 		} else if (key_is(k, kn, "signal")) {
 			if (bb__cbor_uint(in, &u) || u > INT32_MAX)
@@ -140,8 +142,9 @@ static void crash_derive(struct bb_crash *c)
 
 	for (uint32_t i = c->nframes; i < BB_CRASH_MAX_FRAMES; i++)
 		c->frame_flags[i] = 0;   /* trampolines past the frames */
-	/* a signal record's frame 0 is the interrupted instruction */
-	if (c->kind == BB_CRASH_KIND_SIGNAL && c->nframes)
+	/* a signal record's frame 0 is the interrupted instruction, and so
+	 * is a crash stack's (the request interrupted its thread there) */
+	if ((c->kind == BB_CRASH_KIND_SIGNAL || c->kind == BB_CRASH_KIND_THREAD) && c->nframes)
 		c->frame_flags[0] |= BB_CRASH_FRAME_EXACT;
 	/* so is the frame a trampoline returns into, unless frames were
 	 * left out between the two */
@@ -156,9 +159,13 @@ static void crash_derive(struct bb_crash *c)
 	c->stack_overflow = d < BB_CRASH_OVERFLOW_RANGE;
 }
 
-BB_EXPORT int bb_reader_crash(struct bb_reader *r, struct bb_crash *out)
+/*
+ * Decode one crash record area (the crash area, or a crash stack slot) of
+ * the box at @off into @out; @what names it in a problem.  Never fails.
+ */
+static void crash_area(struct bb_reader *r, uint64_t off, const char *what,
+		       struct bb_crash *out)
 {
-	const struct bb_header *hd;
 	uint8_t area[BB_CRASH_SIZE];
 	struct bb_record_hdr h;
 	const char *why = NULL;
@@ -168,38 +175,43 @@ BB_EXPORT int bb_reader_crash(struct bb_reader *r, struct bb_crash *out)
 	uint32_t seq;
 	size_t vlen;
 
-	if (!r || !out)
-		return -EINVAL;
 	memset(out, 0, sizeof(*out));
-	/* a live reader takes the header as it is now; one that cannot be
-	 * read (the file shrank) leaves the copy taken at open */
-	if (r->fd >= 0)
-		(void)bb__rdr_fetch(r, 0, BB_HEADER_SIZE);
-	hd = (const struct bb_header *)(const void *)r->base;
-	/* Acquire: pairs with the crash handler's release store of seq =
-	 * DONE after the last byte of the area: a DONE seen here means the
-	 * copy below holds the whole record.  The area is written once (the
-	 * first fatal signal wins), so no re-check is needed after the copy;
-	 * a concurrent second writer would be the CRC's to catch. */
-	seq = BB__LOAD_ACQUIRE((uint32_t *)(uintptr_t)hd->crash);
-	memcpy(area, hd->crash, sizeof(area));
+	/* Acquire: pairs with the writer's release store of seq = DONE
+	 * after the last byte of the area: a DONE seen here means the copy
+	 * below holds the whole record.  The area is written once (the
+	 * first fatal signal wins; a crash stack slot once, by the thread
+	 * asked), so no re-check is needed after the copy; a concurrent
+	 * second writer would be the CRC's to catch. */
+	seq = BB__LOAD_ACQUIRE((uint32_t *)(uintptr_t)(r->base + off));
+	memcpy(area, r->base + off, sizeof(area));
 	memcpy(&h, area, sizeof(h));
 	h.seq = seq;
 	if (seq == BB_CRASH_SEQ_EMPTY) {
 		out->status = BB_CRASH_NONE;
-		return 0;
+		return;
 	}
 	if (seq == BB_CRASH_SEQ_BUSY) {
 		out->status = BB_CRASH_TORN;
 		snprintf(out->problem, sizeof(out->problem),
-			 "crash record torn: the handler started and did not finish");
-		return 0;
+			 "%s torn: its writer started and did not finish", what);
+		return;
+	}
+	if (seq == BB_CRASH_SEQ_ASKED || seq == BB_CRASH_SEQ_NO_ANSWER) {
+		/* a crash stack slot: whom the crashing thread asked */
+		memcpy(&out->tid, area + BB_RECORD_HDR_SIZE, sizeof(out->tid));
+		copy_text(out->thread, sizeof(out->thread), area + BB_RECORD_HDR_SIZE + 4,
+			  strnlen((const char *)area + BB_RECORD_HDR_SIZE + 4, 15));
+		out->kind = BB_CRASH_KIND_THREAD;
+		out->status = BB_CRASH_NO_ANSWER;
+		snprintf(out->problem, sizeof(out->problem), "%s", seq == BB_CRASH_SEQ_ASKED ?
+			 "asked, no answer yet" : "no answer within the bound (100 ms)");
+		return;
 	}
 	out->status = BB_CRASH_CORRUPT;
 	if (seq != BB_CRASH_SEQ_DONE)
 		why = "seq word is not empty, busy or complete";
 	else if (h.len < BB_RECORD_HDR_SIZE + BB_CRC_SIZE + 1 || h.len > BB_CRASH_SIZE)
-		why = "length outside the crash area";
+		why = "length outside the area";
 	else if (h.tag != BB_TAG_CRASH)
 		why = "tag is not BB_TAG_CRASH";
 	else if (!(h.flags & BB_RF_CRC))
@@ -218,13 +230,58 @@ BB_EXPORT int bb_reader_crash(struct bb_reader *r, struct bb_crash *out)
 		out->crc_ok = seq == BB_CRASH_SEQ_DONE && h.len >= BB_RECORD_HDR_SIZE +
 			BB_CRC_SIZE && h.len <= BB_CRASH_SIZE &&
 			bb__record_crc_ok(area, h.len, BB_CRASH_SEQ_DONE, 1);
-		snprintf(out->problem, sizeof(out->problem), "crash area: %s", why);
-		return 0;
+		snprintf(out->problem, sizeof(out->problem), "%s: %s", what, why);
+		return;
 	}
 	crash_derive(out);
 	out->status = BB_CRASH_COMPLETE;
 	out->ts = bb__rdr_ns(r, h.ts);
 	out->wall_ns = bb__rdr_wall(r, h.ts);
+}
+
+BB_EXPORT int bb_reader_crash(struct bb_reader *r, struct bb_crash *out)
+{
+	if (!r || !out)
+		return -EINVAL;
+	/* a live reader takes the header as it is now; one that cannot be
+	 * read (the file shrank) leaves the copy taken at open */
+	if (r->fd >= 0)
+		(void)bb__rdr_fetch(r, 0, BB_HEADER_SIZE);
+	crash_area(r, offsetof(struct bb_header, crash), "crash area", out);
+	if (out->status == BB_CRASH_TORN)
+		snprintf(out->problem, sizeof(out->problem),
+			 "crash record torn: the handler started and did not finish");
+	return 0;
+}
+
+BB_EXPORT int bb_reader_crash_stacks(struct bb_reader *r, uint32_t *slots, uint32_t *asked)
+{
+	const struct bb_header *hd;
+
+	if (!r || !slots || !asked)
+		return -EINVAL;
+	if (r->fd >= 0)
+		(void)bb__rdr_fetch(r, 0, BB_HEADER_SIZE);
+	hd = (const struct bb_header *)(const void *)r->base;
+	*slots = r->nstacks;
+	/* Relaxed: a count, ordered with nothing. */
+	*asked = r->nstacks ? BB__LOAD_RELAXED((uint32_t *)(uintptr_t)&hd->crash_stacks_asked) : 0;
+	return 0;
+}
+
+BB_EXPORT int bb_reader_crash_stack(struct bb_reader *r, uint32_t i, struct bb_crash *out)
+{
+	if (!r || !out)
+		return -EINVAL;
+	if (i >= r->nstacks)
+		return -ENOENT;
+	if (r->fd >= 0 && bb__rdr_fetch(r, r->stacks_off + (uint64_t)i * BB_CRASH_SIZE,
+					 BB_CRASH_SIZE) < 0) {
+		memset(out, 0, sizeof(*out));
+		out->status = BB_CRASH_NONE;
+		return 0;
+	}
+	crash_area(r, r->stacks_off + (uint64_t)i * BB_CRASH_SIZE, "crash stack", out);
 	return 0;
 }
 

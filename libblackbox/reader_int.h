@@ -117,6 +117,8 @@ struct bb_reader {
 	struct ikey *shown;    /* BB_WALK_FOLLOW: important records delivered */
 	size_t nshown, cshown;
 	uint64_t state_off, modules_off; /* validated areas (count/size 0: none) */
+	uint64_t stacks_off;  /* the crash stacks (3.1), nstacks slots */
+	uint32_t nstacks;
 	uint32_t slot_size;
 	uint8_t *slot;         /* one state slot copy */
 	uint8_t *modbuf;       /* module area copy */

@@ -34,6 +34,8 @@ static void copy_str(char *dst, const char *src, size_t n)
  * with lim - offset after offset <= lim).  A bad area is disabled with a
  * precise message in info, never fatal: the rings are still worth reading.
  */
+static bool overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen);
+
 static void check_areas(struct bb_reader *r, const struct bb_header *h, uint64_t lim,
 			uint64_t table_end)
 {
@@ -65,6 +67,19 @@ static void check_areas(struct bb_reader *r, const struct bb_header *h, uint64_t
 			r->slot_size = h->state_slot_size;
 			r->state_off = off;
 		}
+	}
+	/* The crash stacks (3.1): a bad geometry leaves them out (a box
+	 * of a later minor with other fields there reads as without). */
+	r->stacks_off = 0;
+	r->nstacks = 0;
+	off = h->crash_stacks_offset;
+	len = (uint64_t)h->crash_stacks_count * BB_CRASH_SIZE;
+	if ((h->version_major > 3 || (h->version_major == 3 && h->version_minor >= 1)) && len &&
+	    h->crash_stacks_count <= BB_CRASH_STACKS_MAX && off >= h->header_size &&
+	    !(off % 8) && off <= lim && len <= lim - off && !overlap(off, len, h->ring_table_offset,
+	    table_end - h->ring_table_offset)) {
+		r->stacks_off = off;
+		r->nstacks = h->crash_stacks_count;
 	}
 	off = h->modules_offset;
 	len = h->modules_size;

@@ -71,6 +71,8 @@ struct bb__box {
 	char path[PATH_MAX];
 	uint8_t *state;            /* state table: BB__STATE_SLOTS slots */
 	uint8_t *modules;          /* module area: BB__MODULES_SIZE bytes */
+	uint8_t *stacks;           /* crash stacks: nstacks slots of BB_CRASH_SIZE */
+	uint32_t nstacks;
 	/* Segments (FORMAT.md §13, box.c "Segments"): the tables in the
 	 * header mapping, the data mapped once (records never span
 	 * segments), and one window per thread slot, the struct bb__ring
@@ -349,7 +351,9 @@ static inline size_t bb__utf8_cut(const char *s, size_t n)
  * AS-safe; called from bb_init_opts(), bb__open(), bb__claim() and the TLS
  * destructor. */
 int bb__crash_init(const struct bb_options *o);
-void bb__crash_thread_start(struct bb__tls *t);
+/* bb__crash_thread_start(): 0 (an alternate stack given, one there
+ * already, or the handler off) or a negative errno. */
+int bb__crash_thread_start(struct bb__tls *t);
 void bb__crash_thread_exit(struct bb__tls *t);
 void bb__modules_gather(struct bb__box *box);
 

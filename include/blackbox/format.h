@@ -25,7 +25,7 @@ extern "C" {
 /* "BLACKBOX" read as a little-endian u64: bytes 42 4c 41 43 4b 42 4f 58. */
 #define BB_MAGIC            UINT64_C(0x584f424b43414c42)
 #define BB_FORMAT_MAJOR     3   /* a reader refuses a newer major */
-#define BB_FORMAT_MINOR     0   /* a reader reads any minor of its major */
+#define BB_FORMAT_MINOR     1   /* a reader reads any minor of its major */
 #define BB_FORMAT_MAJOR_OLDEST 2 /* the oldest major a reader still reads (2.x:
                                   * private rings, no segments) */
 #define BB_BYTE_ORDER_MARK  UINT32_C(0x01020304) /* stored in writer order */
@@ -54,6 +54,15 @@ extern "C" {
 #define BB_CRASH_SEQ_EMPTY  0u
 #define BB_CRASH_SEQ_BUSY   1u
 #define BB_CRASH_SEQ_DONE   2u
+/* The crash stacks (3.1): one slot of BB_CRASH_SIZE bytes per thread the
+ * crashing thread asked for its stack (docs/FORMAT.md §11).  A slot's
+ * seq word also takes: */
+#define BB_CRASH_SEQ_ASKED  3u  /* asked, no answer yet: the slot's bytes
+                                 * 16..19 hold the thread id asked (i32),
+                                 * 20..35 its name (NUL-padded) */
+#define BB_CRASH_SEQ_NO_ANSWER 4u /* as ASKED; the crashing thread stopped
+                                   * waiting for the answer */
+#define BB_CRASH_STACKS_MAX 32u /* slots at most */
 
 /* Box file name: <BB_NAME_PREFIX><pid>.<starttime>.<n>, n = 0, 1, ... */
 #define BB_NAME_PREFIX      "blackbox."
@@ -190,7 +199,15 @@ struct bb_header {
 	uint64_t seg_restarted;      /* 1200 a thread with one segment started it over */
 	uint64_t overflow;           /* 1208 records a thread wrote to the shared ring
 	                              *      because it had no segment */
-	uint8_t  reserved[BB_CRASH_OFFSET - 1216];
+	/*
+	 * Format 3.1: every thread's stack at a crash (docs/FORMAT.md §11).
+	 * Zero: no crash stacks area.
+	 */
+	uint64_t crash_stacks_offset;/* 1216 crash_stacks_count slots of BB_CRASH_SIZE */
+	uint32_t crash_stacks_count; /* 1224 at most BB_CRASH_STACKS_MAX */
+	uint32_t crash_stacks_asked; /* 1228 threads asked (may exceed count: those
+	                              *      beyond it were not asked, no room) */
+	uint8_t  reserved[BB_CRASH_OFFSET - 1232];
 
 	/* The crash area: written once by the crash handler (first fatal
 	 * signal wins), a record envelope + value exactly like a ring record,
@@ -410,6 +427,7 @@ BB__FORMAT_ASSERT(offsetof(struct bb_header, invocation_id) == 576, header_invoc
 BB__FORMAT_ASSERT(offsetof(struct bb_header, cgroup) == 616, header_cgroup);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, seg_count) == 1128, header_seg_count);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, overflow) == 1208, header_overflow);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, crash_stacks_offset) == 1216, header_crash_stacks);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, crash) == BB_CRASH_OFFSET, header_crash_area);
 BB__FORMAT_ASSERT(sizeof(struct bb_seg_desc) == BB_SEG_DESC_SIZE, segment_descriptor_size);
 BB__FORMAT_ASSERT(sizeof(struct bb_thread_slot) == BB_THREAD_SLOT_SIZE, thread_slot_size);

@@ -380,6 +380,9 @@ enum bb_crash_status {
 	BB_CRASH_COMPLETE = 2, /* seq 2, envelope sane, CRC matches, value decoded */
 	BB_CRASH_CORRUPT  = 3, /* anything else: bad seq word, envelope, CRC or
 				  CBOR; ->problem says which */
+	BB_CRASH_NO_ANSWER = 4, /* a crash stack (3.1): the thread ->tid (->thread)
+				   was asked for its stack and did not answer
+				   within the bound; ->problem says more */
 };
 
 #define BB_CRASH_MAX_FRAMES 256 /* more than a 2 KiB area can hold */
@@ -390,6 +393,8 @@ enum bb_crash_kind {
 				      (also a record without "kind") */
 	BB_CRASH_KIND_FATAL   = 1, /* bb_crash_record(): a panic, an assertion */
 	BB_CRASH_KIND_UNKNOWN = 2, /* a kind this reader does not know */
+	BB_CRASH_KIND_THREAD  = 3, /* a crash stack (3.1): another thread's stack,
+				      frame 0 where the request interrupted it */
 };
 
 /* struct bb_crash.frame_flags[i] */
@@ -445,7 +450,25 @@ struct bb_crash {
  */
 int bb_reader_crash(struct bb_reader *r, struct bb_crash *out);
 
-/* Names for output: "none", "torn", "complete", "corrupt", "unknown". */
+/*
+ * The crash stacks (format 3.1): at a crash, the crashing thread asks
+ * every other thread holding a thread slot for its stack, each into a slot
+ * of its own (docs/FORMAT.md §11).
+ * bb_reader_crash_stacks - *@slots: the box's crash stack slots (0 for a
+ * box before 3.1), *@asked: the threads asked (more than @slots: the
+ * others had no room).  Returns 0 or -EINVAL.
+ * bb_reader_crash_stack - slot @i decoded into @out as a crash record of
+ * kind BB_CRASH_KIND_THREAD: status BB_CRASH_NONE (nobody asked),
+ * COMPLETE (the thread's tid, name, time and frames, innermost first),
+ * NO_ANSWER (tid and name of the thread that did not answer), TORN or
+ * CORRUPT (->problem).  Returns 0, -ENOENT (@i >= slots) or -EINVAL.
+ * Neither fails on a damaged box.  Not AS-safe.
+ */
+int bb_reader_crash_stacks(struct bb_reader *r, uint32_t *slots, uint32_t *asked);
+int bb_reader_crash_stack(struct bb_reader *r, uint32_t i, struct bb_crash *out);
+
+/* Names for output: "none", "torn", "complete", "corrupt", "no answer",
+ * "unknown". */
 const char *bb_crash_status_name(int status);
 
 /* struct bb_state_entry.status */

@@ -26,6 +26,11 @@
  *          size) as fast as it can and answers "ok", "B N" the same
  *          from a new thread (its first write after the command),
  *          "q" _exit(0), "x" exit(0); EOF _exit(0)
+ *   deadlock  threads "lock-a" and "lock-b" each take a mutex, write kv
+ *          "holding" = "a, want b" (or "b, want a") as their last record
+ *          and take the other's mutex: stuck for good; a thread "idle"
+ *          calls bb_thread_init() and never writes; "ready" once all
+ *          three got there
  * BLACKBOX_DIR (environment) says where the box goes.
  */
 #include <blackbox.h>
@@ -52,6 +57,39 @@ static void check(int ret, const char *what)
 {
 	if (ret < 0 && ret != -EBUSY)
 		die(what, ret);
+}
+
+/* deadlock: two threads, each holding the mutex the other wants */
+static pthread_mutex_t lock_a = PTHREAD_MUTEX_INITIALIZER, lock_b = PTHREAD_MUTEX_INITIALIZER;
+static pthread_barrier_t stuck;
+
+static void *deadlock_main(void *arg)
+{
+	bool a = arg != NULL;
+	int ret;
+
+	pthread_setname_np(pthread_self(), a ? "lock-a" : "lock-b");
+	pthread_mutex_lock(a ? &lock_a : &lock_b);
+	check(bb_write_kv("holding", a ? "a, want b" : "b, want a"), "holding");
+	pthread_barrier_wait(&stuck);
+	pthread_mutex_lock(a ? &lock_b : &lock_a);   /* never returns */
+	ret = EDEADLK;
+	die("deadlock", ret);
+	return NULL;
+}
+
+static void *idle_main(void *arg)
+{
+	int ret;
+
+	(void)arg;
+	pthread_setname_np(pthread_self(), "idle");
+	if ((ret = bb_thread_init()) != 0)
+		die("bb_thread_init", ret);
+	pthread_barrier_wait(&stuck);
+	for (;;)
+		pause();
+	return NULL;
 }
 
 /* "B N": N records u64 2^40 + i from a thread of its own */
@@ -148,6 +186,21 @@ int main(int argc, char **argv)
 	check(bb_write_kv("esc", "quote\" back\\ nl\n tab\t bell\a"), "esc");
 	check(bb_write_kv("esc", "utf8 \xc3\xbcn\xc3\xaf" "c\xc3\xb8" "de \xe2\x9c\x93"), "esc");
 	check(bb_write_kv("esc", "bad \xff\xfe utf8 \xc3"), "esc");
+
+	if (!strcmp(mode, "deadlock")) {
+		pthread_t th[3];
+
+		pthread_barrier_init(&stuck, NULL, 4);
+		if ((ret = pthread_create(&th[0], NULL, deadlock_main, &stuck)) ||
+		    (ret = pthread_create(&th[1], NULL, deadlock_main, NULL)) ||
+		    (ret = pthread_create(&th[2], NULL, idle_main, NULL)))
+			die("pthread_create", ret);
+		pthread_barrier_wait(&stuck);
+		printf("ready %d\n", (int)getpid());
+		fflush(stdout);
+		for (;;)
+			pause();
+	}
 
 	if (!strcmp(mode, "stdin")) {
 		printf("ready %d\n", (int)getpid());

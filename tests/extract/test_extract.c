@@ -753,12 +753,9 @@ static void follow_misses(const char *const *args, const char *burst)
 		e = strchr(l, '\n');
 		cr_assert(e, "unterminated line");
 		*e = '\0';
-		if (strstr(l, "\"type\":\"u64\"")) {
-			printed++;
-			ring = json_num(l, "ring");
-		} else if (strstr(l, "\"type\":\"gap\"")) {
-			gap_bytes += json_num(l, "lost_bytes");
-		} else if (strstr(l, "\"summary\"")) {
+		/* the summary first: its "threads" hold each thread's last
+		 * record, "type" and all */
+		if (!strncmp(l, "{\"summary\"", 10)) {
 			const char *rs = strstr(l, "\"rings\":");
 
 			cr_assert(rs, "%s", l);
@@ -767,6 +764,11 @@ static void follow_misses(const char *const *args, const char *burst)
 			for (const char *q = rs; (q = strstr(q, "{\"ring\":")); q++)
 				if (json_num(q, "ring") == ring)
 					summary_lost = json_num(q, "lost_bytes");
+		} else if (strstr(l, "\"type\":\"u64\"")) {
+			printed++;
+			ring = json_num(l, "ring");
+		} else if (strstr(l, "\"type\":\"gap\"")) {
+			gap_bytes += json_num(l, "lost_bytes");
 		}
 	}
 	free(buf);
@@ -1170,4 +1172,131 @@ Test(extract, damaged_box_partial_output)
 		free(b);
 	}
 	free(buf);
+}
+
+/* ---- --threads: the hang view ----------------------------------------- */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The line of the --threads table naming thread @name, or fail. */
+static const char *thread_line(const char *out, const char *name, char *buf, size_t len)
+{
+	char key[32];
+	const char *p;
+	size_t n;
+
+	snprintf(key, sizeof(key), " %-16s ", name);
+	p = strstr(out, key);
+	cr_assert_not_null(p, "no line for thread %s in:\n%s", name, out);
+	while (p > out && p[-1] != '\n')
+		p--;
+	n = strcspn(p, "\n");
+	cr_assert_lt(n, len);
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+	return buf;
+}
+
+/* "850ms", "7.3s", "12m" ... in ns (a lower bound: the printed digits). */
+static uint64_t age_ns(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (!strncmp(end, "ms", 2))
+		return (uint64_t)(v * 1e6);
+	if (*end == 's')
+		return (uint64_t)(v * 1e9);
+	if (*end == 'm')
+		return (uint64_t)(v * 60e9);
+	if (*end == 'h')
+		return (uint64_t)(v * 3600e9);
+	cr_assert_fail("age '%s'", s);
+	return 0;
+}
+
+/* The "age_ns" of thread @name in --threads --json output. */
+static long long json_thread_age(const char *out, const char *name)
+{
+	char key[48];
+	const char *p;
+
+	snprintf(key, sizeof(key), "\"thread\":\"%s\"", name);
+	p = strstr(out, key);
+	cr_assert_not_null(p, "no %s in %s", name, out);
+	return json_num(p, "age_ns");
+}
+
+Test(extract, threads_shows_how_long_each_deadlocked_thread_has_been_stuck)
+{
+	const char *args[] = { "deadlock", NULL };
+	struct writer w = start_writer(args);
+	/* lock-a and lock-b wrote their last record before "ready": from
+	 * here on they have been stuck at least as long as we wait */
+	uint64_t t0 = mono_ns(), stuck;
+	struct timespec pause = { 1, 200 * 1000 * 1000 };
+	char line[512], name[32], state[16], age[16];
+	const char *names[] = { "lock-a", "lock-b" };
+	const char *want[] = { "holding=\"a, want b\"", "holding=\"b, want a\"" };
+	unsigned long long recs;
+	struct run r, j;
+	int tid;
+
+	nanosleep(&pause, NULL);
+	stuck = mono_ns() - t0;
+	r = run_extract(pidstr(w.pid), "--dir", dir, "--threads", NULL);
+	cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.err);
+	cr_assert(strstr(r.out, "alive: 4 threads; ages relative to now"), "%s", r.out);
+	for (int i = 0; i < 2; i++) {
+		thread_line(r.out, names[i], line, sizeof(line));
+		cr_assert_eq(sscanf(line, "%d %31s %15s %llu %15s", &tid, name, state, &recs, age), 5,
+			     "%s", line);
+		cr_assert_neq(tid, w.pid);
+		cr_assert_str_eq(state, "running");
+		cr_assert_eq(recs, 1, "%s", line);
+		cr_assert_geq(age_ns(age), stuck / 100000000 * 100000000,
+			      "%s: age %s, stuck for %llu ns", names[i], age,
+			      (unsigned long long)stuck);
+		cr_assert(strstr(line, want[i]), "%s: last record in '%s'", names[i], line);
+	}
+	/* the thread that only called bb_thread_init(): listed, no record */
+	thread_line(r.out, "idle", line, sizeof(line));
+	cr_assert_eq(sscanf(line, "%d %31s %15s %llu %15s", &tid, name, state, &recs, age), 5);
+	cr_assert_eq(recs, 0, "%s", line);
+	cr_assert_str_eq(age, "-");
+
+	/* the same in JSON, to the nanosecond */
+	j = run_extract(pidstr(w.pid), "--dir", dir, "--threads", "--json", NULL);
+	cr_assert_eq(j.status, 0, "status %d: %s", j.status, j.err);
+	cr_assert(strstr(j.out, "\"threads_age_from\":\"now\""), "%s", j.out);
+	for (int i = 0; i < 2; i++)
+		cr_assert_geq(json_thread_age(j.out, names[i]), (long long)stuck,
+			      "%s: %s", names[i], j.out);
+	free_run(&j);
+	/* and in the summary of a plain --json extraction */
+	j = run_extract(pidstr(w.pid), "--dir", dir, "--json", NULL);
+	cr_assert_eq(j.status, 0, "status %d: %s", j.status, j.err);
+	cr_assert(strstr(j.out, "\"threads\":["), "%s", j.out);
+	for (int i = 0; i < 2; i++)
+		cr_assert_geq(json_thread_age(strstr(j.out, "{\"summary\""), names[i]),
+			      (long long)stuck, "%s", j.out);
+	free_run(&j);
+	free_run(&r);
+
+	/* post mortem: the ages count to the death, and the line says from
+	 * what (SIGKILL leaves no time of death in the box) */
+	kill_writer(&w);
+	r = run_extract(pidstr(w.pid), "--dir", dir, "--threads", NULL);
+	cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.err);
+	cr_assert(strstr(r.out, "orphaned: 4 threads; ages relative to the "), "%s", r.out);
+	cr_assert(strstr(r.out, "no time of death"), "%s", r.out);
+	thread_line(r.out, "lock-a", line, sizeof(line));
+	cr_assert(strstr(line, want[0]), "%s", line);
+	free_run(&r);
 }

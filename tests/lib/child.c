@@ -9,7 +9,12 @@
  *   child crash KIND  RLIMIT_CORE 0, bb_init (crash handler as the
  *                     environment says), then die of KIND: segv (store to
  *                     address 16), bus (truncated mmap), abort, overflow
- *                     (infinite recursion), inwrite (SIGSEGV inside
+ *                     (infinite recursion), pool-overflow (the same in a
+ *                     thread "pool-worker" that never writes but calls
+ *                     bb_thread_init() first), threads (three threads
+ *                     blocked in blocked_in_read, in_cond_wait and
+ *                     in_nanosleep, printed as "fn NAME 0x...", the
+ *                     main thread then faults), inwrite (SIGSEGV inside
  *                     bb_write_bytes), handler (abort() in an application
  *                     SIGSEGV handler that interrupted bb_write_bytes),
  *                     chain (segv with an application handler installed
@@ -278,6 +283,71 @@ static void *crash_thread(void *arg)
 	return NULL;
 }
 
+/* ---- every thread's stack: three threads blocked, the fourth crashes ----- */
+
+static pthread_barrier_t blocked_bar;
+static int block_pipe[2];
+static pthread_mutex_t block_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t block_cv = PTHREAD_COND_INITIALIZER;
+
+static __attribute__((noinline)) void blocked_in_read(void)
+{
+	char c;
+
+	pthread_barrier_wait(&blocked_bar);
+	if (read(block_pipe[0], &c, 1) >= 0)   /* nobody writes */
+		exit(8);
+	__asm__ __volatile__("" ::: "memory");   /* not a tail call */
+}
+
+static __attribute__((noinline)) void in_cond_wait(void)
+{
+	pthread_mutex_lock(&block_mu);
+	pthread_barrier_wait(&blocked_bar);
+	for (;;)
+		pthread_cond_wait(&block_cv, &block_mu);   /* nobody signals */
+}
+
+static __attribute__((noinline)) void in_nanosleep(void)
+{
+	struct timespec long_time = { 3600, 0 };
+
+	pthread_barrier_wait(&blocked_bar);
+	while (nanosleep(&long_time, &long_time) < 0)
+		;
+	__asm__ __volatile__("" ::: "memory");
+}
+
+static void (*const blocked_fns[])(void) = { blocked_in_read, in_cond_wait, in_nanosleep };
+
+static const char *const blocked_names[] = { "reader", "waiter", "sleeper" };
+
+static void *blocked_thread(void *arg)
+{
+	pthread_setname_np(pthread_self(), blocked_names[(uintptr_t)arg]);
+	bb_write_kv("blocking", "now");   /* its slot */
+	blocked_fns[(uintptr_t)arg]();
+	return NULL;
+}
+
+static void say_fn(const char *name, void (*fn)(void))
+{
+	printf("fn %s 0x%llx\n", name, (unsigned long long)(uintptr_t)fn);
+}
+
+/* A thread of another library's pool: it never writes, it calls
+ * bb_thread_init() at its start, then overflows its stack. */
+static void *pool_thread(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "pool-worker");
+	if (bb_thread_init() != 0 || bb_thread_init() != 0)
+		exit(7);
+	printf("tid %ld\n", (long)gettid());
+	say_addr(NULL);
+	exit(recurse(0));
+}
+
 static int crash(const char *kind)
 {
 	struct rlimit no_core = { 0, 0 };
@@ -328,6 +398,29 @@ static int crash(const char *kind)
 		pthread_t th;
 
 		if (pthread_create(&th, NULL, crash_thread, NULL))
+			return 5;
+		pthread_join(th, NULL);
+	} else if (!strcmp(kind, "threads")) {
+		pthread_t th;
+		volatile uintptr_t bad = 32;
+
+		if (pipe(block_pipe) || pthread_barrier_init(&blocked_bar, NULL, 4))
+			return 5;
+		for (int i = 0; i < 3; i++) {
+			if (pthread_create(&th, NULL, blocked_thread, (void *)(uintptr_t)i))
+				return 5;
+		}
+		say_fn("blocked_in_read", blocked_in_read);
+		say_fn("in_cond_wait", in_cond_wait);
+		say_fn("in_nanosleep", in_nanosleep);
+		pthread_barrier_wait(&blocked_bar);
+		usleep(200 * 1000);   /* into their system calls */
+		say_addr((void *)bad);
+		*(volatile int *)bad = 1;
+	} else if (!strcmp(kind, "pool-overflow")) {
+		pthread_t th;
+
+		if (pthread_create(&th, NULL, pool_thread, NULL))
 			return 5;
 		pthread_join(th, NULL);
 #if defined(__x86_64__)

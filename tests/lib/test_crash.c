@@ -34,7 +34,7 @@ TestSuite(crash, .init = bbt_setup_dir, .fini = bbt_teardown_dir, .timeout = 120
 struct run {
 	pid_t pid;
 	int status;
-	char out[512];
+	char out[1024];
 	uint64_t addr;     /* from the child's "addr 0x..." line */
 };
 
@@ -366,6 +366,81 @@ Test(crash, stack_overflow_on_the_alternate_stack)
 	for (uint32_t i = 124; i < 127; i++)
 		outside |= !in_range(c->frames[i], &v);
 	cr_assert(outside, "libc's start-up frames are among the outermost ones");
+}
+
+Test(crash, stack_overflow_in_a_thread_that_only_called_bb_thread_init)
+{
+	static struct seen v;
+
+	/* A pool thread that never wrote: bb_thread_init() gave it its
+	 * alternate stack, so its overflow leaves a record naming it
+	 * (SEGV_ACCERR: a thread's stack ends in a guard page that is
+	 * mapped, where the main thread's ends in nothing). */
+	check_crash_in("pool-overflow", SIGSEGV, SEGV_ACCERR, false, "pool-worker", &v);
+	cr_assert(v.rc.stack_overflow, "addr %#llx sp %#llx", (unsigned long long)v.rc.addr,
+		  (unsigned long long)v.rc.sp);
+}
+
+/* A frame of @st lies in [@fn, @end): the function at @fn (the child
+ * printed the addresses; @end the next of them, or fn + 1 KiB). */
+static bool stack_names(const struct bb_crash *st, uint64_t fn, uint64_t end)
+{
+	for (uint32_t k = 0; k < st->nframes; k++)
+		if (st->frames[k] >= fn && st->frames[k] < end)
+			return true;
+	return false;
+}
+
+Test(crash, every_threads_stack_at_a_crash)
+{
+	static struct seen v;
+	static const char *fns[] = { "blocked_in_read", "in_cond_wait", "in_nanosleep" };
+	static const char *names[] = { "reader", "waiter", "sleeper" };
+	struct bb_reader *r;
+	struct bb_crash st;
+	uint32_t slots, asked, found = 0;
+	uint64_t addr[3];
+	char err[256];
+
+	/* The main thread faults while three threads are blocked in a read,
+	 * a condition wait and a sleep: the crash record is the main
+	 * thread's, and each of the three answered with its own stack, which
+	 * names the function it was blocked in. */
+	check_crash_in("threads", SIGSEGV, SEGV_MAPERR, true, NULL, &v);
+	cr_assert_eq(bb_reader_open_pid(v.on.pid, bbt_dir, 0, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(bb_reader_crash_stacks(r, &slots, &asked), 0);
+	cr_assert_geq(slots, 3);
+	cr_assert_eq(asked, 3, "the three other threads were asked");
+	cr_assert_eq(bb_reader_crash_stack(r, slots, &st), -ENOENT);
+	for (int k = 0; k < 3; k++) {
+		const char *at = strstr(v.on.out, fns[k]);
+
+		cr_assert_not_null(at, "%s", v.on.out);
+		addr[k] = strtoull(at + strlen(fns[k]) + 1, NULL, 16);
+	}
+	for (uint32_t i = 0; i < slots; i++) {
+		cr_assert_eq(bb_reader_crash_stack(r, i, &st), 0);
+		if (st.status == BB_CRASH_NONE)
+			continue;
+		cr_assert_eq(st.status, BB_CRASH_COMPLETE, "stack %u: %s", i, st.problem);
+		cr_assert_eq(st.kind, BB_CRASH_KIND_THREAD);
+		cr_assert_neq(st.tid, v.on.pid);
+		cr_assert(st.frame_flags[0] & BB_CRASH_FRAME_EXACT);
+		for (int k = 0; k < 3; k++) {
+			uint64_t end = addr[k] + 1024;
+
+			if (strcmp(st.thread, names[k]))
+				continue;
+			for (int o = 0; o < 3; o++)
+				if (addr[o] > addr[k] && addr[o] < end)
+					end = addr[o];
+			cr_assert(stack_names(&st, addr[k], end), "thread %s: no frame in %s",
+				  names[k], fns[k]);
+			found |= 1u << k;
+		}
+	}
+	cr_assert_eq(found, 7u, "stacks of threads found: %#x", found);
+	bb_reader_close(r);
 }
 
 Test(crash, fault_inside_a_write_leaves_it_torn)
