@@ -50,6 +50,7 @@ enum bb_type {
 	BB_TYPE_F64,
 	BB_TYPE_BOOL,
 	BB_TYPE_BYTES,
+	BB_TYPE_STRN,   /* text of a given length (v.strn): BB_STRN() */
 };
 
 struct bb_field {
@@ -62,6 +63,7 @@ struct bb_field {
 		double      f64;
 		bool        b;
 		struct { const void *p; size_t n; } bytes;
+		struct { const char *s; size_t n; } strn; /* n bytes, no NUL needed */
 	} v;
 };
 
@@ -174,6 +176,7 @@ int bb_path(char *buf, size_t len);
  * nested write goes to the shared ring.
  */
 int bb_write_str(const char *s);
+int bb_write_strn(const char *s, size_t n);    /* n bytes; no NUL needed */
 int bb_write_i64(int64_t v);
 int bb_write_u64(uint64_t v);
 int bb_write_f64(double v);
@@ -211,10 +214,23 @@ int bb_write_kv_bool(const char *key, bool v);
  */
 int bb_write_kvn(const char *key, size_t klen, const char *value, size_t vlen);
 
+/*
+ * bb_write_kvn_i64, _u64, _f64, _bool - bb_write_kv_i64() ... with the key's
+ * length given (@klen bytes of @key, no NUL needed).  -EINVAL if @key is
+ * NULL.  Errors and AS-safety as the writers above.  Library calls, no
+ * inline path (<blackbox.hpp> takes bb_write_kv_i64()'s inline path for a
+ * short key itself).
+ */
+int bb_write_kvn_i64(const char *key, size_t klen, int64_t v);
+int bb_write_kvn_u64(const char *key, size_t klen, uint64_t v);
+int bb_write_kvn_f64(const char *key, size_t klen, double v);
+int bb_write_kvn_bool(const char *key, size_t klen, bool v);
+
 #if defined(BB__HAVE_KV_FAST)
 /* The inline paths, <blackbox/inline.h>: bb__lit() tests for a literal
  * where the macro expands (Clang) or says 0 (GCC tests it inside). */
 #define bb_write_kv(key, value) bb__kv_str((key), (value), bb__lit(key), bb__lit(value))
+#define bb_write_kvn(key, klen, value, vlen) bb__kvn_str((key), (klen), (value), (vlen))
 #define bb_write_kv_i64(key, v) bb__kv_i64((key), (v), bb__lit(key))
 #define bb_write_kv_u64(key, v) bb__kv_u64((key), (v), bb__lit(key))
 #define bb_write_kv_f64(key, v) bb__kv_f64((key), (v), bb__lit(key))
@@ -275,6 +291,7 @@ int bb_write_event(const char *name, const struct bb_field *fields, size_t n);
  * the other writers.
  */
 int bb_write_kv_important(const char *key, const char *value);
+int bb_write_kvn_important(const char *key, size_t klen, const char *value, size_t vlen);
 int bb_write_event_important(const char *name, const struct bb_field *fields, size_t n);
 
 /*
@@ -394,6 +411,19 @@ int bb_set_bool(const char *key, bool value);
 int bb_unset(const char *key);
 
 /*
+ * bb_setn, bb_setn_i64/_u64/_f64/_bool, bb_unsetn - the same with the
+ * lengths given: @klen bytes of @key and @vlen bytes of @value, neither
+ * NUL-terminated necessarily.  Same bounds, returns and AS-safety; -EINVAL
+ * for a NULL @key or @value, even with a zero length.
+ */
+int bb_setn(const char *key, size_t klen, const char *value, size_t vlen);
+int bb_setn_i64(const char *key, size_t klen, int64_t value);
+int bb_setn_u64(const char *key, size_t klen, uint64_t value);
+int bb_setn_f64(const char *key, size_t klen, double value);
+int bb_setn_bool(const char *key, size_t klen, bool value);
+int bb_unsetn(const char *key, size_t klen);
+
+/*
  * bb_refresh_modules - record the loaded objects (path, load bias, address
  * range, GNU build id) again, after dlopen()/dlclose(), so crash addresses
  * in new objects can be resolved.  bb_init() records them once.  Objects
@@ -454,6 +484,8 @@ int bb_version_number(void);
 #define BB_BOOL(k, x)  ((struct bb_field){ .key = (k), .type = BB_TYPE_BOOL, .v.b = (x) })
 #define BB_BYTES(k, p_, n_) ((struct bb_field){ .key = (k), .type = BB_TYPE_BYTES, \
 	.v.bytes = { .p = (p_), .n = (n_) } })
+#define BB_STRN(k, s_, n_) ((struct bb_field){ .key = (k), .type = BB_TYPE_STRN, \
+	.v.strn = { .s = (s_), .n = (n_) } })
 #endif
 
 #endif /* BLACKBOX_H */

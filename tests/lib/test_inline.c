@@ -10,7 +10,8 @@
  *
  * The tests must know whether a write ran inline or through the library.
  * This program defines the library's entries the inline paths fall back to
- * (bb_write_kvn(), bb_write_kv(), the typed writers, bb_write_event())
+ * (bb_write_kvn(), bb_write_kv(), the typed writers with and without the
+ * key's length, bb_write_event())
  * itself: its own calls bind to these definitions, which count and forward
  * to the library's through dlsym(RTLD_NEXT).  A write that leaves the count
  * alone ran inline.
@@ -88,6 +89,9 @@ BBT_COUNT(bb_write_kv, (const char *key, const char *value), (key, value))
 BBT_COUNT(bb_write_kv_i64, (const char *key, int64_t v), (key, v))
 BBT_COUNT(bb_write_kv_u64, (const char *key, uint64_t v), (key, v))
 BBT_COUNT(bb_write_kv_f64, (const char *key, double v), (key, v))
+BBT_COUNT(bb_write_kvn_i64, (const char *key, size_t klen, int64_t v), (key, klen, v))
+BBT_COUNT(bb_write_kvn_u64, (const char *key, size_t klen, uint64_t v), (key, klen, v))
+BBT_COUNT(bb_write_kvn_f64, (const char *key, size_t klen, double v), (key, klen, v))
 BBT_COUNT(bb_write_event, (const char *name, const struct bb_field *f, size_t n), (name, f, n))
 
 static unsigned long calls(void)
@@ -306,6 +310,17 @@ BBT_FIELD(fld_i64, int64_t, BB_TYPE_I64, i64)
 BBT_FIELD(fld_u64, uint64_t, BB_TYPE_U64, u64)
 BBT_FIELD(fld_f64, double, BB_TYPE_F64, f64)
 BBT_FIELD(fld_bool, bool, BB_TYPE_BOOL, b)
+
+static inline __attribute__((always_inline)) struct bb_field fld_strn(const char *k, const char *p, size_t n)
+{
+	struct bb_field f;
+
+	f.key = k;
+	f.type = BB_TYPE_STRN;
+	f.v.strn.s = p;
+	f.v.strn.n = n;
+	return f;
+}
 
 static inline __attribute__((always_inline)) struct bb_field fld_bytes(const char *k, const void *p, size_t n)
 {
@@ -751,7 +766,7 @@ static const uint8_t raw5[5] = { 0, 1, 0xfe, 0xff, 7 };
 		struct bb_field f[8];                                               \
 									            \
 		f[0] = fld_str("method", "GET");                                    \
-		f[1] = fld_str("path", "/index");                                   \
+		f[1] = fld_strn("path", "/index?q=1", 6);  /* as "/index" */     \
 		f[2] = fld_i64("status", 200);                                      \
 		f[3] = fld_i64("bytes", 4096);                                      \
 		cr_assert_eq(write_event("http", f, 4), 0);                         \
@@ -860,13 +875,15 @@ Test(inline, events_the_compiler_cannot_see_take_the_library)
 	cr_assert_eq(bb_write_event("null text", f, 1), -EINVAL);
 	f[0] = fld_bytes("k", NULL, 3);
 	cr_assert_eq(bb_write_event("null bytes", f, 1), -EINVAL);
+	f[0] = fld_strn("k", NULL, 0);
+	cr_assert_eq(bb_write_event("null counted text", f, 1), -EINVAL);
 	f[0] = fld_i64("k", 1);
-	f[0].type = (enum bb_type)7;   /* no type (and in C++ in the enum's range) */
+	f[0].type = (enum bb_type)0;   /* no type (and in C++ in the enum's range) */
 	cr_assert_eq(bb_write_event("unknown type", f, 1), -EINVAL);
 	f[0] = fld_i64("k", 1);
 	cr_assert_eq(bb_write_event(NULL, f, 1), -EINVAL);
 	cr_assert_eq(bb_write_event("no fields", NULL, 1), -EINVAL);
-	cr_assert_eq(calls(), before + 6);
+	cr_assert_eq(calls(), before + 7);
 	read_box(path, &c);
 	only_tag(&c, BB_TAG_EVENT);
 	cr_assert_eq(c.n, 7, "%zu events", c.n);
