@@ -15,13 +15,14 @@
 // success, a negative errno on failure (blackbox.h lists them), and is
 // noexcept: nothing here throws or allocates on the write path, and each
 // call is exactly the C call for the same record.  Strings are
-// std::string_view and need no terminator, except event names and event
-// field keys, which are NUL-terminated (const char *: literals, as a
-// schema's names are); a std::string_view without data (default
-// constructed) is the empty string, a NULL const char * -EINVAL as in C.  Overloads: a string literal or const
-// char * is text (never bool); a signed integer is i64 and an unsigned
-// one u64 (char types included: they are integers here); float and double
-// are f64; bool is a boolean.
+// std::string_view and need no terminator (the C calls that take a
+// length), except event names and event field keys, which are
+// NUL-terminated (const char *: literals, as a schema's names are).  A
+// std::string_view without data (default constructed) is the empty
+// string; a NULL const char * is -EINVAL, as in C.  Overloads: a string
+// literal or const char * is text (never bool); a signed integer is i64
+// and an unsigned one u64 (char types included: they are integers here);
+// float and double are f64; bool is a boolean.
 //
 // Zero cost: with GCC or Clang on x86-64, write(key, value) for text, i64,
 // u64 and f64 values takes <blackbox/inline.h>'s inline path, as
@@ -60,6 +61,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+// The write path's wrappers are always inlined: each call is the C call's
+// inline path, written in the caller, as in C (a plain inline function
+// around it can be left out of line by the optimiser, which then adds a
+// call).
+#define BB__CXX_INLINE inline __attribute__((always_inline))
+
 namespace blackbox {
 
 // The options of bb_init_opts(): value-initialise (blackbox::options o{};)
@@ -68,13 +75,6 @@ using options = ::bb_options;
 
 namespace detail {
 
-// The bytes of @s: "" for a view without data, so that an empty view is
-// the empty string (the C calls refuse NULL).  Folds for a literal.
-inline const char *data(std::string_view s) noexcept
-{
-	return s.data() ? s.data() : "";
-}
-
 template <class T>
 inline constexpr bool is_signed_int =
 	std::is_integral_v<T> && std::is_signed_v<T> && !std::is_same_v<T, bool>;
@@ -82,33 +82,33 @@ template <class T>
 inline constexpr bool is_unsigned_int =
 	std::is_integral_v<T> && std::is_unsigned_v<T> && !std::is_same_v<T, bool>;
 
-inline int kv_i64(std::string_view key, std::int64_t v) noexcept
+BB__CXX_INLINE int kv_i64(std::string_view key, std::int64_t v) noexcept
 {
 #if defined(BB__HAVE_KV_FAST)
-	return bb__kvn_typed(data(key), key.size(), BB__KV_I64, static_cast<std::uint64_t>(v));
+	return bb__kvn_typed(key.data(), key.size(), BB__KV_I64, static_cast<std::uint64_t>(v));
 #else
-	return bb_write_kvn_i64(data(key), key.size(), v);
+	return bb_write_kvn_i64(key.data(), key.size(), v);
 #endif
 }
 
-inline int kv_u64(std::string_view key, std::uint64_t v) noexcept
+BB__CXX_INLINE int kv_u64(std::string_view key, std::uint64_t v) noexcept
 {
 #if defined(BB__HAVE_KV_FAST)
-	return bb__kvn_typed(data(key), key.size(), BB__KV_U64, v);
+	return bb__kvn_typed(key.data(), key.size(), BB__KV_U64, v);
 #else
-	return bb_write_kvn_u64(data(key), key.size(), v);
+	return bb_write_kvn_u64(key.data(), key.size(), v);
 #endif
 }
 
-inline int kv_f64(std::string_view key, double v) noexcept
+BB__CXX_INLINE int kv_f64(std::string_view key, double v) noexcept
 {
 #if defined(BB__HAVE_KV_FAST)
 	std::uint64_t bits;
 
 	std::memcpy(&bits, &v, sizeof(bits));
-	return bb__kvn_typed(data(key), key.size(), BB__KV_F64, bits);
+	return bb__kvn_typed(key.data(), key.size(), BB__KV_F64, bits);
 #else
-	return bb_write_kvn_f64(data(key), key.size(), v);
+	return bb_write_kvn_f64(key.data(), key.size(), v);
 #endif
 }
 
@@ -161,40 +161,39 @@ inline int close() noexcept { return bb_close(); }
 
 // ---- records ----------------------------------------------------------------
 
-inline int write(std::string_view s) noexcept { return bb_write_strn(detail::data(s), s.size()); }
-inline int write(const char *s) noexcept { return s ? write(std::string_view(s)) : -EINVAL; }
-inline int write(double v) noexcept { return bb_write_f64(v); }
-inline int write(bool v) noexcept { return bb_write_bool(v); }
+BB__CXX_INLINE int write(std::string_view s) noexcept { return bb_write_strn(s.data(), s.size()); }
+BB__CXX_INLINE int write(const char *s) noexcept { return s ? write(std::string_view(s)) : -EINVAL; }
+BB__CXX_INLINE int write(double v) noexcept { return bb_write_f64(v); }
+BB__CXX_INLINE int write(bool v) noexcept { return bb_write_bool(v); }
 template <class T, std::enable_if_t<detail::is_signed_int<T>, int> = 0>
-inline int write(T v) noexcept { return bb_write_i64(v); }
+BB__CXX_INLINE int write(T v) noexcept { return bb_write_i64(v); }
 template <class T, std::enable_if_t<detail::is_unsigned_int<T>, int> = 0>
-inline int write(T v) noexcept { return bb_write_u64(v); }
+BB__CXX_INLINE int write(T v) noexcept { return bb_write_u64(v); }
 
 // key = value.  Text, i64, u64 and f64 take the inline path when the key
 // (and text) are at most 64 bytes.
-inline int write(std::string_view key, std::string_view value) noexcept
+BB__CXX_INLINE int write(std::string_view key, std::string_view value) noexcept
 {
-	return bb_write_kvn(detail::data(key), key.size(), detail::data(value), value.size());
+	return bb_write_kvn(key.data(), key.size(), value.data(), value.size());
 }
-inline int write(std::string_view key, const char *value) noexcept
+BB__CXX_INLINE int write(std::string_view key, const char *value) noexcept
 {
 	return value ? write(key, std::string_view(value)) : -EINVAL;
 }
-inline int write(std::string_view key, double v) noexcept { return detail::kv_f64(key, v); }
-inline int write(std::string_view key, bool v) noexcept
+BB__CXX_INLINE int write(std::string_view key, double v) noexcept { return detail::kv_f64(key, v); }
+BB__CXX_INLINE int write(std::string_view key, bool v) noexcept
 {
-	return bb_write_kvn_bool(detail::data(key), key.size(), v);
+	return bb_write_kvn_bool(key.data(), key.size(), v);
 }
 template <class T, std::enable_if_t<detail::is_signed_int<T>, int> = 0>
-inline int write(std::string_view key, T v) noexcept { return detail::kv_i64(key, v); }
+BB__CXX_INLINE int write(std::string_view key, T v) noexcept { return detail::kv_i64(key, v); }
 template <class T, std::enable_if_t<detail::is_unsigned_int<T>, int> = 0>
-inline int write(std::string_view key, T v) noexcept { return detail::kv_u64(key, v); }
+BB__CXX_INLINE int write(std::string_view key, T v) noexcept { return detail::kv_u64(key, v); }
 
 // bb_write_kv_important(): a text record that chatty traffic never evicts.
-inline int write_important(std::string_view key, std::string_view value) noexcept
+BB__CXX_INLINE int write_important(std::string_view key, std::string_view value) noexcept
 {
-	return bb_write_kvn_important(detail::data(key), key.size(), detail::data(value),
-				      value.size());
+	return bb_write_kvn_important(key.data(), key.size(), value.data(), value.size());
 }
 
 // ---- events -----------------------------------------------------------------
@@ -206,38 +205,43 @@ inline int write_important(std::string_view key, std::string_view value) noexcep
 struct field {
 	::bb_field f;
 
-	field(const char *key, std::string_view v) noexcept : f()
+	BB__CXX_INLINE field(const char *key, std::string_view v) noexcept : f()
 	{
 		f.key = key;
 		f.type = BB_TYPE_STRN;
-		f.v.strn.s = detail::data(v);
+		f.v.strn.s = v.data();
 		f.v.strn.n = v.size();
 	}
-	field(const char *key, const char *v) noexcept : field(key, std::string_view(v ? v : ""))
+	BB__CXX_INLINE field(const char *key, const char *v) noexcept
+		: field(key, std::string_view(v ? v : ""))
 	{
-		f.v.strn.s = v;   // NULL stays NULL: bb_write_event()'s -EINVAL
+		if (!v) {
+			// As in C: a NULL text is bb_write_event()'s -EINVAL.
+			f.type = BB_TYPE_STR;
+			f.v.s = nullptr;
+		}
 	}
-	field(const char *key, double v) noexcept : f()
+	BB__CXX_INLINE field(const char *key, double v) noexcept : f()
 	{
 		f.key = key;
 		f.type = BB_TYPE_F64;
 		f.v.f64 = v;
 	}
-	field(const char *key, bool v) noexcept : f()
+	BB__CXX_INLINE field(const char *key, bool v) noexcept : f()
 	{
 		f.key = key;
 		f.type = BB_TYPE_BOOL;
 		f.v.b = v;
 	}
 	template <class T, std::enable_if_t<detail::is_signed_int<T>, int> = 0>
-	field(const char *key, T v) noexcept : f()
+	BB__CXX_INLINE field(const char *key, T v) noexcept : f()
 	{
 		f.key = key;
 		f.type = BB_TYPE_I64;
 		f.v.i64 = v;
 	}
 	template <class T, std::enable_if_t<detail::is_unsigned_int<T>, int> = 0>
-	field(const char *key, T v) noexcept : f()
+	BB__CXX_INLINE field(const char *key, T v) noexcept : f()
 	{
 		f.key = key;
 		f.type = BB_TYPE_U64;
@@ -252,7 +256,7 @@ namespace detail {
 
 // The fields of @fs as the struct bb_field array they are (standard
 // layout, the bb_field first and alone: pointer-interconvertible).
-inline const ::bb_field *fields(std::initializer_list<field> fs) noexcept
+BB__CXX_INLINE const ::bb_field *fields(std::initializer_list<field> fs) noexcept
 {
 	return &fs.begin()->f;
 }
@@ -260,45 +264,45 @@ inline const ::bb_field *fields(std::initializer_list<field> fs) noexcept
 } // namespace detail
 
 // bb_write_event(@name, fields): up to BB_EVENT_MAX_FIELDS.
-inline int event(const char *name, std::initializer_list<field> fs) noexcept
+BB__CXX_INLINE int event(const char *name, std::initializer_list<field> fs) noexcept
 {
 	return bb_write_event(name, detail::fields(fs), fs.size());
 }
 
-inline int event_important(const char *name, std::initializer_list<field> fs) noexcept
+BB__CXX_INLINE int event_important(const char *name, std::initializer_list<field> fs) noexcept
 {
 	return bb_write_event_important(name, detail::fields(fs), fs.size());
 }
 
 // ---- state table ------------------------------------------------------------
 
-inline int set(std::string_view key, std::string_view value) noexcept
+BB__CXX_INLINE int set(std::string_view key, std::string_view value) noexcept
 {
-	return bb_setn(detail::data(key), key.size(), detail::data(value), value.size());
+	return bb_setn(key.data(), key.size(), value.data(), value.size());
 }
-inline int set(std::string_view key, const char *value) noexcept
+BB__CXX_INLINE int set(std::string_view key, const char *value) noexcept
 {
 	return value ? set(key, std::string_view(value)) : -EINVAL;
 }
-inline int set(std::string_view key, double v) noexcept
+BB__CXX_INLINE int set(std::string_view key, double v) noexcept
 {
-	return bb_setn_f64(detail::data(key), key.size(), v);
+	return bb_setn_f64(key.data(), key.size(), v);
 }
-inline int set(std::string_view key, bool v) noexcept
+BB__CXX_INLINE int set(std::string_view key, bool v) noexcept
 {
-	return bb_setn_bool(detail::data(key), key.size(), v);
+	return bb_setn_bool(key.data(), key.size(), v);
 }
 template <class T, std::enable_if_t<detail::is_signed_int<T>, int> = 0>
-inline int set(std::string_view key, T v) noexcept
+BB__CXX_INLINE int set(std::string_view key, T v) noexcept
 {
-	return bb_setn_i64(detail::data(key), key.size(), v);
+	return bb_setn_i64(key.data(), key.size(), v);
 }
 template <class T, std::enable_if_t<detail::is_unsigned_int<T>, int> = 0>
-inline int set(std::string_view key, T v) noexcept
+BB__CXX_INLINE int set(std::string_view key, T v) noexcept
 {
-	return bb_setn_u64(detail::data(key), key.size(), v);
+	return bb_setn_u64(key.data(), key.size(), v);
 }
-inline int unset(std::string_view key) noexcept { return bb_unsetn(detail::data(key), key.size()); }
+BB__CXX_INLINE int unset(std::string_view key) noexcept { return bb_unsetn(key.data(), key.size()); }
 
 // ---- dump -------------------------------------------------------------------
 
@@ -423,5 +427,7 @@ inline int install_terminate_handler() noexcept
 }
 
 } // namespace blackbox
+
+#undef BB__CXX_INLINE
 
 #endif // BLACKBOX_HPP

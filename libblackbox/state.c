@@ -220,6 +220,11 @@ BB_EXPORT int bb_set(const char *key, const char *value)
 
 BB_EXPORT int bb_setn(const char *key, size_t klen, const char *value, size_t vlen)
 {
+	if (!bb__strn_ok(&value, vlen))
+		return -EINVAL;
+	/* A NULL key with a length stays NULL: bb__state_put()'s -EINVAL,
+	 * after its box check, as for bb_set(). */
+	bb__strn_ok(&key, klen);
 	return bb__set_text(key, klen, value, vlen);
 }
 
@@ -284,25 +289,30 @@ BB_EXPORT int bb_unset(const char *key)
 
 BB_EXPORT int bb_setn_i64(const char *key, size_t klen, int64_t value)
 {
+	bb__strn_ok(&key, klen);   /* NULL with a length: -EINVAL below */
 	return bb__set_i64(key, klen, value);
 }
 
 BB_EXPORT int bb_setn_u64(const char *key, size_t klen, uint64_t value)
 {
+	bb__strn_ok(&key, klen);   /* NULL with a length: -EINVAL below */
 	return bb__set_u64(key, klen, value);
 }
 
 BB_EXPORT int bb_setn_f64(const char *key, size_t klen, double value)
 {
+	bb__strn_ok(&key, klen);   /* NULL with a length: -EINVAL below */
 	return bb__set_f64(key, klen, value);
 }
 
 BB_EXPORT int bb_setn_bool(const char *key, size_t klen, bool value)
 {
+	bb__strn_ok(&key, klen);   /* NULL with a length: -EINVAL below */
 	return bb__set_bool(key, klen, value);
 }
 
 BB_EXPORT int bb_unsetn(const char *key, size_t klen)
 {
+	bb__strn_ok(&key, klen);   /* NULL with a length: -EINVAL below */
 	return bb__state_put(key, klen, NULL, 0);
 }

@@ -287,7 +287,7 @@ BB_EXPORT int bb_write_str(const char *s)
 
 BB_EXPORT int bb_write_strn(const char *s, size_t n)
 {
-	if (bb_unlikely(!s))
+	if (bb_unlikely(!bb__strn_ok(&s, n)))
 		return -EINVAL;
 	return bb__write_blob(BB_TAG_STR, s, n);
 }
@@ -433,10 +433,11 @@ BB_EXPORT int (bb_write_kv)(const char *key, const char *value)
 
 BB_EXPORT int (bb_write_kvn)(const char *key, size_t klen, const char *value, size_t vlen)
 {
-	struct bb__val v = { .type = BB_TYPE_STR, .n = vlen, .v.s = value };
+	struct bb__val v = { .type = BB_TYPE_STR, .n = vlen };
 
-	if (bb_unlikely(!key || !value))
+	if (bb_unlikely(!bb__strn_ok(&key, klen) || !bb__strn_ok(&value, vlen)))
 		return -EINVAL;
+	v.v.s = value;
 	return bb__write_kv(key, klen, &v, false);
 }
 
@@ -448,10 +449,11 @@ BB_EXPORT int bb_write_kv_important(const char *key, const char *value)
 BB_EXPORT int bb_write_kvn_important(const char *key, size_t klen, const char *value,
 				     size_t vlen)
 {
-	struct bb__val v = { .type = BB_TYPE_STR, .n = vlen, .v.s = value };
+	struct bb__val v = { .type = BB_TYPE_STR, .n = vlen };
 
-	if (bb_unlikely(!key || !value))
+	if (bb_unlikely(!bb__strn_ok(&key, klen) || !bb__strn_ok(&value, vlen)))
 		return -EINVAL;
+	v.v.s = value;
 	return bb__write_kv(key, klen, &v, true);
 }
 
@@ -497,7 +499,7 @@ BB_EXPORT int bb_write_kvn_i64(const char *key, size_t klen, int64_t x)
 {
 	struct bb__val v = { .type = BB_TYPE_I64, .v.i64 = x };
 
-	if (bb_unlikely(!key))
+	if (bb_unlikely(!bb__strn_ok(&key, klen)))
 		return -EINVAL;
 	return bb__write_kv(key, klen, &v, false);
 }
@@ -506,7 +508,7 @@ BB_EXPORT int bb_write_kvn_u64(const char *key, size_t klen, uint64_t x)
 {
 	struct bb__val v = { .type = BB_TYPE_U64, .v.u64 = x };
 
-	if (bb_unlikely(!key))
+	if (bb_unlikely(!bb__strn_ok(&key, klen)))
 		return -EINVAL;
 	return bb__write_kv(key, klen, &v, false);
 }
@@ -515,7 +517,7 @@ BB_EXPORT int bb_write_kvn_f64(const char *key, size_t klen, double x)
 {
 	struct bb__val v = { .type = BB_TYPE_F64, .v.f64 = x };
 
-	if (bb_unlikely(!key))
+	if (bb_unlikely(!bb__strn_ok(&key, klen)))
 		return -EINVAL;
 	return bb__write_kv(key, klen, &v, false);
 }
@@ -524,7 +526,7 @@ BB_EXPORT int bb_write_kvn_bool(const char *key, size_t klen, bool x)
 {
 	struct bb__val v = { .type = BB_TYPE_BOOL, .v.b = x };
 
-	if (bb_unlikely(!key))
+	if (bb_unlikely(!bb__strn_ok(&key, klen)))
 		return -EINVAL;
 	return bb__write_kv(key, klen, &v, false);
 }

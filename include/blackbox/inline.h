@@ -797,7 +797,7 @@ int bb__evf_read(struct bb__evf *e, const struct bb_field *f, int inl)
 		e->type = BB_TYPE_STR;
 		e->v.p = f->v.strn.s;
 		e->vl = f->v.strn.n;
-		return f->v.strn.s != NULL;
+		return f->v.strn.s || !f->v.strn.n;
 	case BB_TYPE_BYTES:
 		e->v.p = f->v.bytes.p;
 		e->vl = f->v.bytes.n;

@@ -94,6 +94,8 @@ Test(cxx, every_call_writes_the_c_calls_record)
 	PAIR(blackbox::write(true), bb_write_bool(true));
 	PAIR(blackbox::write("k", "v"), bb_write_kv("k", "v"));
 	PAIR(blackbox::write("path", s), bb_write_kv("path", "/index"));
+	PAIR(blackbox::write(std::string_view(), std::string_view()), bb_write_kv("", ""));
+	PAIR(blackbox::write(std::string_view(), 1), bb_write_kv_i64("", 1));
 	PAIR(blackbox::write(std::string_view(key, 3), std::string_view(val, 3)),
 	     bb_write_kvn("key", 3, val, 3));
 	PAIR(blackbox::write(std::string_view(key, 3), 7), bb_write_kv_i64("key", 7));
@@ -125,6 +127,8 @@ Test(cxx, every_call_writes_the_c_calls_record)
 	PAIR(blackbox::event("none", {}), bb_write_event("none", f, 0));
 	PAIR(blackbox::event_important("http", { { "method", "GET" }, { "path", s } }),
 	     bb_write_event_important("http", f, 2));
+	PAIR(blackbox::event("empty", { { "method", std::string_view() } }),
+	     bb_write_event("empty", (f[0].v.s = "", f), 1));
 #undef PAIR
 
 	// NULL strings keep the C calls' -EINVAL.
@@ -140,9 +144,10 @@ Test(cxx, every_call_writes_the_c_calls_record)
 		cr_assert_eq(v[i].flags, v[i + 1].flags, "pair %zu: flags", i / 2);
 		cr_assert(v[i].value == v[i + 1].value, "pair %zu: value bytes differ", i / 2);
 	}
-	cr_assert_eq(v[4].tag, BB_TAG_STR, "a literal is text");
+	cr_assert_eq(v[0].tag, BB_TAG_STR, "a literal is text");
 	cr_assert_eq(v[10].tag, BB_TAG_I64, "an int is i64");
 	cr_assert_eq(v[16].tag, BB_TAG_U64, "an unsigned is u64");
+	cr_assert_eq(v[22].tag, BB_TAG_BOOL, "true is bool");
 	cr_assert_eq(blackbox::close(), 0);
 }
 

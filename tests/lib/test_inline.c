@@ -875,7 +875,7 @@ Test(inline, events_the_compiler_cannot_see_take_the_library)
 	cr_assert_eq(bb_write_event("null text", f, 1), -EINVAL);
 	f[0] = fld_bytes("k", NULL, 3);
 	cr_assert_eq(bb_write_event("null bytes", f, 1), -EINVAL);
-	f[0] = fld_strn("k", NULL, 0);
+	f[0] = fld_strn("k", NULL, 1);
 	cr_assert_eq(bb_write_event("null counted text", f, 1), -EINVAL);
 	f[0] = fld_i64("k", 1);
 	f[0].type = (enum bb_type)0;   /* no type (and in C++ in the enum's range) */

@@ -184,7 +184,7 @@ Test(records, records_straddling_the_wrap)
 
 /*
  * bb_write_kvn() records exactly the bytes it is given (no NUL needed, a
- * NUL inside kept), and bb_write_kv() - a macro over it in <blackbox.h> -
+ * NUL inside kept; NULL with a length is -EINVAL), and bb_write_kv() - a macro over it in <blackbox.h> -
  * behaves as the function did: literal and run-time strings, NULL rejected,
  * the exported function callable by name and through a pointer.
  */
@@ -202,8 +202,8 @@ Test(records, kvn_lengths_and_the_kv_macro)
 	bb_path(path, sizeof(path));
 	cr_assert_eq(bb_write_kvn(buf, 7, val, sizeof(val)), 0);
 	cr_assert_eq(bb_write_kvn("k", 1, "", 0), 0);
-	cr_assert_eq(bb_write_kvn(NULL, 0, "v", 1), -EINVAL);
-	cr_assert_eq(bb_write_kvn("k", 1, NULL, 0), -EINVAL);
+	cr_assert_eq(bb_write_kvn(NULL, 1, "v", 1), -EINVAL);
+	cr_assert_eq(bb_write_kvn("k", 1, NULL, 1), -EINVAL);
 	cr_assert_eq(bb_write_kv("lit", dyn), 0);         /* the macro */
 	cr_assert_eq((bb_write_kv)(dyn, "lit"), 0);       /* the function */
 	cr_assert_eq(fn("ptr", dyn), 0);
@@ -231,7 +231,8 @@ Test(records, kvn_lengths_and_the_kv_macro)
  * The length-taking writers record exactly the bytes they are given, from
  * buffers with no terminator (a std::string_view's): bb_write_strn(), the
  * typed bb_write_kvn_i64/_u64/_f64/_bool() and bb_write_kvn_important().
- * A NULL string is -EINVAL, even with a zero length, as for bb_write_kvn().
+ * A NULL string is the empty string with a zero length, -EINVAL with a
+ * length.
  */
 Test(records, length_taking_writers_need_no_terminator)
 {
@@ -250,16 +251,21 @@ Test(records, length_taking_writers_need_no_terminator)
 	cr_assert_eq(bb_write_kvn_f64(key, 4, 0.5), 0);
 	cr_assert_eq(bb_write_kvn_bool(key, 7, true), 0);
 	cr_assert_eq(bb_write_kvn_important(key, 3, val, sizeof(val)), 0);
-	cr_assert_eq(bb_write_strn(NULL, 0), -EINVAL);
-	cr_assert_eq(bb_write_kvn_i64(NULL, 0, 1), -EINVAL);
-	cr_assert_eq(bb_write_kvn_u64(NULL, 0, 1), -EINVAL);
-	cr_assert_eq(bb_write_kvn_f64(NULL, 0, 1), -EINVAL);
-	cr_assert_eq(bb_write_kvn_bool(NULL, 0, true), -EINVAL);
-	cr_assert_eq(bb_write_kvn_important(NULL, 0, "v", 1), -EINVAL);
-	cr_assert_eq(bb_write_kvn_important("k", 1, NULL, 0), -EINVAL);
+	/* NULL with a zero length is the empty string (a default
+	 * std::string_view's data()); with a length, -EINVAL. */
+	cr_assert_eq(bb_write_strn(NULL, 0), 0);
+	cr_assert_eq(bb_write_kvn(NULL, 0, NULL, 0), 0);
+	cr_assert_eq(bb_write_kvn_i64(NULL, 0, 1), 0);
+	cr_assert_eq(bb_write_strn(NULL, 1), -EINVAL);
+	cr_assert_eq(bb_write_kvn_i64(NULL, 1, 1), -EINVAL);
+	cr_assert_eq(bb_write_kvn_u64(NULL, 1, 1), -EINVAL);
+	cr_assert_eq(bb_write_kvn_f64(NULL, 1, 1), -EINVAL);
+	cr_assert_eq(bb_write_kvn_bool(NULL, 1, true), -EINVAL);
+	cr_assert_eq(bb_write_kvn_important(NULL, 1, "v", 1), -EINVAL);
+	cr_assert_eq(bb_write_kvn_important("k", 1, NULL, 1), -EINVAL);
 
 	tcollect_path(path, &c);
-	cr_assert_eq(c.n, 9, "got %zu records", c.n);      /* owner + 8 */
+	cr_assert_eq(c.n, 12, "got %zu records", c.n);      /* owner + 11 */
 	t = c.r;
 	cr_assert_eq(t[1].tag, BB_TAG_STR);
 	cr_assert_eq(t[1].n, 3);
@@ -281,6 +287,12 @@ Test(records, length_taking_writers_need_no_terminator)
 	cr_assert_eq(t[8].n, 3);
 	cr_assert_eq(memcmp(t[8].text, val, 3), 0);
 	cr_assert(t[8].flags & BB_RF_IMPORTANT);
+	cr_assert_eq(t[9].tag, BB_TAG_STR);
+	cr_assert_eq(t[9].n, 0);
+	cr_assert_str_eq(t[10].key, "");
+	cr_assert_eq(t[10].n, 0);
+	cr_assert_str_eq(t[11].key, "");
+	cr_assert_eq(t[11].i, 1);
 	for (size_t i = 1; i < c.n; i++)
 		cr_assert_eq(c.r[i].flags & BB_RF_TRUNCATED, 0);
 	free(c.r);

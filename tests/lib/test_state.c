@@ -204,7 +204,7 @@ Test(state, set_overwrite_unset_and_typed_values)
 
 /* The length-taking setters take keys and values without a terminator,
  * and the same bounds: bb_setn(), bb_setn_i64/_u64/_f64/_bool(),
- * bb_unsetn(). */
+ * bb_unsetn().  NULL with a zero length is the empty string. */
 Test(state, length_taking_setters_need_no_terminator)
 {
 	char key[BB_STATE_KEY_MAX + 1], val[BB_STATE_VALUE_MAX + 1];
@@ -241,9 +241,13 @@ Test(state, length_taking_setters_need_no_terminator)
 	cr_assert_eq(bb_setn("k", 1, val, BB_STATE_VALUE_MAX + 1), -E2BIG);
 	cr_assert_eq(bb_setn_i64(key, BB_STATE_KEY_MAX + 1, 1), -E2BIG);
 	cr_assert_eq(v.h->state_errors, 3);
-	cr_assert_eq(bb_setn(NULL, 0, "v", 1), -EINVAL);
-	cr_assert_eq(bb_setn("k", 1, NULL, 0), -EINVAL);
-	cr_assert_eq(bb_setn_bool(NULL, 0, true), -EINVAL);
+	/* NULL: the empty string with a zero length, else -EINVAL. */
+	cr_assert_eq(bb_setn(NULL, 1, "v", 1), -EINVAL);
+	cr_assert_eq(bb_setn("k", 1, NULL, 1), -EINVAL);
+	cr_assert_eq(bb_setn_bool(NULL, 1, true), -EINVAL);
+	cr_assert_eq(bb_unsetn(NULL, 1), -EINVAL);
+	cr_assert_eq(bb_setn("empty", 5, NULL, 0), 0);
+	expect_str(&v, "empty", "");
 	cr_assert_eq(bb_unsetn("request-id", 7), 0);
 	cr_assert_eq(find(&v, "request", NULL), 0);
 	cr_assert_eq(bb_unsetn("never", 5), -ENOENT);
