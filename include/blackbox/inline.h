@@ -76,6 +76,24 @@
 #include <blackbox/barrier.h>
 #include <blackbox/format.h>
 
+#if defined(__cplusplus)
+/*
+ * C++ programs compile this C code too, in every file that includes
+ * <blackbox.h> or <blackbox.hpp>, often with -Wold-style-cast,
+ * -Wzero-as-null-pointer-constant and (g++) -Wuseless-cast, which its C
+ * casts and NULLs (and the casts of <blackbox/format.h>'s macros it
+ * expands) would draw: quiet for this header's code only, popped at its
+ * end.  tests/lib/header_strict.sh checks that a program built with them
+ * sees nothing.
+ */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wold-style-cast"
+#pragma GCC diagnostic ignored "-Wzero-as-null-pointer-constant"
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuseless-cast"
+#endif
+#endif
+
 /*
  * One ring as its writer sees it: the library's process-local view
  * (bb__box.rings[], one per ring of the box).  Aligned to a cache line:
@@ -1295,5 +1313,8 @@ int bb__event_fast(const char *name, const struct bb_field *f, size_t nf, int nl
 }
 #endif /* x86-64, !BB_NO_INLINE */
 
+#if defined(__cplusplus)
+#pragma GCC diagnostic pop
+#endif
 #endif /* GNU C */
 #endif /* BLACKBOX_INLINE_H */
