@@ -176,7 +176,8 @@ int bb_path(char *buf, size_t len);
  * nested write goes to the shared ring.
  */
 int bb_write_str(const char *s);
-int bb_write_strn(const char *s, size_t n);    /* n bytes; no NUL needed */
+int bb_write_strn(const char *s, size_t n);    /* n bytes; no NUL needed;
+                                                * NULL if n == 0 */
 int bb_write_i64(int64_t v);
 int bb_write_u64(uint64_t v);
 int bb_write_f64(double v);
@@ -191,13 +192,17 @@ int bb_write_kv_bool(const char *key, bool v);
 /*
  * bb_write_kvn - bb_write_kv() with the lengths given: @klen bytes of @key
  * and @vlen bytes of @value, which need not be NUL-terminated (a NUL inside
- * is recorded as such).  Both should be UTF-8.  -EINVAL if @key or @value is
- * NULL (even with a zero length).  Errors and AS-safety as the writers
- * above.
+ * is recorded as such).  Both should be UTF-8.  A NULL string with a
+ * length of 0 is the empty string (a default std::string_view's data());
+ * NULL with a length is -EINVAL.  Errors and AS-safety as the writers
+ * above.  The other calls that take a length (bb_write_strn(),
+ * bb_write_kvn_i64() ..., bb_setn() ..., BB_TYPE_STRN fields) follow the
+ * same rule.
  *
- * Inline paths.  With GCC or Clang on x86-64, in C and C++, bb_write_kv()
- * and the typed bb_write_kv_i64(), _u64() and _f64() are macros (unless
- * BB_NO_INLINE is defined) that write the record in the caller, by the
+ * Inline paths.  With GCC or Clang on x86-64, in C and C++, bb_write_kv(),
+ * bb_write_kvn() and the typed bb_write_kv_i64(), _u64() and _f64() are
+ * macros (unless BB_NO_INLINE is defined) that write the record in the
+ * caller, by the
  * library's own protocol (<blackbox/inline.h>), when the key and a text
  * value are at most 64 bytes: string literals with their lengths folded at
  * compile time, strings known only at run time measured inline (aligned
@@ -216,8 +221,8 @@ int bb_write_kvn(const char *key, size_t klen, const char *value, size_t vlen);
 
 /*
  * bb_write_kvn_i64, _u64, _f64, _bool - bb_write_kv_i64() ... with the key's
- * length given (@klen bytes of @key, no NUL needed).  -EINVAL if @key is
- * NULL.  Errors and AS-safety as the writers above.  Library calls, no
+ * length given (@klen bytes of @key, no NUL needed; NULL only with a
+ * zero length).  Errors and AS-safety as the writers above.  Library calls, no
  * inline path (<blackbox.hpp> takes bb_write_kv_i64()'s inline path for a
  * short key itself).
  */
@@ -286,6 +291,8 @@ int bb_write_event(const char *name, const struct bb_field *fields, size_t n);
  * 0: the original record was written.  The value room is 8 bytes smaller
  * than bb_write_kv()'s (the copy's thread id); longer values are truncated
  * and flagged as usual.
+ *
+ * bb_write_kvn_important() takes the lengths, as bb_write_kvn().
  *
  * Returns and errors: as bb_write_kv() and bb_write_event().  AS-safe as
  * the other writers.
@@ -413,8 +420,9 @@ int bb_unset(const char *key);
 /*
  * bb_setn, bb_setn_i64/_u64/_f64/_bool, bb_unsetn - the same with the
  * lengths given: @klen bytes of @key and @vlen bytes of @value, neither
- * NUL-terminated necessarily.  Same bounds, returns and AS-safety; -EINVAL
- * for a NULL @key or @value, even with a zero length.
+ * NUL-terminated necessarily.  Same bounds, returns and AS-safety; a NULL
+ * string with a length of 0 is the empty string, NULL with a length
+ * -EINVAL.
  */
 int bb_setn(const char *key, size_t klen, const char *value, size_t vlen);
 int bb_setn_i64(const char *key, size_t klen, int64_t value);
