@@ -752,6 +752,51 @@ Test(inline, typed_values_same_as_the_library)
 	cr_assert_eq(bb_close(), 0);
 }
 
+/*
+ * bb_write_kvn() (a macro over the inline path too): strings given by
+ * length, here without a terminator where they end (the byte after them
+ * is not NUL), at every length 0..64 and several alignments, run inline
+ * (no library call) and write the library's bytes; 65 bytes take the
+ * library.
+ */
+Test(inline, kvn_lengths_run_inline_same_as_the_library)
+{
+	static char kb[96] __attribute__((aligned(16))), vb[96] __attribute__((aligned(16)));
+	struct raws c;
+	unsigned long before;
+	size_t n = 0;
+
+	open_box(0, 1u << 20, 1);
+	cr_assert_eq(bb_write_kv("first", "claims the ring"), 0);
+	before = calls();
+	for (size_t len = 0; len <= 64; len++) {
+		const char *k = runtime_str(kb, len % 16, 64, 3);
+		const char *v = runtime_str(vb, (len * 5) % 16, 64, 9);
+
+		cr_assert_eq(bb_write_kvn(k, len, v, 64 - len), 0);
+		n++;
+	}
+	cr_assert_eq(bb_write_kvn("key", 3, "value", 5), 0);
+	n++;
+	cr_assert_eq(calls(), before, "%lu kvn writes took the library call", calls() - before);
+	for (size_t len = 0; len <= 64; len++) {
+		const char *k = runtime_str(kb, len % 16, 64, 3);
+		const char *v = runtime_str(vb, (len * 5) % 16, 64, 9);
+
+		cr_assert_eq((bb_write_kvn)(k, len, v, 64 - len), 0);
+	}
+	cr_assert_eq((bb_write_kvn)("key", 3, "value", 5), 0);
+	before = calls();
+	cr_assert_eq(bb_write_kvn(runtime_str(kb, 1, 80, 3), 65, "v", 1), 0);
+	cr_assert_eq(calls(), before + 1, "a 65-byte key takes the library");
+	read_box(path, &c);
+	only_kv(&c);
+	cr_assert_eq(c.n, 2 + 2 * n);
+	assert_same(&c.r[1], &c.r[1 + n], n);
+	free(c.r);
+	cr_assert_eq(bb_close(), 0);
+}
+
 /* ---- events -------------------------------------------------------------------- */
 
 static const uint8_t raw5[5] = { 0, 1, 0xfe, 0xff, 7 };
