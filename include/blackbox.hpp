@@ -258,7 +258,8 @@ namespace detail {
 // layout, the bb_field first and alone: pointer-interconvertible).
 BB__CXX_INLINE const ::bb_field *fields(std::initializer_list<field> fs) noexcept
 {
-	return &fs.begin()->f;
+	// An empty list may have no array (begin() NULL): no fields.
+	return fs.size() ? &fs.begin()->f : nullptr;
 }
 
 } // namespace detail
