@@ -88,7 +88,7 @@ static inline void copy4k(void)
 BT_OP(op_clock, ncalls, bt_base_clock(&ctx))
 BT_OP(op_tick, ncalls, bt_base_rdtsc(&ctx))
 BT_OP(op_kv, ncalls, bad |= bb_write_kv("req", "GET /index"))
-BT_OP(op_kv_lib, ncalls, bad |= bb_write_kvn("req", 3, "GET /index", 10))
+BT_OP(op_kv_lib, ncalls, bad |= (bb_write_kvn)("req", 3, "GET /index", 10))
 BT_OP(op_kv_run, ncalls, bad |= bb_write_kv(dyn_key, dyn_value))
 BT_OP(op_kv_run64, ncalls, bad |= bb_write_kv(dyn_key16, dyn_value64))
 BT_OP(op_kv_known, ncalls,

@@ -6,11 +6,12 @@
  * BLACKBOX_DIR set to a private temporary directory).
  *
  * Usage: bench_icount OP N
- *   OP: clock | kv | kvlib | kvrun | kvrun64 | kvi64 | kvu64 | kvf64 | i64 |
+ *   OP: clock | kv | kvlib | kvrun | kvnrun | kvrun64 | kvi64 | kvu64 | kvf64 | i64 |
  *       str16 | event4 | bytes4k | nop
  *   (kv: bb_write_kv() of two literals, the inline fast path; kvlib: the
  *   same record through the library, bb_write_kvn(); kvrun: the same two
- *   strings known only at run time, the inline path's scan; kvrun64: run-time
+ *   strings known only at run time, the inline path's scan; kvnrun: the
+ *   same with their lengths given, bb_write_kvn(); kvrun64: run-time
  *   strings of 16 and 64 bytes; kvi64/kvu64/kvf64: the typed writers with a
  *   literal key, inline; event4: bb_write_event() with 4 fields, 2 strings
  *   and 2 i64; bytes4k: bb_write_bytes() of 4 KiB)
@@ -41,6 +42,7 @@ static volatile uint64_t sink;
 /* Not literals to the compiler: read anew on every call. */
 static const char *volatile dyn_key = "req";
 static const char *volatile dyn_value = "GET /index";
+static volatile size_t dyn_klen = 3, dyn_vlen = 10;
 static const char *volatile dyn_key16 = "request.path.key";
 static const char *volatile dyn_value64 =
 	"/api/v2/orders/1234567890/items?expand=all&fields=id,sku,qty,pr";
@@ -82,8 +84,9 @@ static void do_event4(unsigned i)
 DEFINE_OP(nop, __asm__ __volatile__("" ::: "memory"))
 DEFINE_OP(clock, do_clock())
 DEFINE_OP(kv, bb_write_kv("req", "GET /index"))
-DEFINE_OP(kvlib, bb_write_kvn("req", 3, "GET /index", 10))
+DEFINE_OP(kvlib, (bb_write_kvn)("req", 3, "GET /index", 10))
 DEFINE_OP(kvrun, bb_write_kv(dyn_key, dyn_value))
+DEFINE_OP(kvnrun, bb_write_kvn(dyn_key, dyn_klen, dyn_value, dyn_vlen))
 DEFINE_OP(kvrun64, bb_write_kv(dyn_key16, dyn_value64))
 DEFINE_OP(kvi64, bb_write_kv_i64("n", 1000 + (int64_t)i))
 DEFINE_OP(kvu64, bb_write_kv_u64("n", 1000 + (uint64_t)i))
@@ -103,6 +106,7 @@ static const struct {
 	{ "kv", warm_kv, loop_kv },
 	{ "kvlib", warm_kvlib, loop_kvlib },
 	{ "kvrun", warm_kvrun, loop_kvrun },
+	{ "kvnrun", warm_kvnrun, loop_kvnrun },
 	{ "kvrun64", warm_kvrun64, loop_kvrun64 },
 	{ "kvi64", warm_kvi64, loop_kvi64 },
 	{ "kvu64", warm_kvu64, loop_kvu64 },
@@ -120,7 +124,7 @@ int main(int argc, char **argv)
 	int ret;
 
 	if (argc != 3) {
-		fprintf(stderr, "usage: bench_icount nop|clock|kv|kvlib|kvrun|kvrun64|kvi64|kvu64|"
+		fprintf(stderr, "usage: bench_icount nop|clock|kv|kvlib|kvrun|kvnrun|kvrun64|kvi64|kvu64|"
 			"kvf64|i64|str16|event4|bytes4k N\n");
 		return 2;
 	}

@@ -1,98 +1,84 @@
 // SPDX-License-Identifier: MIT
 //
-// cxx_example.cpp - libblackbox from C++: both public headers compile as
-// C++ (extern "C", no C-only constructs), and a box is written and read
-// back.  The writes below take the inline paths of <blackbox/inline.h>
-// (g++ and clang++ on x86-64), as in C.  Run with a private BLACKBOX_DIR.
+// cxx_example.cpp - libblackbox from C++ with <blackbox.hpp>: a small
+// "service" records its configuration in the state table, its work as
+// text, typed key/value pairs and one-line events, an important record,
+// dumps its own box, and (with "crash") dies of an uncaught exception,
+// which the box keeps: its type and what(), beside the crash record.
 //
-//   bb-cxx-example [EXPECTED_VERSION]
-#include <blackbox.h>
-#include <blackbox/reader.h>
+//   bb-cxx-example [EXPECTED_VERSION] [crash]
+//
+// Run with a private BLACKBOX_DIR; cxx-example.sh reads the box it leaves
+// with bb-extract.
+#include <blackbox.hpp>
 
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <iostream>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 
-namespace {
+namespace shop {
 
-struct count {
-	int kv = 0, events = 0;
+struct order {
+	std::string id;
+	std::string_view sku;
+	unsigned quantity;
+	double price;
 };
 
-int on_record(const bb_record *rec, void *arg)
+// One request: the C calls' records, one line each.
+int handle(const order &o)
 {
-	count *c = static_cast<count *>(arg);
-	char line[256];
-
-	if (bb_format_value(rec->tag, rec->flags, rec->value, rec->value_len,
-			    line, sizeof(line)) < 0)
-		return -EBADMSG;
-	std::string tag = bb_tag_name(rec->tag);
-	if (tag == "kv")
-		c->kv++;
-	else if (tag == "event")
-		c->events++;
-	std::printf("%-5s %s\n", tag.c_str(), line);
-	return 0;
+	int ret = blackbox::write("order", o.id);            // text value
+	ret |= blackbox::write("quantity", o.quantity);      // u64
+	ret |= blackbox::write("total", o.quantity * o.price); // f64
+	ret |= blackbox::event("order.placed", { { "id", o.id }, { "sku", o.sku },
+						 { "quantity", o.quantity },
+						 { "price", o.price }, { "gift", false } });
+	return ret;
 }
 
-int fail(const char *what, int ret)
-{
-	std::fprintf(stderr, "%s: %s\n", what, std::strerror(-ret));
-	return 1;
-}
-
-} // namespace
+} // namespace shop
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && std::string(argv[1]) != bb_version()) {
+	const bool crash = argc > 2 && !std::strcmp(argv[2], "crash");
+	blackbox::options opts{};
+	int ret;
+
+	if (argc > 1 && std::string_view(argv[1]) != bb_version()) {
 		std::fprintf(stderr, "bb_version() %s, expected %s\n", bb_version(), argv[1]);
 		return 1;
 	}
-	if (bb_version_number() != BB_VERSION_MAJOR * 10000 + BB_VERSION_MINOR * 100 + BB_VERSION_PATCH)
-		return 1;
-
-	int ret = bb_init(0);
-	if (ret < 0)
-		return fail("bb_init", ret);
-	bb_write_kv("lang", "c++");
-	std::string who = "example";
-	bb_write_kv("who", who.c_str());   // known only at run time
-	bb_write_kv_i64("answer", 42);
-
-	// No compound literals in C++: set the members.
-	bb_field f[2];
-	f[0].key = "path";
-	f[0].type = BB_TYPE_STR;
-	f[0].v.s = "/api/orders";
-	f[1].key = "status";
-	f[1].type = BB_TYPE_I64;
-	f[1].v.i64 = 200;
-	if ((ret = bb_write_event("request", f, 2)) < 0)
-		return fail("bb_write_event", ret);
-
-	char path[4096];
-	if ((ret = bb_path(path, sizeof(path))) < 0)
-		return fail("bb_path", ret);
-
-	bb_reader *r = nullptr;
-	char err[256] = "";
-	ret = bb_reader_open_path(path, BB_OPEN_SNAPSHOT, &r, err, sizeof(err));
-	if (ret < 0) {
-		std::fprintf(stderr, "bb_reader_open_path: %s\n", err);
+	// The crash handler on: init() also installs the terminate handler.
+	// Keep the box after exit, for bb-extract.
+	opts.flags = BB_OPT_CRASH_HANDLER | BB_OPT_KEEP_ON_EXIT;
+	if ((ret = blackbox::init(opts)) != 0) {
+		std::fprintf(stderr, "blackbox::init: %s\n", std::strerror(-ret));
 		return 1;
 	}
-	count c;
-	ret = bb_reader_walk(r, BB_WALK_MERGE, on_record, &c);
-	bb_reader_close(r);
-	bb_close();
-	if (ret != 0)
-		return fail("bb_reader_walk", ret);
-	if (c.kv != 3 || c.events != 1) {
-		std::fprintf(stderr, "read back %d kv and %d events, wrote 3 and 1\n", c.kv, c.events);
+	ret = blackbox::set("config.version", 3);
+	ret |= blackbox::set("config.region", "eu-west");
+	ret |= blackbox::write("shop starting");             // a text record
+	ret |= blackbox::write(-1);                          // i64
+	ret |= blackbox::write(true);                        // bool
+	ret |= blackbox::write("retries", -2);               // key = i64
+	ret |= blackbox::write("cache", true);               // key = bool
+	ret |= shop::handle({ "o-1001", "BOOK-42", 2, 12.5 });
+	ret |= shop::handle({ "o-1002", "PEN-7", 10, 0.99 });
+	ret |= blackbox::write_important("audit", "price list reloaded");
+	if (ret != 0) {
+		std::fprintf(stderr, "a write failed: %s\n", std::strerror(-ret));
 		return 1;
 	}
+	if ((ret = blackbox::dump(std::cout)) != 0) {
+		std::fprintf(stderr, "blackbox::dump: %s\n", std::strerror(-ret));
+		return 1;
+	}
+	std::cout.flush();
+	if (crash)
+		throw std::runtime_error("config missing: payment.gateway");
 	return 0;
 }

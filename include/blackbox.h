@@ -52,6 +52,7 @@ enum bb_type {
 	BB_TYPE_F64,
 	BB_TYPE_BOOL,
 	BB_TYPE_BYTES,
+	BB_TYPE_STRN,   /* text of a given length (v.strn): BB_STRN() */
 };
 
 struct bb_field {
@@ -64,6 +65,7 @@ struct bb_field {
 		double      f64;
 		bool        b;
 		struct { const void *p; size_t n; } bytes;
+		struct { const char *s; size_t n; } strn; /* n bytes, no NUL needed */
 	} v;
 };
 
@@ -200,6 +202,8 @@ int bb_path(char *buf, size_t len);
  * nested write goes to the shared ring.
  */
 int bb_write_str(const char *s);
+int bb_write_strn(const char *s, size_t n);    /* n bytes; no NUL needed;
+                                                * NULL if n == 0 */
 int bb_write_i64(int64_t v);
 int bb_write_u64(uint64_t v);
 int bb_write_f64(double v);
@@ -214,13 +218,17 @@ int bb_write_kv_bool(const char *key, bool v);
 /*
  * bb_write_kvn - bb_write_kv() with the lengths given: @klen bytes of @key
  * and @vlen bytes of @value, which need not be NUL-terminated (a NUL inside
- * is recorded as such).  Both should be UTF-8.  -EINVAL if @key or @value is
- * NULL (even with a zero length).  Errors and AS-safety as the writers
- * above.
+ * is recorded as such).  Both should be UTF-8.  A NULL string with a
+ * length of 0 is the empty string (a default std::string_view's data());
+ * NULL with a length is -EINVAL.  Errors and AS-safety as the writers
+ * above.  The other calls that take a length (bb_write_strn(),
+ * bb_write_kvn_i64() ..., bb_setn() ..., BB_TYPE_STRN fields) follow the
+ * same rule.
  *
- * Inline paths.  With GCC or Clang on x86-64, in C and C++, bb_write_kv()
- * and the typed bb_write_kv_i64(), _u64() and _f64() are macros (unless
- * BB_NO_INLINE is defined) that write the record in the caller, by the
+ * Inline paths.  With GCC or Clang on x86-64, in C and C++, bb_write_kv(),
+ * bb_write_kvn() and the typed bb_write_kv_i64(), _u64() and _f64() are
+ * macros (unless BB_NO_INLINE is defined) that write the record in the
+ * caller, by the
  * library's own protocol (<blackbox/inline.h>), when the key and a text
  * value are at most 64 bytes: string literals with their lengths folded at
  * compile time, strings known only at run time measured inline (aligned
@@ -237,10 +245,23 @@ int bb_write_kv_bool(const char *key, bool v);
  */
 int bb_write_kvn(const char *key, size_t klen, const char *value, size_t vlen);
 
+/*
+ * bb_write_kvn_i64, _u64, _f64, _bool - bb_write_kv_i64() ... with the key's
+ * length given (@klen bytes of @key, no NUL needed; NULL only with a
+ * zero length).  Errors and AS-safety as the writers above.  Library calls, no
+ * inline path (<blackbox.hpp> takes bb_write_kv_i64()'s inline path for a
+ * short key itself).
+ */
+int bb_write_kvn_i64(const char *key, size_t klen, int64_t v);
+int bb_write_kvn_u64(const char *key, size_t klen, uint64_t v);
+int bb_write_kvn_f64(const char *key, size_t klen, double v);
+int bb_write_kvn_bool(const char *key, size_t klen, bool v);
+
 #if defined(BB__HAVE_KV_FAST)
 /* The inline paths, <blackbox/inline.h>: bb__lit() tests for a literal
  * where the macro expands (Clang) or says 0 (GCC tests it inside). */
 #define bb_write_kv(key, value) bb__kv_str((key), (value), bb__lit(key), bb__lit(value))
+#define bb_write_kvn(key, klen, value, vlen) bb__kvn_str((key), (klen), (value), (vlen))
 #define bb_write_kv_i64(key, v) bb__kv_i64((key), (v), bb__lit(key))
 #define bb_write_kv_u64(key, v) bb__kv_u64((key), (v), bb__lit(key))
 #define bb_write_kv_f64(key, v) bb__kv_f64((key), (v), bb__lit(key))
@@ -297,10 +318,13 @@ int bb_write_event(const char *name, const struct bb_field *fields, size_t n);
  * than bb_write_kv()'s (the copy's thread id); longer values are truncated
  * and flagged as usual.
  *
+ * bb_write_kvn_important() takes the lengths, as bb_write_kvn().
+ *
  * Returns and errors: as bb_write_kv() and bb_write_event().  AS-safe as
  * the other writers.
  */
 int bb_write_kv_important(const char *key, const char *value);
+int bb_write_kvn_important(const char *key, size_t klen, const char *value, size_t vlen);
 int bb_write_event_important(const char *name, const struct bb_field *fields, size_t n);
 
 /*
@@ -447,6 +471,20 @@ int bb_set_bool(const char *key, bool value);
 int bb_unset(const char *key);
 
 /*
+ * bb_setn, bb_setn_i64/_u64/_f64/_bool, bb_unsetn - the same with the
+ * lengths given: @klen bytes of @key and @vlen bytes of @value, neither
+ * NUL-terminated necessarily.  Same bounds, returns and AS-safety; a NULL
+ * string with a length of 0 is the empty string, NULL with a length
+ * -EINVAL.
+ */
+int bb_setn(const char *key, size_t klen, const char *value, size_t vlen);
+int bb_setn_i64(const char *key, size_t klen, int64_t value);
+int bb_setn_u64(const char *key, size_t klen, uint64_t value);
+int bb_setn_f64(const char *key, size_t klen, double value);
+int bb_setn_bool(const char *key, size_t klen, bool value);
+int bb_unsetn(const char *key, size_t klen);
+
+/*
  * bb_refresh_modules - record the loaded objects (path, load bias, address
  * range, GNU build id) again, after dlopen()/dlclose(), so crash addresses
  * in new objects can be resolved.  bb_init() records them once.  Objects
@@ -508,6 +546,8 @@ int bb_version_number(void);
 #define BB_BOOL(k, x)  ((struct bb_field){ .key = (k), .type = BB_TYPE_BOOL, .v.b = (x) })
 #define BB_BYTES(k, p_, n_) ((struct bb_field){ .key = (k), .type = BB_TYPE_BYTES, \
 	.v.bytes = { .p = (p_), .n = (n_) } })
+#define BB_STRN(k, s_, n_) ((struct bb_field){ .key = (k), .type = BB_TYPE_STRN, \
+	.v.strn = { .s = (s_), .n = (n_) } })
 #endif
 
 #endif /* BLACKBOX_H */

@@ -119,12 +119,21 @@ static void bb__slot_write(struct bb__box *box, uint8_t *s, uint32_t odd, bool b
 	bb__seqcount_write_end(&h->seq, next);
 }
 
-static int bb__state_put(const char *key, const uint8_t *val, uint32_t vlen)
+/* The length of the NUL-terminated @key for bb__state_put(), measured no
+ * further than one byte past the bound (then it is -E2BIG); 0 for NULL,
+ * which bb__state_put() refuses. */
+static size_t bb__key_len(const char *key)
+{
+	return key ? strnlen(key, BB_STATE_KEY_MAX + 1) : 0;
+}
+
+/* Set (@val, @vlen bytes of CBOR) or unset (@val NULL) the key of @kl
+ * bytes at @key, which need not be NUL-terminated. */
+static int bb__state_put(const char *key, size_t kl, const uint8_t *val, uint32_t vlen)
 {
 	struct bb__box *box = BB__LOAD_ACQUIRE(&bb__box);
 	uint8_t kenc[1 + 2 + BB_STATE_KEY_MAX];
 	uint32_t kh, klen, start;
-	size_t n;
 
 	if (bb_unlikely(!box)) {
 		int ret = bb__nobox();
@@ -138,10 +147,9 @@ static int bb__state_put(const char *key, const uint8_t *val, uint32_t vlen)
 	}
 	if (!key)
 		return -EINVAL;
-	n = strnlen(key, BB_STATE_KEY_MAX + 1);
-	if (n > BB_STATE_KEY_MAX)
+	if (kl > BB_STATE_KEY_MAX)
 		return bb__state_fail(box, -E2BIG);
-	klen = (uint32_t)n;
+	klen = (uint32_t)kl;
 	kenc[0] = 0x82;   /* array(2) */
 	kh = (uint32_t)(bb__cbor_put_head(3, klen, kenc + 1) - kenc);
 	memcpy(kenc + kh, key, klen);
@@ -185,15 +193,14 @@ static int bb__state_put(const char *key, const uint8_t *val, uint32_t vlen)
 	return val ? bb__state_fail(box, -ENOSPC) : -ENOENT;
 }
 
-BB_EXPORT int bb_set(const char *key, const char *value)
+/* A text value of @n bytes at @value (NULL: -EINVAL). */
+static int bb__set_text(const char *key, size_t kl, const char *value, size_t n)
 {
 	uint8_t v[2 + BB_STATE_VALUE_MAX];
 	uint8_t *p;
-	size_t n;
 
 	if (!value)
 		return -EINVAL;
-	n = strnlen(value, BB_STATE_VALUE_MAX + 1);
 	if (n > BB_STATE_VALUE_MAX) {
 		/* Acquire pairs with the release store publishing the box. */
 		struct bb__box *box = BB__LOAD_ACQUIRE(&bb__box);
@@ -202,43 +209,110 @@ BB_EXPORT int bb_set(const char *key, const char *value)
 	}
 	p = bb__cbor_put_head(3, n, v);
 	memcpy(p, value, n);
-	return bb__state_put(key, v, (uint32_t)(p - v) + (uint32_t)n);
+	return bb__state_put(key, kl, v, (uint32_t)(p - v) + (uint32_t)n);
 }
 
-BB_EXPORT int bb_set_i64(const char *key, int64_t value)
+BB_EXPORT int bb_set(const char *key, const char *value)
+{
+	return bb__set_text(key, bb__key_len(key), value,
+			    value ? strnlen(value, BB_STATE_VALUE_MAX + 1) : 0);
+}
+
+BB_EXPORT int bb_setn(const char *key, size_t klen, const char *value, size_t vlen)
+{
+	if (!bb__strn_ok(&value, vlen))
+		return -EINVAL;
+	/* A NULL key with a length stays NULL: bb__state_put()'s -EINVAL,
+	 * after its box check, as for bb_set(). */
+	bb__strn_ok(&key, klen);
+	return bb__set_text(key, klen, value, vlen);
+}
+
+/* The typed values, for a key of @kl bytes. */
+static int bb__set_i64(const char *key, size_t kl, int64_t value)
 {
 	uint8_t v[9];
 	uint8_t *p = bb__cbor_put_int(value, v);
 
-	return bb__state_put(key, v, (uint32_t)(p - v));
+	return bb__state_put(key, kl, v, (uint32_t)(p - v));
 }
 
-BB_EXPORT int bb_set_u64(const char *key, uint64_t value)
+static int bb__set_u64(const char *key, size_t kl, uint64_t value)
 {
 	uint8_t v[9];
 	uint8_t *p = bb__cbor_put_head(0, value, v);
 
-	return bb__state_put(key, v, (uint32_t)(p - v));
+	return bb__state_put(key, kl, v, (uint32_t)(p - v));
 }
 
-BB_EXPORT int bb_set_f64(const char *key, double value)
+static int bb__set_f64(const char *key, size_t kl, double value)
 {
 	uint8_t v[9];
 	uint64_t bits;
 
 	memcpy(&bits, &value, sizeof(bits));
 	bb__cbor_put_f64(v, bits);
-	return bb__state_put(key, v, sizeof(v));
+	return bb__state_put(key, kl, v, sizeof(v));
+}
+
+static int bb__set_bool(const char *key, size_t kl, bool value)
+{
+	uint8_t v = value ? 0xf5 : 0xf4;
+
+	return bb__state_put(key, kl, &v, 1);
+}
+
+BB_EXPORT int bb_set_i64(const char *key, int64_t value)
+{
+	return bb__set_i64(key, bb__key_len(key), value);
+}
+
+BB_EXPORT int bb_set_u64(const char *key, uint64_t value)
+{
+	return bb__set_u64(key, bb__key_len(key), value);
+}
+
+BB_EXPORT int bb_set_f64(const char *key, double value)
+{
+	return bb__set_f64(key, bb__key_len(key), value);
 }
 
 BB_EXPORT int bb_set_bool(const char *key, bool value)
 {
-	uint8_t v = value ? 0xf5 : 0xf4;
-
-	return bb__state_put(key, &v, 1);
+	return bb__set_bool(key, bb__key_len(key), value);
 }
 
 BB_EXPORT int bb_unset(const char *key)
 {
-	return bb__state_put(key, NULL, 0);
+	return bb__state_put(key, bb__key_len(key), NULL, 0);
+}
+
+BB_EXPORT int bb_setn_i64(const char *key, size_t klen, int64_t value)
+{
+	bb__strn_ok(&key, klen);   /* NULL with a length: -EINVAL below */
+	return bb__set_i64(key, klen, value);
+}
+
+BB_EXPORT int bb_setn_u64(const char *key, size_t klen, uint64_t value)
+{
+	bb__strn_ok(&key, klen);   /* NULL with a length: -EINVAL below */
+	return bb__set_u64(key, klen, value);
+}
+
+BB_EXPORT int bb_setn_f64(const char *key, size_t klen, double value)
+{
+	bb__strn_ok(&key, klen);   /* NULL with a length: -EINVAL below */
+	return bb__set_f64(key, klen, value);
+}
+
+BB_EXPORT int bb_setn_bool(const char *key, size_t klen, bool value)
+{
+	bb__strn_ok(&key, klen);   /* NULL with a length: -EINVAL below */
+	return bb__set_bool(key, klen, value);
+}
+
+BB_EXPORT int bb_unsetn(const char *key, size_t klen)
+{
+	bb__strn_ok(&key, klen);   /* NULL with a length: -EINVAL below */
+	return bb__state_put(key, klen, NULL, 0);
 }

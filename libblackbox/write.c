@@ -285,6 +285,13 @@ BB_EXPORT int bb_write_str(const char *s)
 	return bb__write_blob(BB_TAG_STR, s, strlen(s));
 }
 
+BB_EXPORT int bb_write_strn(const char *s, size_t n)
+{
+	if (bb_unlikely(!bb__strn_ok(&s, n)))
+		return -EINVAL;
+	return bb__write_blob(BB_TAG_STR, s, n);
+}
+
 BB_EXPORT int bb_write_bytes(const void *p, size_t n)
 {
 	if (bb_unlikely(!p && n))
@@ -312,6 +319,7 @@ uint32_t bb__val_size(const struct bb__val *v)
 {
 	switch (v->type) {
 	case BB_TYPE_STR:
+	case BB_TYPE_STRN:
 	case BB_TYPE_BYTES: return bb__cbor_head(v->n) + (uint32_t)v->n;
 	case BB_TYPE_I64:   return bb__cbor_int_size(v->v.i64);
 	case BB_TYPE_U64:   return bb__cbor_head(v->v.u64);
@@ -325,7 +333,8 @@ static inline __attribute__((always_inline))
 uint8_t *bb__put_val(uint8_t *p, const struct bb__val *v)
 {
 	switch (v->type) {
-	case BB_TYPE_STR:   return bb__put_text(p, v->v.s, v->n);
+	case BB_TYPE_STR:
+	case BB_TYPE_STRN:  return bb__put_text(p, v->v.s, v->n);
 	case BB_TYPE_BYTES: return bb__put_bytes(p, v->v.p, v->n);
 	case BB_TYPE_I64:   return bb__cbor_put_int(v->v.i64, p);
 	case BB_TYPE_U64:   return bb__cbor_put_head(0, v->v.u64, p);
@@ -422,18 +431,30 @@ BB_EXPORT int (bb_write_kv)(const char *key, const char *value)
 	return bb__write_kv_str(key, value, false);
 }
 
-BB_EXPORT int bb_write_kvn(const char *key, size_t klen, const char *value, size_t vlen)
+BB_EXPORT int (bb_write_kvn)(const char *key, size_t klen, const char *value, size_t vlen)
 {
-	struct bb__val v = { .type = BB_TYPE_STR, .n = vlen, .v.s = value };
+	struct bb__val v = { .type = BB_TYPE_STR, .n = vlen };
 
-	if (bb_unlikely(!key || !value))
+	if (bb_unlikely(!bb__strn_ok(&key, klen) || !bb__strn_ok(&value, vlen)))
 		return -EINVAL;
+	v.v.s = value;
 	return bb__write_kv(key, klen, &v, false);
 }
 
 BB_EXPORT int bb_write_kv_important(const char *key, const char *value)
 {
 	return bb__write_kv_str(key, value, true);
+}
+
+BB_EXPORT int bb_write_kvn_important(const char *key, size_t klen, const char *value,
+				     size_t vlen)
+{
+	struct bb__val v = { .type = BB_TYPE_STR, .n = vlen };
+
+	if (bb_unlikely(!bb__strn_ok(&key, klen) || !bb__strn_ok(&value, vlen)))
+		return -EINVAL;
+	v.v.s = value;
+	return bb__write_kv(key, klen, &v, true);
 }
 
 BB_EXPORT int (bb_write_kv_i64)(const char *key, int64_t x)
@@ -470,6 +491,44 @@ BB_EXPORT int bb_write_kv_bool(const char *key, bool x)
 	if (bb_unlikely(!key))
 		return -EINVAL;
 	return bb__write_kv(key, strlen(key), &v, false);
+}
+
+/* The typed writers with the key's length given (<blackbox.hpp> passes a
+ * std::string_view's).  The key need not be NUL-terminated. */
+BB_EXPORT int bb_write_kvn_i64(const char *key, size_t klen, int64_t x)
+{
+	struct bb__val v = { .type = BB_TYPE_I64, .v.i64 = x };
+
+	if (bb_unlikely(!bb__strn_ok(&key, klen)))
+		return -EINVAL;
+	return bb__write_kv(key, klen, &v, false);
+}
+
+BB_EXPORT int bb_write_kvn_u64(const char *key, size_t klen, uint64_t x)
+{
+	struct bb__val v = { .type = BB_TYPE_U64, .v.u64 = x };
+
+	if (bb_unlikely(!bb__strn_ok(&key, klen)))
+		return -EINVAL;
+	return bb__write_kv(key, klen, &v, false);
+}
+
+BB_EXPORT int bb_write_kvn_f64(const char *key, size_t klen, double x)
+{
+	struct bb__val v = { .type = BB_TYPE_F64, .v.f64 = x };
+
+	if (bb_unlikely(!bb__strn_ok(&key, klen)))
+		return -EINVAL;
+	return bb__write_kv(key, klen, &v, false);
+}
+
+BB_EXPORT int bb_write_kvn_bool(const char *key, size_t klen, bool x)
+{
+	struct bb__val v = { .type = BB_TYPE_BOOL, .v.b = x };
+
+	if (bb_unlikely(!bb__strn_ok(&key, klen)))
+		return -EINVAL;
+	return bb__write_kv(key, klen, &v, false);
 }
 
 /* ---- events ------------------------------------------------------------- */

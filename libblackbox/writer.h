@@ -347,6 +347,23 @@ static inline size_t bb__utf8_cut(const char *s, size_t n)
 	return ((unsigned char)s[k] & 0xc0) == 0x80 ? n : k;
 }
 
+/*
+ * bb__strn_ok - a string of the length-taking calls (bb_write_kvn(),
+ * bb_write_strn(), bb_setn() ...), @n bytes at *@s: NULL is the empty
+ * string when @n is 0 (a default std::string_view's data(), an empty
+ * span), and *@s becomes "" for it.  Returns false for NULL with a length
+ * (-EINVAL).
+ */
+static inline bool bb__strn_ok(const char **s, size_t n)
+{
+	if (bb_likely(*s != NULL))
+		return true;
+	if (n)
+		return false;
+	*s = "";
+	return true;
+}
+
 /* Crash handler, state table, module area (crash.c, modules.c).  Not
  * AS-safe; called from bb_init_opts(), bb__open(), bb__claim() and the TLS
  * destructor. */

@@ -81,6 +81,24 @@
 #include <blackbox/barrier.h>
 #include <blackbox/format.h>
 
+#if defined(__cplusplus)
+/*
+ * C++ programs compile this C code too, in every file that includes
+ * <blackbox.h> or <blackbox.hpp>, often with -Wold-style-cast,
+ * -Wzero-as-null-pointer-constant and (g++) -Wuseless-cast, which its C
+ * casts and NULLs (and the casts of <blackbox/format.h>'s macros it
+ * expands) would draw: quiet for this header's code only, popped at its
+ * end.  tests/lib/header_strict.sh checks that a program built with them
+ * sees nothing.
+ */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wold-style-cast"
+#pragma GCC diagnostic ignored "-Wzero-as-null-pointer-constant"
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuseless-cast"
+#endif
+#endif
+
 /* The library's box (struct bb__box), complete only inside it. */
 struct bb__box;
 
@@ -827,6 +845,12 @@ int bb__evf_read(struct bb__evf *e, const struct bb_field *f, int inl)
 			return 0;
 		e->vl = inl ? bb__field_len(f->v.s) : strlen(f->v.s);
 		return 1;
+	case BB_TYPE_STRN:
+		/* Text of a given length: encoded as BB_TYPE_STR is. */
+		e->type = BB_TYPE_STR;
+		e->v.p = f->v.strn.s;
+		e->vl = f->v.strn.n;
+		return f->v.strn.s || !f->v.strn.n;
 	case BB_TYPE_BYTES:
 		e->v.p = f->v.bytes.p;
 		e->vl = f->v.bytes.n;
@@ -925,10 +949,13 @@ uint8_t *bb__evf_put(uint8_t *p, struct bb__evf e, int inl)
 
 /* The library's functions, declared again for the fallbacks. */
 int (bb_write_kv)(const char *key, const char *value);
-int bb_write_kvn(const char *key, size_t klen, const char *value, size_t vlen);
+int (bb_write_kvn)(const char *key, size_t klen, const char *value, size_t vlen);
 int bb_write_kv_i64(const char *key, int64_t v);
 int bb_write_kv_u64(const char *key, uint64_t v);
 int bb_write_kv_f64(const char *key, double v);
+int bb_write_kvn_i64(const char *key, size_t klen, int64_t v);
+int bb_write_kvn_u64(const char *key, size_t klen, uint64_t v);
+int bb_write_kvn_f64(const char *key, size_t klen, double v);
 
 #if defined(__x86_64__) && defined(__LP64__) && !defined(BB_NO_INLINE)
 #define BB__HAVE_KV_FAST 1
@@ -939,7 +966,9 @@ int bb_write_kv_f64(const char *key, double v);
 #define BB__KV_U64  2              /* unsigned integer: @x */
 #define BB__KV_F64  3              /* double: @x holds its bits */
 
-/* bb__kv_library - the library's function for the same record. */
+/* bb__kv_library - the library's function for the same record, for a
+ * NULL key or one whose length @kl is not known exactly (the key's
+ * terminator says it). */
 static inline __attribute__((always_inline))
 int bb__kv_library(const char *key, size_t kl, int kind, const char *s, size_t vl,
 		   uint64_t x)
@@ -955,7 +984,29 @@ int bb__kv_library(const char *key, size_t kl, int kind, const char *s, size_t v
 		memcpy(&d, &x, sizeof(d));
 		return (bb_write_kv_f64)(key, d);
 	default:
-		return bb_write_kvn(key, kl, s, vl);
+		return (bb_write_kvn)(key, kl, s, vl);
+	}
+}
+
+/* bb__kvn_library - the same with the key's exact length @kl: the key
+ * needs no terminator (a std::string_view's, from <blackbox.hpp>) and
+ * the library does not measure it again. */
+static inline __attribute__((always_inline))
+int bb__kvn_library(const char *key, size_t kl, int kind, const char *s, size_t vl,
+		    uint64_t x)
+{
+	double d;
+
+	switch (kind) {
+	case BB__KV_I64:
+		return bb_write_kvn_i64(key, kl, (int64_t)x);
+	case BB__KV_U64:
+		return bb_write_kvn_u64(key, kl, x);
+	case BB__KV_F64:
+		memcpy(&d, &x, sizeof(d));
+		return bb_write_kvn_f64(key, kl, d);
+	default:
+		return (bb_write_kvn)(key, kl, s, vl);
 	}
 }
 
@@ -1080,7 +1131,7 @@ int bb__kv_fast(const char *key, size_t kl, int kind, const char *s, size_t vl, 
 		n += bb__cbor_head(arg);
 	p = bb__fast_begin(&w, n);
 	if (__builtin_expect(!p, 0))
-		return bb__kv_library(key, kl, kind, s, vl, x);
+		return bb__kvn_library(key, kl, kind, s, vl, x);
 	/* The value, n <= BB__INLINE_VALUE_MAX bytes, under any box's room:
 	 * array(2) [text(kl) key, value]. */
 	*p++ = 0x82;
@@ -1161,6 +1212,32 @@ int bb__kv_typed(const char *key, int klit, int kind, uint64_t x)
 	kl = bb__len(key, klit);
 	if (__builtin_expect(kl > BB__INLINE_STR_MAX, 0))
 		return bb__kv_library(key, kl, kind, NULL, 0, x);
+	return bb__kv_fast(key, kl, kind, NULL, 0, x);
+}
+
+/*
+ * bb__kvn_str - bb_write_kvn(@key, @kl, @value, @vl) (<blackbox.h>):
+ * inline when both lengths are at most BB__INLINE_STR_MAX, through the
+ * library otherwise (and for a NULL string, its -EINVAL).  The strings
+ * need no terminator.
+ */
+static inline __attribute__((always_inline))
+int bb__kvn_str(const char *key, size_t kl, const char *value, size_t vl)
+{
+	if (__builtin_expect(!key || !value || kl > BB__INLINE_STR_MAX ||
+			     vl > BB__INLINE_STR_MAX, 0))
+		return (bb_write_kvn)(key, kl, value, vl);
+	return bb__kv_fast(key, kl, BB__KV_TEXT, value, vl, 0);
+}
+
+/* bb__kvn_typed - bb_write_kvn_i64/_u64/_f64(@key, @kl, value) inline
+ * (<blackbox.hpp>'s typed writes): @kind, the value (or its bits) in @x;
+ * the key needs no terminator.  NULL and longer keys take the library. */
+static inline __attribute__((always_inline))
+int bb__kvn_typed(const char *key, size_t kl, int kind, uint64_t x)
+{
+	if (__builtin_expect(!key || kl > BB__INLINE_STR_MAX, 0))
+		return bb__kvn_library(key, kl, kind, NULL, 0, x);
 	return bb__kv_fast(key, kl, kind, NULL, 0, x);
 }
 
@@ -1274,5 +1351,8 @@ int bb__event_fast(const char *name, const struct bb_field *f, size_t nf, int nl
 }
 #endif /* x86-64, !BB_NO_INLINE */
 
+#if defined(__cplusplus)
+#pragma GCC diagnostic pop
+#endif
 #endif /* GNU C */
 #endif /* BLACKBOX_INLINE_H */

@@ -1,13 +1,17 @@
 #!/bin/sh
-# header_strict.sh SRC INCDIR - compile SRC (header_use.c, every inline path
-# of <blackbox.h>) with each C and C++ compiler found (cc, clang, c++,
-# clang++), at -O0 and -O2, in the oldest and newest language standards
-# the header supports, with strict warnings as errors: a program built with
-# -Wall -Wextra -Wpedantic -Wconversion ... must not see a warning from the
-# header.  Exit 77 (skipped) when no compiler is found.
+# header_strict.sh SRC CXXSRC INCDIR - compile SRC (header_use.c, every
+# inline path of <blackbox.h>) with each C and C++ compiler found (cc,
+# clang, c++, clang++), at -O0 and -O2, in the oldest and newest language
+# standards the header supports, and CXXSRC (header_use.cpp, every call of
+# <blackbox.hpp>) with each C++ compiler in C++17 and C++20, with strict
+# warnings as errors: a program built with -Wall -Wextra -Wpedantic
+# -Wconversion ..., and in C++ -Wold-style-cast
+# -Wzero-as-null-pointer-constant and (g++) -Wuseless-cast, must not see a
+# warning from the headers.  Exit 77 (skipped) when no compiler is found.
 set -eu
-src=$1 inc=$2
+src=$1 cxxsrc=$2 inc=$3
 warn="-Wall -Wextra -Wpedantic -Wconversion -Wsign-conversion -Wshadow -Wcast-qual -Werror"
+cxxwarn="-Wold-style-cast -Wzero-as-null-pointer-constant"
 ran=0
 for cc in cc clang; do
 	command -v "$cc" >/dev/null 2>&1 || continue
@@ -21,11 +25,22 @@ for cc in cc clang; do
 done
 for cxx in c++ clang++; do
 	command -v "$cxx" >/dev/null 2>&1 || continue
+	extra=$cxxwarn
+	# -Wuseless-cast is g++'s (clang++ does not know it).
+	if "$cxx" -Werror -Wuseless-cast -x c++ -c -o /dev/null /dev/null 2>/dev/null; then
+		extra="$extra -Wuseless-cast"
+	fi
 	for std in c++11 c++20; do
 		for opt in -O0 -O2; do
-			echo "$cxx -std=$std $opt"
-			"$cxx" -x c++ -std=$std $opt $warn -I"$inc" -c -o /dev/null "$src"
+			echo "$cxx -std=$std $opt $extra"
+			"$cxx" -x c++ -std=$std $opt $warn $extra -I"$inc" -c -o /dev/null "$src"
 			ran=1
+		done
+	done
+	for std in c++17 c++20; do
+		for opt in -O0 -O2; do
+			echo "$cxx -std=$std $opt $extra (blackbox.hpp)"
+			"$cxx" -std=$std $opt $warn $extra -I"$inc" -c -o /dev/null "$cxxsrc"
 		done
 	done
 done

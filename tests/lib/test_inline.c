@@ -10,7 +10,8 @@
  *
  * The tests must know whether a write ran inline or through the library.
  * This program defines the library's entries the inline paths fall back to
- * (bb_write_kvn(), bb_write_kv(), the typed writers, bb_write_event())
+ * (bb_write_kvn(), bb_write_kv(), the typed writers with and without the
+ * key's length, bb_write_event())
  * itself: its own calls bind to these definitions, which count and forward
  * to the library's through dlsym(RTLD_NEXT).  A write that leaves the count
  * alone ran inline.
@@ -89,6 +90,9 @@ BBT_COUNT(bb_write_kv, (const char *key, const char *value), (key, value))
 BBT_COUNT(bb_write_kv_i64, (const char *key, int64_t v), (key, v))
 BBT_COUNT(bb_write_kv_u64, (const char *key, uint64_t v), (key, v))
 BBT_COUNT(bb_write_kv_f64, (const char *key, double v), (key, v))
+BBT_COUNT(bb_write_kvn_i64, (const char *key, size_t klen, int64_t v), (key, klen, v))
+BBT_COUNT(bb_write_kvn_u64, (const char *key, size_t klen, uint64_t v), (key, klen, v))
+BBT_COUNT(bb_write_kvn_f64, (const char *key, size_t klen, double v), (key, klen, v))
 BBT_COUNT(bb_write_event, (const char *name, const struct bb_field *f, size_t n), (name, f, n))
 
 static unsigned long calls(void)
@@ -307,6 +311,17 @@ BBT_FIELD(fld_i64, int64_t, BB_TYPE_I64, i64)
 BBT_FIELD(fld_u64, uint64_t, BB_TYPE_U64, u64)
 BBT_FIELD(fld_f64, double, BB_TYPE_F64, f64)
 BBT_FIELD(fld_bool, bool, BB_TYPE_BOOL, b)
+
+static inline __attribute__((always_inline)) struct bb_field fld_strn(const char *k, const char *p, size_t n)
+{
+	struct bb_field f;
+
+	f.key = k;
+	f.type = BB_TYPE_STRN;
+	f.v.strn.s = p;
+	f.v.strn.n = n;
+	return f;
+}
 
 static inline __attribute__((always_inline)) struct bb_field fld_bytes(const char *k, const void *p, size_t n)
 {
@@ -738,6 +753,51 @@ Test(inline, typed_values_same_as_the_library)
 	cr_assert_eq(bb_close(), 0);
 }
 
+/*
+ * bb_write_kvn() (a macro over the inline path too): strings given by
+ * length, here without a terminator where they end (the byte after them
+ * is not NUL), at every length 0..64 and several alignments, run inline
+ * (no library call) and write the library's bytes; 65 bytes take the
+ * library.
+ */
+Test(inline, kvn_lengths_run_inline_same_as_the_library)
+{
+	static char kb[96] __attribute__((aligned(16))), vb[96] __attribute__((aligned(16)));
+	struct raws c;
+	unsigned long before;
+	size_t n = 0;
+
+	open_box(0, 1u << 20, 1);
+	cr_assert_eq(bb_write_kv("first", "claims the ring"), 0);
+	before = calls();
+	for (size_t len = 0; len <= 64; len++) {
+		const char *k = runtime_str(kb, len % 16, 64, 3);
+		const char *v = runtime_str(vb, (len * 5) % 16, 64, 9);
+
+		cr_assert_eq(bb_write_kvn(k, len, v, 64 - len), 0);
+		n++;
+	}
+	cr_assert_eq(bb_write_kvn("key", 3, "value", 5), 0);
+	n++;
+	cr_assert_eq(calls(), before, "%lu kvn writes took the library call", calls() - before);
+	for (size_t len = 0; len <= 64; len++) {
+		const char *k = runtime_str(kb, len % 16, 64, 3);
+		const char *v = runtime_str(vb, (len * 5) % 16, 64, 9);
+
+		cr_assert_eq((bb_write_kvn)(k, len, v, 64 - len), 0);
+	}
+	cr_assert_eq((bb_write_kvn)("key", 3, "value", 5), 0);
+	before = calls();
+	cr_assert_eq(bb_write_kvn(runtime_str(kb, 1, 80, 3), 65, "v", 1), 0);
+	cr_assert_eq(calls(), before + 1, "a 65-byte key takes the library");
+	read_box(path, &c);
+	only_kv(&c);
+	cr_assert_eq(c.n, 2 + 2 * n);
+	assert_same(&c.r[1], &c.r[1 + n], n);
+	free(c.r);
+	cr_assert_eq(bb_close(), 0);
+}
+
 /* ---- events -------------------------------------------------------------------- */
 
 static const uint8_t raw5[5] = { 0, 1, 0xfe, 0xff, 7 };
@@ -752,7 +812,7 @@ static const uint8_t raw5[5] = { 0, 1, 0xfe, 0xff, 7 };
 		struct bb_field f[8];                                               \
 									            \
 		f[0] = fld_str("method", "GET");                                    \
-		f[1] = fld_str("path", "/index");                                   \
+		f[1] = fld_strn("path", "/index?q=1", 6);  /* as "/index" */     \
 		f[2] = fld_i64("status", 200);                                      \
 		f[3] = fld_i64("bytes", 4096);                                      \
 		cr_assert_eq(write_event("http", f, 4), 0);                         \
@@ -861,13 +921,15 @@ Test(inline, events_the_compiler_cannot_see_take_the_library)
 	cr_assert_eq(bb_write_event("null text", f, 1), -EINVAL);
 	f[0] = fld_bytes("k", NULL, 3);
 	cr_assert_eq(bb_write_event("null bytes", f, 1), -EINVAL);
+	f[0] = fld_strn("k", NULL, 1);
+	cr_assert_eq(bb_write_event("null counted text", f, 1), -EINVAL);
 	f[0] = fld_i64("k", 1);
-	f[0].type = (enum bb_type)7;   /* no type (and in C++ in the enum's range) */
+	f[0].type = (enum bb_type)0;   /* no type (and in C++ in the enum's range) */
 	cr_assert_eq(bb_write_event("unknown type", f, 1), -EINVAL);
 	f[0] = fld_i64("k", 1);
 	cr_assert_eq(bb_write_event(NULL, f, 1), -EINVAL);
 	cr_assert_eq(bb_write_event("no fields", NULL, 1), -EINVAL);
-	cr_assert_eq(calls(), before + 6);
+	cr_assert_eq(calls(), before + 7);
 	read_box(path, &c);
 	only_tag(&c, BB_TAG_EVENT);
 	cr_assert_eq(c.n, 7, "%zu events", c.n);

@@ -214,7 +214,7 @@ Test(records, records_straddling_the_wrap)
 
 /*
  * bb_write_kvn() records exactly the bytes it is given (no NUL needed, a
- * NUL inside kept), and bb_write_kv() - a macro over it in <blackbox.h> -
+ * NUL inside kept; NULL with a length is -EINVAL), and bb_write_kv() - a macro over it in <blackbox.h> -
  * behaves as the function did: literal and run-time strings, NULL rejected,
  * the exported function callable by name and through a pointer.
  */
@@ -232,8 +232,8 @@ Test(records, kvn_lengths_and_the_kv_macro)
 	bb_path(path, sizeof(path));
 	cr_assert_eq(bb_write_kvn(buf, 7, val, sizeof(val)), 0);
 	cr_assert_eq(bb_write_kvn("k", 1, "", 0), 0);
-	cr_assert_eq(bb_write_kvn(NULL, 0, "v", 1), -EINVAL);
-	cr_assert_eq(bb_write_kvn("k", 1, NULL, 0), -EINVAL);
+	cr_assert_eq(bb_write_kvn(NULL, 1, "v", 1), -EINVAL);
+	cr_assert_eq(bb_write_kvn("k", 1, NULL, 1), -EINVAL);
 	cr_assert_eq(bb_write_kv("lit", dyn), 0);         /* the macro */
 	cr_assert_eq((bb_write_kv)(dyn, "lit"), 0);       /* the function */
 	cr_assert_eq(fn("ptr", dyn), 0);
@@ -253,6 +253,77 @@ Test(records, kvn_lengths_and_the_kv_macro)
 	cr_assert_str_eq(t[3].key, "v42"); cr_assert_str_eq(t[3].text, "lit");
 	cr_assert_str_eq(t[4].key, "ptr"); cr_assert_str_eq(t[4].text, "v42");
 	for (size_t i = 0; i < c.n; i++)
+		cr_assert_eq(c.r[i].flags & BB_RF_TRUNCATED, 0);
+	free(c.r);
+}
+
+/*
+ * The length-taking writers record exactly the bytes they are given, from
+ * buffers with no terminator (a std::string_view's): bb_write_strn(), the
+ * typed bb_write_kvn_i64/_u64/_f64/_bool() and bb_write_kvn_important().
+ * A NULL string is the empty string with a zero length, -EINVAL with a
+ * length.
+ */
+Test(records, length_taking_writers_need_no_terminator)
+{
+	const char key[] = { 'k', 'e', 'y', '-', 'x', 'y', 'z' };  /* no NUL anywhere */
+	const char val[] = { 'a', '\0', 'b' };
+	struct tcollect c;
+	struct trec *t;
+
+	cr_assert_eq(bb_init(0), 0);
+	bb_path(path, sizeof(path));
+	cr_assert_eq(bb_write_strn(val, sizeof(val)), 0);
+	cr_assert_eq(bb_write_strn(key, 3), 0);
+	cr_assert_eq(bb_write_strn(key, 0), 0);
+	cr_assert_eq(bb_write_kvn_i64(key, 3, -7), 0);
+	cr_assert_eq(bb_write_kvn_u64(key, 5, UINT64_MAX), 0);
+	cr_assert_eq(bb_write_kvn_f64(key, 4, 0.5), 0);
+	cr_assert_eq(bb_write_kvn_bool(key, 7, true), 0);
+	cr_assert_eq(bb_write_kvn_important(key, 3, val, sizeof(val)), 0);
+	/* NULL with a zero length is the empty string (a default
+	 * std::string_view's data()); with a length, -EINVAL. */
+	cr_assert_eq(bb_write_strn(NULL, 0), 0);
+	cr_assert_eq(bb_write_kvn(NULL, 0, NULL, 0), 0);
+	cr_assert_eq(bb_write_kvn_i64(NULL, 0, 1), 0);
+	cr_assert_eq(bb_write_strn(NULL, 1), -EINVAL);
+	cr_assert_eq(bb_write_kvn_i64(NULL, 1, 1), -EINVAL);
+	cr_assert_eq(bb_write_kvn_u64(NULL, 1, 1), -EINVAL);
+	cr_assert_eq(bb_write_kvn_f64(NULL, 1, 1), -EINVAL);
+	cr_assert_eq(bb_write_kvn_bool(NULL, 1, true), -EINVAL);
+	cr_assert_eq(bb_write_kvn_important(NULL, 1, "v", 1), -EINVAL);
+	cr_assert_eq(bb_write_kvn_important("k", 1, NULL, 1), -EINVAL);
+
+	tcollect_path(path, &c);
+	cr_assert_eq(c.n, 12, "got %zu records", c.n);      /* owner + 11 */
+	t = c.r;
+	cr_assert_eq(t[1].tag, BB_TAG_STR);
+	cr_assert_eq(t[1].n, 3);
+	cr_assert_eq(memcmp(t[1].text, val, 3), 0);
+	cr_assert_str_eq(t[2].text, "key");
+	cr_assert_eq(t[3].n, 0);
+	cr_assert_eq(t[3].tag, BB_TAG_STR);
+	cr_assert_str_eq(t[4].key, "key");
+	cr_assert_eq(t[4].vtype, BB_TYPE_I64);
+	cr_assert_eq(t[4].i, -7);
+	cr_assert_str_eq(t[5].key, "key-x");
+	cr_assert_eq(t[5].u, UINT64_MAX);
+	cr_assert_str_eq(t[6].key, "key-");
+	cr_assert_eq(t[6].f, 0.5);
+	cr_assert_str_eq(t[7].key, "key-xyz");
+	cr_assert_eq(t[7].vtype, BB_TYPE_BOOL);
+	cr_assert(t[7].b);
+	cr_assert_str_eq(t[8].key, "key");
+	cr_assert_eq(t[8].n, 3);
+	cr_assert_eq(memcmp(t[8].text, val, 3), 0);
+	cr_assert(t[8].flags & BB_RF_IMPORTANT);
+	cr_assert_eq(t[9].tag, BB_TAG_STR);
+	cr_assert_eq(t[9].n, 0);
+	cr_assert_str_eq(t[10].key, "");
+	cr_assert_eq(t[10].n, 0);
+	cr_assert_str_eq(t[11].key, "");
+	cr_assert_eq(t[11].i, 1);
+	for (size_t i = 1; i < c.n; i++)
 		cr_assert_eq(c.r[i].flags & BB_RF_TRUNCATED, 0);
 	free(c.r);
 }

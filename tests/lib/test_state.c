@@ -202,6 +202,58 @@ Test(state, set_overwrite_unset_and_typed_values)
 	cr_assert_eq(bb_set("request", "r-4"), -ENODEV);
 }
 
+/* The length-taking setters take keys and values without a terminator,
+ * and the same bounds: bb_setn(), bb_setn_i64/_u64/_f64/_bool(),
+ * bb_unsetn().  NULL with a zero length is the empty string. */
+Test(state, length_taking_setters_need_no_terminator)
+{
+	char key[BB_STATE_KEY_MAX + 1], val[BB_STATE_VALUE_MAX + 1];
+	struct view v;
+	cbor_item_t *got;
+
+	cr_assert_eq(bb_setn("k", 1, "v", 1), -ENODEV);
+	cr_assert_eq(bb_init(0), 0);
+	view_self(&v);
+	memset(key, 'k', sizeof(key));
+	memset(val, 'v', sizeof(val));
+	cr_assert_eq(bb_setn("request-id", 7, "r-1 and more", 3), 0);
+	expect_str(&v, "request", "r-1");
+	cr_assert_eq(bb_setn_i64("neg-x", 3, -5), 0);
+	cr_assert_eq(bb_setn_u64("big-x", 3, UINT64_MAX), 0);
+	cr_assert_eq(bb_setn_f64("ratio-x", 5, 2.5), 0);
+	cr_assert_eq(bb_setn_bool("ready-x", 5, true), 0);
+	cr_assert_eq(find(&v, "neg", &got), 1);
+	cr_assert(cbor_isa_negint(got) && cbor_get_int(got) == 4);
+	cbor_decref(&got);
+	cr_assert_eq(find(&v, "big", &got), 1);
+	cr_assert(cbor_isa_uint(got) && cbor_get_int(got) == UINT64_MAX);
+	cbor_decref(&got);
+	cr_assert_eq(find(&v, "ratio", &got), 1);
+	cr_assert(cbor_isa_float_ctrl(got) && cbor_float_get_float(got) == 2.5);
+	cbor_decref(&got);
+	cr_assert_eq(find(&v, "ready", &got), 1);
+	cr_assert(cbor_isa_float_ctrl(got) && cbor_get_bool(got));
+	cbor_decref(&got);
+	/* The maxima, from buffers with no terminator; one byte more is
+	 * -E2BIG, counted. */
+	cr_assert_eq(bb_setn(key, BB_STATE_KEY_MAX, val, BB_STATE_VALUE_MAX), 0);
+	cr_assert_eq(bb_setn(key, BB_STATE_KEY_MAX + 1, "v", 1), -E2BIG);
+	cr_assert_eq(bb_setn("k", 1, val, BB_STATE_VALUE_MAX + 1), -E2BIG);
+	cr_assert_eq(bb_setn_i64(key, BB_STATE_KEY_MAX + 1, 1), -E2BIG);
+	cr_assert_eq(v.h->state_errors, 3);
+	/* NULL: the empty string with a zero length, else -EINVAL. */
+	cr_assert_eq(bb_setn(NULL, 1, "v", 1), -EINVAL);
+	cr_assert_eq(bb_setn("k", 1, NULL, 1), -EINVAL);
+	cr_assert_eq(bb_setn_bool(NULL, 1, true), -EINVAL);
+	cr_assert_eq(bb_unsetn(NULL, 1), -EINVAL);
+	cr_assert_eq(bb_setn("empty", 5, NULL, 0), 0);
+	expect_str(&v, "empty", "");
+	cr_assert_eq(bb_unsetn("request-id", 7), 0);
+	cr_assert_eq(find(&v, "request", NULL), 0);
+	cr_assert_eq(bb_unsetn("never", 5), -ENOENT);
+	cr_assert_eq(bb_close(), 0);
+}
+
 Test(state, bounds_are_errors_and_counted)
 {
 	char key[BB_STATE_KEY_MAX + 2], val[BB_STATE_VALUE_MAX + 2];

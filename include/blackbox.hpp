@@ -1,0 +1,439 @@
+// SPDX-License-Identifier: MIT
+//
+// blackbox.hpp - libblackbox for C++17: the recorder's writers, state table,
+// events and dump in namespace blackbox, header-only over <blackbox.h>.
+//
+//   blackbox::init();                                  // or init(size), init(opts)
+//   blackbox::write("cache warm");                     // a text record
+//   blackbox::write("user", name);                     // key = std::string_view
+//   blackbox::write("status", 200);                    // typed: i64, u64, f64, bool
+//   blackbox::event("request", {{"path", path}, {"status", 200}, {"ms", 1.5}});
+//   blackbox::set("config", version);                  // state table
+//   blackbox::dump(std::cerr);
+//
+// Every call returns what the C call it wraps returns: 0 (or a count) on
+// success, a negative errno on failure (blackbox.h lists them), and is
+// noexcept: nothing here throws or allocates on the write path, and each
+// call is exactly the C call for the same record.  Strings are
+// std::string_view and need no terminator (the C calls that take a
+// length), except event names and event field keys, which are
+// NUL-terminated (const char *: literals, as a schema's names are).  A
+// std::string_view without data (default constructed) is the empty
+// string; a NULL const char * is -EINVAL, as in C.  Overloads: a string
+// literal or const char * is text (never bool); a signed integer is i64
+// and an unsigned one u64 (char types included: they are integers here);
+// float and double are f64; bool is a boolean.
+//
+// Zero cost: with GCC or Clang on x86-64, write(key, value) for text, i64,
+// u64 and f64 values takes <blackbox/inline.h>'s inline path, as
+// bb_write_kvn() and bb_write_kv_i64() do in C (tests/perf checks that the
+// instruction counts are the C call's), and event() takes bb_write_event()'s
+// when the optimiser sees the field list as constants.
+//
+// Uncaught exceptions: with the crash handler on (BB_OPT_CRASH_HANDLER in
+// the options, or BLACKBOX_CRASH_HANDLER=1 in the environment), init()
+// installs a std::terminate handler (install_terminate_handler()) that
+// records the exception's type and what() before the process dies.
+//
+// The man page is blackbox.hpp(3).
+#ifndef BLACKBOX_HPP
+#define BLACKBOX_HPP
+
+#if !defined(__cplusplus) || __cplusplus < 201703L
+#error "<blackbox.hpp> needs C++17; C and older C++ use <blackbox.h>"
+#endif
+
+#include <blackbox.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <initializer_list>
+#include <ostream>
+#include <string_view>
+#include <type_traits>
+#include <typeinfo>
+
+#include <cxxabi.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+// The write path's wrappers are always inlined: each call is the C call's
+// inline path, written in the caller, as in C (a plain inline function
+// around it can be left out of line by the optimiser, which then adds a
+// call).
+#define BB__CXX_INLINE inline __attribute__((always_inline))
+
+namespace blackbox {
+
+// The options of bb_init_opts(): value-initialise (blackbox::options o{};)
+// and set what you need, as in C.
+using options = ::bb_options;
+
+namespace detail {
+
+template <class T>
+inline constexpr bool is_signed_int =
+	std::is_integral_v<T> && std::is_signed_v<T> && !std::is_same_v<T, bool>;
+template <class T>
+inline constexpr bool is_unsigned_int =
+	std::is_integral_v<T> && std::is_unsigned_v<T> && !std::is_same_v<T, bool>;
+
+BB__CXX_INLINE int kv_i64(std::string_view key, std::int64_t v) noexcept
+{
+#if defined(BB__HAVE_KV_FAST)
+	return bb__kvn_typed(key.data(), key.size(), BB__KV_I64, static_cast<std::uint64_t>(v));
+#else
+	return bb_write_kvn_i64(key.data(), key.size(), v);
+#endif
+}
+
+BB__CXX_INLINE int kv_u64(std::string_view key, std::uint64_t v) noexcept
+{
+#if defined(BB__HAVE_KV_FAST)
+	return bb__kvn_typed(key.data(), key.size(), BB__KV_U64, v);
+#else
+	return bb_write_kvn_u64(key.data(), key.size(), v);
+#endif
+}
+
+BB__CXX_INLINE int kv_f64(std::string_view key, double v) noexcept
+{
+#if defined(BB__HAVE_KV_FAST)
+	std::uint64_t bits;
+
+	std::memcpy(&bits, &v, sizeof(bits));
+	return bb__kvn_typed(key.data(), key.size(), BB__KV_F64, bits);
+#else
+	return bb_write_kvn_f64(key.data(), key.size(), v);
+#endif
+}
+
+} // namespace detail
+
+// ---- the box ----------------------------------------------------------------
+
+inline int install_terminate_handler() noexcept;
+
+namespace detail {
+
+// Is the crash handler asked for: BB_OPT_CRASH_HANDLER, or (unless
+// BB_OPT_NO_ENV) BLACKBOX_CRASH_HANDLER set to anything but "" and "0",
+// blackbox.h's rule; read as the library reads it, with secure_getenv()
+// where glibc has it (a set-uid program ignores the environment).
+inline bool crash_handler_on(const options &o) noexcept
+{
+	const char *e;
+
+	if (o.flags & BB_OPT_CRASH_HANDLER)
+		return true;
+	if (o.flags & BB_OPT_NO_ENV)
+		return false;
+#if defined(__GLIBC__) && defined(_GNU_SOURCE)
+	e = ::secure_getenv("BLACKBOX_CRASH_HANDLER");
+#else
+	e = std::getenv("BLACKBOX_CRASH_HANDLER");
+#endif
+	return e && *e && std::strcmp(e, "0") != 0;
+}
+
+} // namespace detail
+
+// bb_init_opts(); with the crash handler on, also the terminate handler.
+// Not AS-safe.
+inline int init(const options &o) noexcept
+{
+	int ret = bb_init_opts(&o);
+
+	if (ret == 0 && detail::crash_handler_on(o))
+		install_terminate_handler();
+	return ret;
+}
+
+// bb_init(@size): 0 = BLACKBOX_SIZE or BB_DEFAULT_SIZE.
+inline int init(std::size_t size = 0) noexcept
+{
+	options o{};
+
+	o.size = size;
+	return init(o);
+}
+
+inline int close() noexcept { return bb_close(); }
+
+// ---- records ----------------------------------------------------------------
+
+BB__CXX_INLINE int write(std::string_view s) noexcept { return bb_write_strn(s.data(), s.size()); }
+BB__CXX_INLINE int write(const char *s) noexcept { return s ? write(std::string_view(s)) : -EINVAL; }
+BB__CXX_INLINE int write(double v) noexcept { return bb_write_f64(v); }
+BB__CXX_INLINE int write(bool v) noexcept { return bb_write_bool(v); }
+template <class T, std::enable_if_t<detail::is_signed_int<T>, int> = 0>
+BB__CXX_INLINE int write(T v) noexcept { return bb_write_i64(v); }
+template <class T, std::enable_if_t<detail::is_unsigned_int<T>, int> = 0>
+BB__CXX_INLINE int write(T v) noexcept { return bb_write_u64(v); }
+
+// key = value.  Text, i64, u64 and f64 take the inline path when the key
+// (and text) are at most 64 bytes.
+BB__CXX_INLINE int write(std::string_view key, std::string_view value) noexcept
+{
+	return bb_write_kvn(key.data(), key.size(), value.data(), value.size());
+}
+BB__CXX_INLINE int write(std::string_view key, const char *value) noexcept
+{
+	return value ? write(key, std::string_view(value)) : -EINVAL;
+}
+BB__CXX_INLINE int write(std::string_view key, double v) noexcept { return detail::kv_f64(key, v); }
+BB__CXX_INLINE int write(std::string_view key, bool v) noexcept
+{
+	return bb_write_kvn_bool(key.data(), key.size(), v);
+}
+template <class T, std::enable_if_t<detail::is_signed_int<T>, int> = 0>
+BB__CXX_INLINE int write(std::string_view key, T v) noexcept { return detail::kv_i64(key, v); }
+template <class T, std::enable_if_t<detail::is_unsigned_int<T>, int> = 0>
+BB__CXX_INLINE int write(std::string_view key, T v) noexcept { return detail::kv_u64(key, v); }
+
+// bb_write_kv_important(): a text record that chatty traffic never evicts.
+BB__CXX_INLINE int write_important(std::string_view key, std::string_view value) noexcept
+{
+	return bb_write_kvn_important(key.data(), key.size(), value.data(), value.size());
+}
+
+// ---- events -----------------------------------------------------------------
+
+// One field of an event: a NUL-terminated key and a typed value.  The same
+// bytes as struct bb_field, so that a list of them is passed to
+// bb_write_event() as it is.  Holds pointers to its key and text: use it
+// in the call, as event() does.
+struct field {
+	::bb_field f;
+
+	BB__CXX_INLINE field(const char *key, std::string_view v) noexcept : f()
+	{
+		f.key = key;
+		f.type = BB_TYPE_STRN;
+		f.v.strn.s = v.data();
+		f.v.strn.n = v.size();
+	}
+	BB__CXX_INLINE field(const char *key, const char *v) noexcept
+		: field(key, std::string_view(v ? v : ""))
+	{
+		if (!v) {
+			// As in C: a NULL text is bb_write_event()'s -EINVAL.
+			f.type = BB_TYPE_STR;
+			f.v.s = nullptr;
+		}
+	}
+	BB__CXX_INLINE field(const char *key, double v) noexcept : f()
+	{
+		f.key = key;
+		f.type = BB_TYPE_F64;
+		f.v.f64 = v;
+	}
+	BB__CXX_INLINE field(const char *key, bool v) noexcept : f()
+	{
+		f.key = key;
+		f.type = BB_TYPE_BOOL;
+		f.v.b = v;
+	}
+	template <class T, std::enable_if_t<detail::is_signed_int<T>, int> = 0>
+	BB__CXX_INLINE field(const char *key, T v) noexcept : f()
+	{
+		f.key = key;
+		f.type = BB_TYPE_I64;
+		f.v.i64 = v;
+	}
+	template <class T, std::enable_if_t<detail::is_unsigned_int<T>, int> = 0>
+	BB__CXX_INLINE field(const char *key, T v) noexcept : f()
+	{
+		f.key = key;
+		f.type = BB_TYPE_U64;
+		f.v.u64 = v;
+	}
+};
+
+static_assert(std::is_standard_layout_v<field> && sizeof(field) == sizeof(::bb_field),
+	      "blackbox::field is a struct bb_field");
+
+namespace detail {
+
+// The fields of @fs as the struct bb_field array they are (standard
+// layout, the bb_field first and alone: pointer-interconvertible).
+BB__CXX_INLINE const ::bb_field *fields(std::initializer_list<field> fs) noexcept
+{
+	// An empty list may have no array (begin() NULL): no fields.
+	return fs.size() ? &fs.begin()->f : nullptr;
+}
+
+} // namespace detail
+
+// bb_write_event(@name, fields): up to BB_EVENT_MAX_FIELDS.
+BB__CXX_INLINE int event(const char *name, std::initializer_list<field> fs) noexcept
+{
+	return bb_write_event(name, detail::fields(fs), fs.size());
+}
+
+BB__CXX_INLINE int event_important(const char *name, std::initializer_list<field> fs) noexcept
+{
+	return bb_write_event_important(name, detail::fields(fs), fs.size());
+}
+
+// ---- state table ------------------------------------------------------------
+
+BB__CXX_INLINE int set(std::string_view key, std::string_view value) noexcept
+{
+	return bb_setn(key.data(), key.size(), value.data(), value.size());
+}
+BB__CXX_INLINE int set(std::string_view key, const char *value) noexcept
+{
+	return value ? set(key, std::string_view(value)) : -EINVAL;
+}
+BB__CXX_INLINE int set(std::string_view key, double v) noexcept
+{
+	return bb_setn_f64(key.data(), key.size(), v);
+}
+BB__CXX_INLINE int set(std::string_view key, bool v) noexcept
+{
+	return bb_setn_bool(key.data(), key.size(), v);
+}
+template <class T, std::enable_if_t<detail::is_signed_int<T>, int> = 0>
+BB__CXX_INLINE int set(std::string_view key, T v) noexcept
+{
+	return bb_setn_i64(key.data(), key.size(), v);
+}
+template <class T, std::enable_if_t<detail::is_unsigned_int<T>, int> = 0>
+BB__CXX_INLINE int set(std::string_view key, T v) noexcept
+{
+	return bb_setn_u64(key.data(), key.size(), v);
+}
+BB__CXX_INLINE int unset(std::string_view key) noexcept { return bb_unsetn(key.data(), key.size()); }
+
+// ---- dump -------------------------------------------------------------------
+
+// bb_dump() into @os: the box as text, through an anonymous file
+// (memfd_create(2)) read back 4 KiB at a time; no heap allocation.
+// Returns bb_dump()'s value, a negative errno of memfd_create, lseek or
+// read, or -EIO when the stream fails.  Not AS-safe (the stream).
+inline int dump(std::ostream &os) noexcept
+{
+	char buf[4096];
+	int fd = ::memfd_create("blackbox-dump", MFD_CLOEXEC);
+	int ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = bb_dump(fd);
+	if (ret == 0 && ::lseek(fd, 0, SEEK_SET) < 0)
+		ret = -errno;
+	while (ret == 0) {
+		ssize_t n = ::read(fd, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			ret = -errno;
+		if (n <= 0)
+			break;
+		// The stream may throw if the caller asked it to (exceptions()).
+		try {
+			os.write(buf, n);
+		} catch (...) {
+			ret = -EIO;
+		}
+		if (!os)
+			ret = -EIO;
+	}
+	::close(fd);
+	return ret;
+}
+
+// ---- crashes ----------------------------------------------------------------
+
+// bb_crash_record(@reason): see blackbox.h.  AS-safe.
+inline int crash_record(const char *reason) noexcept { return bb_crash_record(reason); }
+
+namespace detail {
+
+inline std::terminate_handler previous_terminate = nullptr;
+
+// Append @s to @buf (capacity @cap, NUL kept) at *@len.
+inline void append(char *buf, std::size_t cap, std::size_t *len, const char *s) noexcept
+{
+	std::size_t n = std::strlen(s);
+
+	if (n > cap - 1 - *len)
+		n = cap - 1 - *len;
+	std::memcpy(buf + *len, s, n);
+	*len += n;
+	buf[*len] = '\0';
+}
+
+// The terminate handler: the current exception's type (demangled) and,
+// for a std::exception, what(), as an important record ("terminate") and
+// as the crash record's reason; then the previous handler (by default
+// std::abort(), whose SIGABRT the crash handler also records: the box
+// says why and how the process died).
+[[noreturn]] inline void on_terminate() noexcept
+{
+	char type[128] = "";
+	char text[BB_CRASH_REASON_MAX + 1] = "";
+	char reason[BB_CRASH_REASON_MAX + 1] = "uncaught exception ";
+	std::size_t tl = 0, rl = std::strlen(reason);
+	const char *what = nullptr;
+	std::type_info *ti = abi::__cxa_current_exception_type();
+
+	if (ti) {
+		int st = -1;
+		// __cxa_demangle allocates its result (malloc): the process is
+		// ending, not in a signal handler, and a failure leaves the
+		// mangled name.
+		char *dm = abi::__cxa_demangle(ti->name(), nullptr, nullptr, &st);
+		std::size_t n = 0;
+
+		append(type, sizeof(type), &n, st == 0 && dm ? dm : ti->name());
+		std::free(dm);
+		if (std::exception_ptr ep = std::current_exception()) {
+			try {
+				std::rethrow_exception(ep);
+			} catch (const std::exception &e) {
+				what = e.what();
+			} catch (...) {
+			}
+		}
+		append(text, sizeof(text), &tl, type);
+		if (what) {
+			append(text, sizeof(text), &tl, ": ");
+			append(text, sizeof(text), &tl, what);
+		}
+	} else {
+		append(text, sizeof(text), &tl, "std::terminate without an active exception");
+		rl = 0;
+	}
+	bb_write_kvn_important("terminate", 9, text, tl);
+	append(reason, sizeof(reason), &rl, text);
+	bb_crash_record(reason);
+	if (previous_terminate)
+		previous_terminate();
+	std::abort();
+}
+
+} // namespace detail
+
+// Install the terminate handler (std::set_terminate), keeping the one it
+// replaces, which it calls after recording.  init() calls it when the
+// crash handler is on; once is enough (a second call changes nothing).
+// Returns 0.  Not AS-safe.
+inline int install_terminate_handler() noexcept
+{
+	if (std::get_terminate() != &detail::on_terminate)
+		detail::previous_terminate = std::set_terminate(&detail::on_terminate);
+	return 0;
+}
+
+} // namespace blackbox
+
+#undef BB__CXX_INLINE
+
+#endif // BLACKBOX_HPP
