@@ -31,6 +31,8 @@
  *                            any value but "" and "0" turns it on)
  *   BLACKBOX_BUDGET=BYTES    crash-loop budget when bb_options.budget is 0
  *                            (suffixes k, m, g; default 64m; 0 = none)
+ *   BLACKBOX_RELEASE=TEXT    the program's release when bb_options.release is
+ *                            NULL or "" (state key "release", BB_RELEASE)
  */
 #ifndef BLACKBOX_H
 #define BLACKBOX_H
@@ -136,7 +138,16 @@ struct bb_options {
 	                         * bytes less the new box (bb_init(3), CRASH LOOPS);
 	                         * 0 = BLACKBOX_BUDGET or BB_DEFAULT_BUDGET;
 	                         * BB_OPT_NO_BUDGET: none */
+	const char *release;    /* the program's release or version ("1.4.3"),
+	                         * at most BB_RELEASE_MAX bytes: set as the state
+	                         * key "release" of the box (bb_set()), which
+	                         * bb-reap --journal sends as BB_RELEASE and
+	                         * crash groups list; NULL or "" =
+	                         * BLACKBOX_RELEASE, or none */
 };
+
+/* The longest bb_options.release / BLACKBOX_RELEASE. */
+#define BB_RELEASE_MAX 127
 
 /*
  * bb_init - create this process's box with default options and @size bytes
@@ -150,7 +161,8 @@ struct bb_options {
  *
  * Returns 0, or:
  *  -EALREADY  a box is already open in this process
- *  -EINVAL    size too small for the tables, two rings and a segment,
+ *  -EINVAL    release (or BLACKBOX_RELEASE) longer than BB_RELEASE_MAX,
+ *             size too small for the tables, two rings and a segment,
  *             segment_count or segment_size out of range (or more segments
  *             than size holds), bad BLACKBOX_SIZE, unknown BLACKBOX_CLOCK or options
  *             clock, BLACKBOX_CRC not 0 or 1, unknown fork_policy, bad

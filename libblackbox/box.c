@@ -578,6 +578,11 @@ static void bb__write_header(struct bb__box *box, const struct bb_options *o,
 }
 
 /* Plan, create, map, fill in, publish. */
+/* The program's release (bb_options.release or BLACKBOX_RELEASE), copied
+ * at bb_init_opts(): a child of fork() that creates its box later sets it
+ * too, whatever became of the caller's string. */
+static char bb__release[BB_RELEASE_MAX + 1];
+
 static int bb__open(const struct bb_options *o, const char *dir, size_t size)
 {
 	struct bb__layout l;
@@ -624,6 +629,10 @@ static int bb__open(const struct bb_options *o, const char *dir, size_t size)
 	/* Publish to writers; pairs with the acquire load in bb__begin(). */
 	BB__STORE_RELEASE(&bb__box, box);
 	bb__budget_note(removed);
+	/* the state key bb-reap sends as BB_RELEASE (a failure to set it
+	 * is counted in the header's state_errors, like any bb_set()) */
+	if (bb__release[0])
+		bb_set("release", bb__release);
 	return 0;
 }
 
@@ -638,6 +647,15 @@ BB_EXPORT int bb_init_opts(const struct bb_options *opts)
 	pthread_once(&bb__once, bb__once_init);
 	if (BB__LOAD_ACQUIRE(&bb__box))
 		return -EALREADY;
+	{
+		const char *rel = o.release;
+
+		if ((!rel || !*rel) && !(o.flags & BB_OPT_NO_ENV))
+			rel = secure_getenv("BLACKBOX_RELEASE");
+		if (rel && strlen(rel) > BB_RELEASE_MAX)
+			return -EINVAL;
+		snprintf(bb__release, sizeof(bb__release), "%s", rel ? rel : "");
+	}
 	if (o.fork_policy != BB_FORK_NEW_BOX && o.fork_policy != BB_FORK_DISABLE)
 		return -EINVAL;
 	/* secure_getenv, here and for every BLACKBOX_* variable: in a set-uid

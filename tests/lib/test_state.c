@@ -205,6 +205,37 @@ Test(state, set_overwrite_unset_and_typed_values)
 /* The length-taking setters take keys and values without a terminator,
  * and the same bounds: bb_setn(), bb_setn_i64/_u64/_f64/_bool(),
  * bb_unsetn().  NULL with a zero length is the empty string. */
+/* The program's release: bb_options.release, else BLACKBOX_RELEASE, as the
+ * state key "release" (what bb-reap sends as BB_RELEASE); too long is an
+ * error, not a cut. */
+Test(state, release_from_options_or_environment)
+{
+	char longest[BB_RELEASE_MAX + 2];
+	struct bb_options o = { .release = "1.4.3" };
+	struct view v;
+
+	setenv("BLACKBOX_RELEASE", "from-env", 1);
+	cr_assert_eq(bb_init_opts(&o), 0);
+	view_self(&v);
+	expect_str(&v, "release", "1.4.3");
+	cr_assert_eq(bb_close(), 0);
+
+	cr_assert_eq(bb_init(0), 0);
+	view_self(&v);
+	expect_str(&v, "release", "from-env");
+	cr_assert_eq(bb_close(), 0);
+
+	memset(longest, 'r', sizeof(longest) - 1);
+	longest[sizeof(longest) - 1] = '\0';
+	o.release = longest;
+	cr_assert_eq(bb_init_opts(&o), -EINVAL);
+	longest[BB_RELEASE_MAX] = '\0';
+	cr_assert_eq(bb_init_opts(&o), 0);
+	view_self(&v);
+	expect_str(&v, "release", longest);
+	unsetenv("BLACKBOX_RELEASE");
+}
+
 Test(state, length_taking_setters_need_no_terminator)
 {
 	char key[BB_STATE_KEY_MAX + 1], val[BB_STATE_VALUE_MAX + 1];
