@@ -304,7 +304,9 @@ static uint64_t thr_age(const struct bbx_threads *t, const struct bbx_thr *e)
 {
 	if (t->ref_clock)
 		return t->ref_ts > e->ts ? t->ref_ts - e->ts : 0;
-	return t->ref_wall > e->wall_ns ? (uint64_t)(t->ref_wall - e->wall_ns) : 0;
+	/* unsigned: the difference of two anyone-written stamps can exceed
+	 * int64_t, never uint64_t when ref_wall > wall_ns */
+	return t->ref_wall > e->wall_ns ? (uint64_t)t->ref_wall - (uint64_t)e->wall_ns : 0;
 }
 
 static const char *thr_state(const struct bbx_thr *e)
