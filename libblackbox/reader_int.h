@@ -222,4 +222,7 @@ const uint8_t *bb__rdr_read_fixed(struct bb_reader *r, const struct bb__ring_vie
 /* reader_liveness.c */
 int bb__rdr_maps_has(pid_t pid, uint64_t dev, uint64_t ino);
 
+/* reader_walk.c: room for @need elements in a doubling array */
+int bb__rdr_grow(void **p, size_t *cap, size_t need, size_t elem);
+
 #endif /* BB_READER_INT_H */

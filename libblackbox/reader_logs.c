@@ -21,26 +21,6 @@
 #include "reader_int.h"
 #include "text.h"
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	size_t n = *cap ? *cap : 16;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need) {
-		if (n > SIZE_MAX / 2 / elem)
-			return -ENOMEM;
-		n *= 2;
-	}
-	q = realloc(*p, n * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 /* The index in r->logs where @log is, or would be inserted. */
 static size_t log_at(const struct bb_reader *r, uint32_t log)
 {
@@ -70,13 +50,13 @@ static int64_t ring_of_log(struct bb_reader *r, uint32_t log)
 		size_t cap = r->cap_rings;
 		struct rring *q;
 
-		if (grow((void **)&r->rings, &cap, (size_t)r->info.ring_count + 1, sizeof(*r->rings)))
+		if (bb__rdr_grow((void **)&r->rings, &cap, (size_t)r->info.ring_count + 1, sizeof(*r->rings)))
 			return -ENOMEM;
 		q = r->rings;
 		memset(q + r->cap_rings, 0, (cap - r->cap_rings) * sizeof(*q));
 		r->cap_rings = (uint32_t)cap;
 	}
-	if (grow((void **)&r->logs, &r->clogs, r->nlogs + 1, sizeof(*r->logs)))
+	if (bb__rdr_grow((void **)&r->logs, &r->clogs, r->nlogs + 1, sizeof(*r->logs)))
 		return -ENOMEM;
 	ring = r->info.ring_count++;
 	memmove(r->logs + at + 1, r->logs + at, (r->nlogs - at) * sizeof(*r->logs));
@@ -216,7 +196,7 @@ static int scan(struct bb_reader *r, bool count)
 			}
 			continue;
 		}
-		if (grow((void **)&r->segs, &r->csegs, r->nsegs + 1, sizeof(*r->segs)))
+		if (bb__rdr_grow((void **)&r->segs, &r->csegs, r->nsegs + 1, sizeof(*r->segs)))
 			return -ENOMEM;
 		r->segs[r->nsegs++] = (struct rseg){
 			.idx = i, .ring = (uint32_t)ring, .start = c.start, .head = c.head,

@@ -24,9 +24,11 @@
 #include "reader_int.h"
 #include "text.h"
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
+/* Room in *@p for @need elements of @elem bytes, doubling *@cap (the
+ * reader's arrays: records, thread tables, logs). 0 or -ENOMEM. */
+int bb__rdr_grow(void **p, size_t *cap, size_t need, size_t elem)
 {
-	size_t n = *cap ? *cap : 64;
+	size_t n = *cap ? *cap : 16;
 	void *q;
 
 	if (need <= *cap)
@@ -110,7 +112,7 @@ int bb__rdr_keep(struct bb_reader *r, uint32_t ring, uint64_t pos, uint32_t len,
 		return 0;
 	}
 	if ((r->nents == r->cents && grow_ents(r, r->nents + 1)) ||
-	    (!inbox && grow((void **)&r->vals, &r->cvals, r->nvals + vlen, 1)))
+	    (!inbox && bb__rdr_grow((void **)&r->vals, &r->cvals, r->nvals + vlen, 1)))
 		return -ENOMEM;
 	e = &r->ents[r->nents++];
 	*e = (struct ent){
@@ -170,7 +172,7 @@ int bb__rdr_note_gap(struct bb_reader *r, uint32_t ring, uint64_t pos, uint64_t 
 	struct ent *e = &r->ents[r->nents - 1];
 
 	if (*have_expect && bb__pos_diff(pos, *expect) > 0) {
-		if (grow((void **)&r->gaps, &r->cgaps, r->ngaps + 1, sizeof(*r->gaps)))
+		if (bb__rdr_grow((void **)&r->gaps, &r->cgaps, r->ngaps + 1, sizeof(*r->gaps)))
 			return -ENOMEM;
 		r->gaps[r->ngaps++] = (struct gap){ .pos = pos, .lost = pos - *expect, .ring = ring };
 		e->gap = true;
@@ -283,7 +285,7 @@ static int64_t name_index(struct bb_reader *r, const char *name)
 {
 	if (r->nnames && !strncmp(r->names[r->nnames - 1], name, 16))
 		return (int64_t)r->nnames - 1;
-	if (grow((void **)&r->names, &r->cnames, r->nnames + 1, sizeof(*r->names)))
+	if (bb__rdr_grow((void **)&r->names, &r->cnames, r->nnames + 1, sizeof(*r->names)))
 		return -1;
 	bb__strlcpy(r->names[r->nnames], name, sizeof(*r->names));
 	return (int64_t)r->nnames++;
@@ -475,7 +477,7 @@ static int deliver_one(struct bb_reader *r, size_t k, bb_record_fn fn, void *arg
 		return 0;
 	if (follow && (e->flags & BB_RF_IMPORTANT)) {
 		/* remembered so that a later walk never shows its twin */
-		if (grow((void **)&r->shown, &r->cshown, r->nshown + 1, sizeof(*r->shown)))
+		if (bb__rdr_grow((void **)&r->shown, &r->cshown, r->nshown + 1, sizeof(*r->shown)))
 			return -ENOMEM;
 		r->shown[r->nshown++] = (struct ikey){ .ts = e->ts, .tid = e->tid };
 	}
