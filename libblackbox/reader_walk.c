@@ -23,27 +23,13 @@
 #include "internal.h"
 #include "reader_int.h"
 #include "text.h"
+#include "../shared/grow.h"
 
-/* Room in *@p for @need elements of @elem bytes, doubling *@cap (the
- * reader's arrays: records, thread tables, logs). 0 or -ENOMEM. */
+/* Room in *@p for @need elements of @elem bytes (the reader's arrays:
+ * records, thread tables, logs): shared/grow.h. 0 or -ENOMEM. */
 int bb__rdr_grow(void **p, size_t *cap, size_t need, size_t elem)
 {
-	size_t n = *cap ? *cap : 16;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need) {
-		if (n > SIZE_MAX / 2 / elem)
-			return -ENOMEM;
-		n *= 2;
-	}
-	q = realloc(*p, n * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
+	return bb__grow(p, cap, need, elem);
 }
 
 /*
