@@ -572,8 +572,13 @@ static int take_gent(const struct bbx_jsel *s, size_t src, sd_journal *j,
 	snprintf(g->machine, sizeof(g->machine), "%s", e->machine);
 	get(j, "BB_UNIT", g->unit, sizeof(g->unit));
 	get(j, "BB_RELEASE", g->release, sizeof(g->release));
-	get(j, "BB_BUILD_ID", g->build, sizeof(g->build));
-	g->exelen = bbx_unhex(g->build, strlen(g->build), g->exe, sizeof(g->exe));
+	/* a build id is an even number of hex digits (at most 64 bytes);
+	 * anything else is anyone's bytes: shown as "invalid", never printed
+	 * raw nor used to look a file up (one byte more is read to see a
+	 * longer one) */
+	n = get(j, "BB_BUILD_ID", stack, sizeof(g->build) + 1);
+	g->exelen = n < sizeof(g->build) ? bbx_unhex(stack, n, g->exe, sizeof(g->exe)) : 0;
+	snprintf(g->build, sizeof(g->build), "%s", g->exelen ? stack : n ? "invalid" : "");
 	g->suppressed = get_num(j, "BB_SUPPRESSED", 0);
 	if (sd_journal_get_cursor(j, &g->cursor) < 0) {
 		free(stack);
@@ -1160,8 +1165,7 @@ static void show_fields(const struct bbx_jsel *s, sd_journal *j, const struct je
 			const char *nl = memchr(v, '\n', (size_t)(end - v));
 			size_t n = (size_t)((nl ? nl : end) - v);
 
-			bbx_out_commit(o, bb_escape_text(v, n, bbx_out_reserve(o, 4 * n + 1),
-							 4 * n + 1));
+			bbx_put_escaped(o, v, n);
 			bbx_out_char(o, '\n');
 			v += n + 1;
 			if (nl && v < end)
