@@ -122,9 +122,11 @@ static enum verdict open_reader(struct box *b)
 	 * the header claims to be: root may remove any file of /dev/shm, a
 	 * user only files it owns (checked on the descriptor by the caller),
 	 * and removing a planted file is harmless.  It also covers boxes of
-	 * set-uid programs and boxes that were chown'ed.
+	 * set-uid programs and boxes that were chown'ed.  BB_OPEN_PLAIN: a
+	 * process maps a plain box; a compressed file here is anyone's, and
+	 * a few kilobytes of it may claim gigabytes: never decompressed.
 	 */
-	r = bb_reader_open_fd(b->fd, ev->name, BB_OPEN_ANY_OWNER, &b->r, b->err,
+	r = bb_reader_open_fd(b->fd, ev->name, BB_OPEN_ANY_OWNER | BB_OPEN_PLAIN, &b->r, b->err,
 			      sizeof(b->err));
 	if (r >= 0)
 		return V_REAP;
@@ -138,6 +140,7 @@ static enum verdict open_reader(struct box *b)
 		return V_SKIP;
 	case -EBADMSG: case -EPROTONOSUPPORT: case -EPFNOSUPPORT:
 	case -EPERM: case -EINVAL: case -EISDIR: case -ELOOP:
+	case -EMEDIUMTYPE: case -EFBIG: /* BB_OPEN_PLAIN: compressed, never read */
 		ev->reason = "not a valid box";
 		return V_SKIP;
 	default:
