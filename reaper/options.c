@@ -20,7 +20,7 @@ static void usage(FILE *f)
 "Usage: bb-reap [OPTION]...\n"
 "Remove blackbox boxes whose owner process is gone.\n"
 "\n"
-"  -d, --dir DIR              box directory (default %s)\n"
+"  -d, --dir DIR              box directory (default $BLACKBOX_DIR, else %s)\n"
 "  -m, --min-age SECONDS      leave boxes whose owner showed a sign of life\n"
 "                             less than SECONDS ago (default %u; suffixes\n"
 "                             s, m, h, d; 0 reaps at once)\n"
@@ -264,9 +264,12 @@ int reap_parse_opts(int argc, char **argv, struct reap_opts *o)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *env = secure_getenv("BLACKBOX_DIR");
 	int ch;
 
-	*o = (struct reap_opts){ .dir = BB_DEFAULT_DIR, .min_age_s = REAP_DEFAULT_MIN_AGE,
+	/* the library's BLACKBOX_DIR (bb_init(3)) is the default of --dir;
+	 * secure_getenv: never a set-uid caller's choice */
+	*o = (struct reap_opts){ .dir = env && *env ? env : BB_DEFAULT_DIR, .min_age_s = REAP_DEFAULT_MIN_AGE,
 				 .keep = -1, .journal_box_max = REAP_JOURNAL_BOX_MAX,
 				 .journal_records = REAP_JOURNAL_RECORDS,
 				 .journal_rate = REAP_JOURNAL_RATE,
