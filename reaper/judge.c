@@ -512,9 +512,10 @@ static enum verdict archive(struct box *b)
 	r = reap_archive_box(c, b->r, &b->st, b->when, &b->copy, b->err, sizeof(b->err));
 	if (r == -ENOSPC || r == -EDQUOT) {
 		c->uncopied++;
+		c->lost++;
 		snprintf(b->err, sizeof(b->err), "not archived: the archive file system is full (%s)",
 			 strerror(-r));
-		b->ev.detail = b->err;
+		b->ev.detail = b->ev.nocopy = b->err;
 		return V_REAP;
 	}
 	if (r < 0) {
@@ -551,7 +552,8 @@ void reap_finish(struct reap_ctx *c, struct reap_cand *k)
 		v = archive(&b);
 	else if (v == V_REAP && k->why) {
 		c->uncopied++;
-		b.ev.detail = k->why;
+		c->lost += k->lost;
+		b.ev.detail = b.ev.nocopy = k->why;
 	}
 	v = journal(&b, v);
 	if (b.r) {
