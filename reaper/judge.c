@@ -138,9 +138,11 @@ static enum verdict open_reader(struct box *b)
 		ev->reason = "no complete header (yet): maybe a box being created";
 		b->out->kind = REAP_UNBORN;
 		return V_SKIP;
+	case -EMEDIUMTYPE: /* BB_OPEN_PLAIN: compressed, never read; said */
+		ev->reason = "not a valid box";
+		return V_SKIP_LOG;
 	case -EBADMSG: case -EPROTONOSUPPORT: case -EPFNOSUPPORT:
 	case -EPERM: case -EINVAL: case -EISDIR: case -ELOOP:
-	case -EMEDIUMTYPE: case -EFBIG: /* BB_OPEN_PLAIN: compressed, never read */
 		ev->reason = "not a valid box";
 		return V_SKIP;
 	default:
