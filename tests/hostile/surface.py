@@ -1,0 +1,325 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Description: the surface the collector, the archive, the watcher and the
+packaged units opened holds (docs/SECURITY.md, "Collectors, archives and
+units"): an uploading host, a local user and an operator against root's
+installed tools, each row of that table one case.
+
+    surface.py BB_EXTRACT BB_REAP BBH_BOX LIBBLACKBOX_SO UNITDIR [SANITIZE]
+
+Runs as root (exit 77, skipped with the reason, otherwise) in a private
+mount namespace with journald started by hand (tests/helpers/journalns.py);
+a collector's files are written by the real systemd-journal-remote.  Boxes
+live in private sticky (1777) directories and /dev/shm is a private tmpfs.
+BB_SURFACE_CASES (names, comma separated, without "case_") runs only those.
+Each case fails on a tree without the rule it shows; every wait is bounded.
+In a sanitizer build (SANITIZE not "none") the memory bounds are taken
+above the RSS of the same tool doing nothing (--version).
+"""
+
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+from adversary import (H_BOX_SIZE, MIB, NOBODY, Box, Failed, Skipped, as_nobody,  # noqa: E402
+                       check, run, run_cases, terminal_unsafe)
+from journalns import (MESSAGE_ID, Daemons, enter, entries, export_entry, mount,  # noqa: E402
+                       private_dirs, remote_import, wait_for)
+
+EXTRACT, REAP, HELPER, LIB, UNITDIR = sys.argv[1:6]
+SANITIZE = sys.argv[6] if len(sys.argv) > 6 else "none"
+GUARD = 240          # seconds: a run that takes longer is hung
+RSS_MAX = 64 * MIB   # what any tool may take meeting a hostile file
+
+
+def json_rows(out):
+    return [json.loads(l) for l in out.splitlines() if l.strip()]
+
+
+def rss_bound(ctx, tool):
+    """The peak RSS @tool may reach: 64 MiB, or that above its own idle RSS
+    in a sanitizer build (shadow memory)."""
+    if SANITIZE in ("", "none"):
+        return RSS_MAX
+    return run([tool, "--version"]).rss + RSS_MAX
+
+
+def collector_entry(pid, boot, machine, now, **extra):
+    """One entry of bb-reap's as a host uploads it, without its box."""
+    fields = [("__REALTIME_TIMESTAMP", str(now + pid)), ("__MONOTONIC_TIMESTAMP", "1000"),
+              ("_BOOT_ID", boot), ("_MACHINE_ID", machine), ("_HOSTNAME", "evil"),
+              ("_UID", "0"), ("_TRANSPORT", "journal"), ("MESSAGE_ID", MESSAGE_ID),
+              ("BB_PID", str(pid)), ("BB_STARTTIME", "1"), ("BB_BOOT_ID", boot),
+              ("BB_UID", "0"), ("BB_COMM", "victim"), ("BB_LIVENESS", "crashed"),
+              ("BB_SIGNAL", "11"), ("BB_CRASH_KIND", "signal"), ("BB_BOX_ATTACHED", "0")]
+    return export_entry(fields + list(extra.items()))
+
+
+def escaped(b):
+    """@b as bb_escape_text() shows it (the bytes the tests use: printable
+    ASCII, backslash, newline, ESC, BEL and valid UTF-8)."""
+    out = []
+    for ch in b.decode():
+        c = ord(ch)
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == "\t":
+            out.append("\\t")
+        elif c < 0x20 or c == 0x7f:
+            out.append("\\x%02x" % c)
+        else:
+            out.append(ch)
+    return "".join(out).encode()
+
+
+# ---- N1: escaped output of any length -----------------------------------
+
+def case_collector_long_fields(ctx):
+    """N1. A host uploads entries whose MESSAGE is 70 KB and 1 MiB (escape
+    bytes and multi-byte characters throughout, a line break in the
+    middle): root's `bb-extract --journal-directory DIR PID` (and
+    --cursor, and --json) prints every byte of them escaped, and exits
+    as for any entry without its box (4); never a signal."""
+    central = os.path.join(ctx.tmp, "central-long")
+    os.mkdir(central, 0o755)
+    boot, machine, now = "a" * 32, "d" * 32, int(time.time() * 1e6)
+    unit = "ab\x1b[2J\x07\\é€".encode()
+    m70 = (unit * (70 * 1024 // len(unit)))
+    m70 = m70[:len(m70) // 2] + b"\n" + m70[len(m70) // 2:]
+    m1m = unit * ((1 << 20) // len(unit) - 8)
+    remote_import(collector_entry(201, boot, machine, now, MESSAGE=m70) +
+                  collector_entry(202, boot, machine, now, MESSAGE=m1m),
+                  os.path.join(central, "remote-evil.journal"))
+    for pid, msg in ((201, m70), (202, m1m)):
+        r = run([EXTRACT, "--journal-directory", central, "--no-symbols", str(pid)],
+                timeout=GUARD)
+        check(r.sig is None and r.status == 4, "entry %d of %d bytes: %r" % (pid, len(msg), r))
+        want = b"\n    ".join(escaped(l) for l in msg.split(b"\n"))
+        check(b"MESSAGE=" + want + b"\n" in r.out,
+              "entry %d: the MESSAGE is not all there, escaped (%d bytes out)" %
+              (pid, len(r.out)))
+        check(not terminal_unsafe(r.out), "entry %d: raw control bytes" % pid)
+        r = run([EXTRACT, "--journal-directory", central, "--no-symbols", "--json", str(pid)],
+                timeout=GUARD)
+        check(r.sig is None and r.status == 4, "--json %d: %r" % (pid, r))
+        rows = json_rows(r.out)
+        got = [x["journal_entry"].get("MESSAGE") for x in rows if "journal_entry" in x]
+        check(got == [msg.decode()], "--json %d: MESSAGE of %r bytes" %
+              (pid, [len(g or "") for g in got]))
+    r = run([EXTRACT, "--journal-directory", central, "--list"], timeout=GUARD)
+    check(r.sig is None and r.status == 0 and not terminal_unsafe(r.out), "--list: %r" % r)
+
+
+# ---- N5: every field a listing prints is escaped ---------------------------
+
+def case_groups_build_id(ctx):
+    """N5. A host uploads crashes whose BB_BUILD_ID is escape sequences
+    (conceal, window title, terminal reset) or too long: `--groups`
+    shows it as "invalid", never raw, and looks nothing up with it."""
+    central = os.path.join(ctx.tmp, "central-build")
+    os.mkdir(central, 0o755)
+    boot, machine, now = "b" * 32, "e" * 32, int(time.time() * 1e6)
+    evil = "\x1b[8m\x1b]0;pwned\x07\x1bc0123"
+    stack = "#0 0x00007f0000000010 /opt/app/bin/app+0x10 %s" % ("ab" * 20)
+    remote_import(collector_entry(301, boot, machine, now, BB_BUILD_ID=evil, BB_STACK=stack,
+                                  MESSAGE="x") +
+                  collector_entry(302, boot, machine, now, BB_BUILD_ID="ab" * 80,
+                                  BB_STACK=stack, MESSAGE="y"),
+                  os.path.join(central, "remote-evil.journal"))
+    r = run([EXTRACT, "--journal-directory", central, "--groups"], timeout=GUARD)
+    check(r.status == 0 and not terminal_unsafe(r.out) and not terminal_unsafe(r.err),
+          "--groups printed a raw build id: %r" % r.out[:600])
+    check(b"builds: invalid x2" in r.out, "--groups text: %r" % r.out[:600])
+    r = run([EXTRACT, "--journal-directory", central, "--groups", "--json"], timeout=GUARD)
+    ids = [b["build_id"] for g in json_rows(r.out) for b in g.get("builds", [])]
+    check(r.status == 0 and ids == ["invalid"], "--groups --json: %r" % r.out[:600])
+
+
+# ---- N2: compressed files are never decompressed beyond a cap -------------
+
+def zstd_bomb(src, dst, claim):
+    """As its owner: @src's box, its header claiming @claim bytes, padded
+    with zeros to that size and compressed (zstd -19): a few tens of KB."""
+    with open(src, "rb") as f:
+        data = bytearray(f.read())
+    struct.pack_into("<Q", data, H_BOX_SIZE, claim)
+    p = subprocess.Popen(["zstd", "-19", "--long=23", "-q", "-c"], stdin=subprocess.PIPE,
+                         stdout=open(dst, "wb"))
+    p.stdin.write(data)
+    zero = bytes(1 << 20)
+    left = claim - len(data)
+    while left > 0:
+        p.stdin.write(zero[:min(left, len(zero))])
+        left -= len(zero)
+    p.stdin.close()
+    check(p.wait() == 0, "zstd failed")
+
+
+def corrupt_frames(src, dst):
+    """As its owner: a valid zstd frame of @src's box, then its blocks
+    overwritten with noise after the first 64 bytes."""
+    out = subprocess.run(["zstd", "-3", "-q", "-c", src], stdout=subprocess.PIPE,
+                         check=True).stdout
+    noise = bytes((i * 131 + 7) & 0xff for i in range(len(out) - 64))
+    with open(dst, "wb") as f:
+        f.write(out[:64] + noise)
+
+
+def case_archive_bomb(ctx):
+    """N2. A user drops a 2 GiB zstd bomb (tens of KB) and corrupt frames
+    named blackbox.* in the box directory, next to root's crashed
+    service: bb-reap refuses them with a clear message, never
+    decompresses them, and still reaps, archives and reports root's box;
+    bb-extract --list, --all, --path refuse them likewise and show the
+    rest; every run stays under 64 MiB."""
+    if not shutil.which("zstd"):
+        raise Skipped("the zstd program is not installed (package zstd)")
+    att = Box(ctx, "exit", nobody=True, marker="attacker")
+    bomb = os.path.join(ctx.shm, "blackbox.bomb")
+    as_nobody(zstd_bomb, att.path, bomb, 2 << 30)
+    junk = os.path.join(ctx.shm, "blackbox.junk")
+    as_nobody(corrupt_frames, att.path, junk)
+    as_nobody(os.unlink, att.path)
+    ctx.note("2 GiB bomb: %d bytes" % os.path.getsize(bomb))
+    root = Box(ctx, "crash", marker="root-evidence")
+    arch = os.path.join(ctx.tmp, "arch-bomb")
+
+    for argv in ([EXTRACT, "--dir", ctx.shm, "--list"], [EXTRACT, "--dir", ctx.shm, "--all"],
+                 [EXTRACT, "--path", bomb], [EXTRACT, "--path", junk]):
+        r = run(argv, timeout=GUARD)
+        check(r.sig is None and r.rss <= rss_bound(ctx, EXTRACT), "%r" % r)
+        if "--path" in argv:
+            check(r.status == 4 and (b"refused" in r.err or b"compressed box" in r.err),
+                  "a hostile compressed file was read: %r" % r)
+        else:
+            check(r.status == 0 and str(root.pid).encode() in r.out, "%r" % r)
+            check(b"a compressed box whose header claims 2147483648 bytes" in r.err,
+                  "the bomb is not refused with a clear message: %r" % r)
+    r = run([REAP, "--dir", ctx.shm, "--min-age", "0", "--archive", arch, "--journal",
+             "--journal-reported", os.path.join(ctx.tmp, "reported-bomb"), "--json"],
+            timeout=GUARD)
+    check(r.sig is None and r.rss <= rss_bound(ctx, REAP), "bb-reap: %r" % r)
+    check(r.status == 0, "bb-reap: %r" % r)
+    rows = json_rows(r.out)
+    check(any(x.get("pid") == root.pid and x["decision"] == "reaped" and x.get("archive")
+              for x in rows), "root's box not reaped and archived: %r" % rows)
+    check(b"a compressed file where only boxes processes map belong" in r.err,
+          "the bomb is not refused with a clear message: %r" % r)
+    wait_for(lambda: entries("BB_PID=%d" % root.pid), "root's crash in the journal")
+    check(os.path.exists(bomb), "the bomb was removed (not root's to judge)")
+
+
+# ---- U4: no copy is said in the entry and the status ----------------------
+
+def case_no_copy_said(ctx):
+    """U4. A root service's box larger than the archive quota is reaped
+    without a copy: bb-reap exits 3 (bb-reap(8)), and its journal entry
+    says there is no copy (BB_NOT_ARCHIVED, and in MESSAGE)."""
+    big = Box(ctx, "crash", size=4 * MIB, marker="big-evidence")
+    arch = os.path.join(ctx.tmp, "arch-nocopy")
+    r = run([REAP, "--dir", ctx.shm, "--min-age", "0", "--archive", arch,
+             "--max-archive-bytes", "1M", "--journal",
+             "--journal-reported", os.path.join(ctx.tmp, "reported-nocopy")], timeout=GUARD)
+    check(r.status == 3 and b"reaped without an archive copy" in r.err, "%r" % r)
+    check(not os.path.exists(big.path) and not os.listdir(arch), "%r" % r)
+    got = []
+
+    def entry():
+        got[:] = entries("BB_PID=%d" % big.pid)
+        return got
+    wait_for(entry, "the entry of the box without a copy")
+    e = got[0]
+    check(e.get("BB_NOT_ARCHIVED", b"").startswith(b"not archived: larger than its owner's "
+                                                   b"archive quota") and
+          b"[no archive copy: " in e.get("MESSAGE", b""), "the entry: %r" % {
+              k: v[:200] for k, v in e.items() if k.startswith(("BB_NOT", "MESSAGE"))})
+
+
+# ---- U5: the tools read where the library writes ---------------------------
+
+def case_blackbox_dir(ctx):
+    """U5. A service writes its boxes to BLACKBOX_DIR: with the same
+    variable, bb-extract --list, bb-extract PID and bb-reap find them
+    without --dir."""
+    box = Box(ctx, "exit", marker="in-blackbox-dir")
+    env = dict(os.environ, BLACKBOX_DIR=ctx.shm)
+    r = run([EXTRACT, "--list"], env=env)
+    check(r.status == 0 and str(box.pid).encode() in r.out, "--list: %r" % r)
+    r = run([EXTRACT, str(box.pid)], env=env)
+    check(r.status == 0 and b"in-blackbox-dir" in r.out, "PID: %r" % r)
+    r = run([REAP, "--min-age", "0", "--dry-run", "--json"], env=env)
+    check(r.status == 0 and any(x.get("pid") == box.pid and x["decision"] == "would-reap"
+                                for x in json_rows(r.out)), "bb-reap: %r" % r)
+
+
+CASES = [case_collector_long_fields, case_groups_build_id, case_archive_bomb,
+         case_no_copy_said, case_blackbox_dir]
+
+
+class Ctx:
+    pass
+
+
+def setup(ctx):
+    ctx.tmp = tempfile.mkdtemp(prefix="bbsurface.")
+    os.chmod(ctx.tmp, 0o755)
+    ctx.bin = os.path.join(ctx.tmp, "bin")
+    os.mkdir(ctx.bin, 0o755)
+    ctx.helper = os.path.join(ctx.bin, "bbh_box")
+    shutil.copy(HELPER, ctx.helper)
+    shutil.copy(LIB, os.path.join(ctx.bin, "libblackbox.so.0"))
+    for n in os.listdir(ctx.bin):
+        os.chmod(os.path.join(ctx.bin, n), 0o755)
+    ctx.notes = []
+    ctx.note = ctx.notes.append
+    ctx.logs = open(os.path.join(ctx.tmp, "daemons.log"), "wb")
+    private_dirs(ctx.tmp)
+    mount("-t", "tmpfs", "-o", "mode=1777", "tmpfs", "/dev/shm")
+    ctx.daemons = Daemons()
+    ctx.daemons.journald(ctx.logs)
+    probe = run([ctx.helper, "--bogus", "x"], nobody=True,
+                env=dict(os.environ, LD_LIBRARY_PATH=ctx.bin))
+    if probe.status != 2:
+        return "uid %d cannot run %s: %r" % (NOBODY, ctx.helper, probe)
+    return None
+
+
+def inside():
+    ctx = Ctx()
+    failed = skipped = 0
+    only = [c for c in os.environ.get("BB_SURFACE_CASES", "").split(",") if c]
+    cases = [c for c in CASES if not only or c.__name__[5:] in only]
+    try:
+        why = setup(ctx)
+        if why:
+            print("SKIP: " + why)
+            return 77
+        failed, skipped = run_cases(ctx, cases)
+    finally:
+        if getattr(ctx, "daemons", None):
+            ctx.daemons.stop_all()
+        if getattr(ctx, "logs", None):
+            ctx.logs.close()
+        if getattr(ctx, "tmp", None) and not os.environ.get("BBJ_KEEP"):
+            shutil.rmtree(ctx.tmp, ignore_errors=True)
+    print("%d cases, %d failed, %d skipped" % (len(cases), failed, skipped))
+    return 1 if failed else 0
+
+
+def main():
+    if len(sys.argv) < 6:
+        print(__doc__.split("\n\n")[1])
+        return 2
+    enter(sys.argv, "surface", timeout=850)
+    return inside()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
