@@ -168,6 +168,9 @@ struct reap_cand {
  * (exits after --help and --version). */
 int  reap_parse_opts(int argc, char **argv, struct reap_opts *o);
 /* options.c: digits, then an optional suffix from @suffixes (times @mult) */
+/* A systemd time span ("1min", "30s", "2h", "1h 30min", "90") in seconds:
+ * 0, -EINVAL or -ERANGE (options.c). */
+int  reap_parse_span(const char *s, uint64_t *out);
 int  reap_parse_num(const char *s, const char *suffixes, const uint64_t *mult,
 		    uint64_t *out);
 
