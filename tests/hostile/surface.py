@@ -260,6 +260,61 @@ def case_blackbox_dir(ctx):
                                 for x in json_rows(r.out)), "bb-reap: %r" % r)
 
 
+# ---- N7: a debug file someone else could write names nothing ---------------
+
+def crash_of(out):
+    return next((x for x in json_rows(out) if x.get("type") == "crash"), {})
+
+
+def case_planted_debug_file(ctx):
+    """N7. An admin points --debug-dir at a world-writable directory; uid
+    65534 plants the debug file of root's stripped service there (its
+    build id, its names): root's bb-extract refuses it, names no frame
+    from it, and the symbols note says why.  The same file owned by root
+    (0644) names the frames: the refusal is the owner's, nothing else."""
+    for tool in ("objcopy", "strip", "readelf"):
+        if not shutil.which(tool):
+            raise Skipped("%s is not installed (package binutils)" % tool)
+    exe = os.path.join(ctx.bin, "stripped-svc")
+    subprocess.run(["strip", "-s", "-o", exe, HELPER], check=True)
+    os.chmod(exe, 0o755)
+    out = subprocess.run(["readelf", "-n", exe], stdout=subprocess.PIPE, text=True).stdout
+    bid = re.search(r"Build ID: ([0-9a-f]+)", out).group(1)
+    ddir = os.path.join(ctx.tmp, "debug-world")
+    os.makedirs(os.path.join(ddir, ".build-id", bid[:2]))
+    for d in (ddir, os.path.join(ddir, ".build-id"), os.path.join(ddir, ".build-id", bid[:2])):
+        os.chmod(d, 0o1777)
+    dbg = os.path.join(ddir, ".build-id", bid[:2], bid[2:] + ".debug")
+    full = os.path.join(ctx.tmp, "full.debug")
+    subprocess.run(["objcopy", "--only-keep-debug", HELPER, full], check=True)
+    os.chmod(full, 0o644)
+    as_nobody(shutil.copyfile, full, dbg)
+    svc = Box(ctx, "crash", marker="stripped-root-service", exe=exe)
+
+    r = run([EXTRACT, "--dir", ctx.shm, "--debug-dir", ddir, "--json", str(svc.pid)],
+            timeout=GUARD)
+    c = crash_of(r.out)
+    check(r.status == 0 and c.get("frames") and
+          not any(f.get("function") == "main" for f in c["frames"]),
+          "a planted debug file named root's frames: %r" % r)
+    check("owned by uid %d, neither root nor uid 0: refused" % NOBODY in c.get("symbols_note", ""),
+          "the symbols note does not say why: %r" % c.get("symbols_note"))
+    as_nobody(os.chmod, dbg, 0o666)
+    os.chown(dbg, 0, 0)
+    r = run([EXTRACT, "--dir", ctx.shm, "--debug-dir", ddir, "--json", str(svc.pid)],
+            timeout=GUARD)
+    c = crash_of(r.out)
+    check(r.status == 0 and not any(f.get("function") == "main" for f in c.get("frames", [])) and
+          "writable by others: refused" in c.get("symbols_note", ""),
+          "a world-writable debug file named root's frames: %r" % r)
+    os.chmod(dbg, 0o644)
+    r = run([EXTRACT, "--dir", ctx.shm, "--debug-dir", ddir, "--json", str(svc.pid)],
+            timeout=GUARD)
+    c = crash_of(r.out)
+    check(r.status == 0 and any(f.get("function") == "main" for f in c.get("frames", [])),
+          "root's own debug file is not used: %r" % r)
+
+
 # ---- U1: the packaged units start as shipped -------------------------------
 
 def exec_start(unit):
@@ -322,7 +377,8 @@ def case_units_as_shipped(ctx):
 
 
 CASES = [case_collector_long_fields, case_groups_build_id, case_archive_bomb,
-         case_no_copy_said, case_blackbox_dir, case_units_as_shipped]
+         case_no_copy_said, case_blackbox_dir, case_planted_debug_file,
+         case_units_as_shipped]
 
 
 class Ctx:
