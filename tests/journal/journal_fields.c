@@ -49,31 +49,23 @@ static const char *constant_of(const char *name, size_t n, char *buf, size_t len
 	return buf;
 }
 
+/* A whole file, NUL-terminated (a source file: its size is what stat says). */
 static char *slurp(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t cap = 0, n = 0, r;
+	struct stat st;
+	char *buf;
 
 	if (!f)
 		return NULL;
-	do {
-		if (n + 4096 + 1 > cap) {
-			char *nb = realloc(buf, cap = 2 * cap + 8192);
-
-			if (!nb) {
-				free(buf);
-				fclose(f);
-				return NULL;
-			}
-			buf = nb;
-		}
-		r = fread(buf + n, 1, 4096, f);
-		n += r;
-	} while (r > 0);
+	if (fstat(fileno(f), &st) < 0 || st.st_size < 0 || st.st_size > (64 << 20) ||
+	    !(buf = malloc((size_t)st.st_size + 1))) {
+		fclose(f);
+		return NULL;
+	}
+	*len = fread(buf, 1, (size_t)st.st_size, f);
 	fclose(f);
-	buf[n] = '\0';
-	*len = n;
+	buf[*len] = '\0';
 	return buf;
 }
 
