@@ -315,6 +315,26 @@ def case_planted_debug_file(ctx):
           "root's own debug file is not used: %r" % r)
 
 
+# ---- N8: the stack signal taken by the program is said --------------------
+
+def case_stack_signal_taken(ctx):
+    """N8. A program installs its own handler on the library's stack signal
+    after bb_init(), then crashes with a second thread alive: the crash
+    handler sees the signal is no longer its own, asks nothing, and the
+    box says the thread was not asked and why (bb-extract prints it),
+    instead of "no answer".  Without the theft the thread answers."""
+    for mode, want in (("crash-threads", rb"\*\*\* thread \d+ \(bbh-waiter\), at "),
+                       ("crash-stolen", rb"\*\*\* thread \d+ \(bbh-waiter\): not asked: the "
+                        rb"program had replaced the handler of the stack signal")):
+        box = Box(ctx, mode, marker="stack-signal")
+        box.p.wait()
+        check(box.p.returncode == -11, "%s: status %r" % (mode, box.p.returncode))
+        r = run([EXTRACT, "--no-symbols", "--path", box.path], timeout=GUARD)
+        check(r.status == 0 and re.search(want, r.out) and b"no answer" not in r.out,
+              "%s: %r" % (mode, r.out[:800]))
+        box.kill()
+
+
 # ---- U1: the packaged units start as shipped -------------------------------
 
 def exec_start(unit):
@@ -378,7 +398,7 @@ def case_units_as_shipped(ctx):
 
 CASES = [case_collector_long_fields, case_groups_build_id, case_archive_bomb,
          case_no_copy_said, case_blackbox_dir, case_planted_debug_file,
-         case_units_as_shipped]
+         case_stack_signal_taken, case_units_as_shipped]
 
 
 class Ctx:
