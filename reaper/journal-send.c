@@ -841,6 +841,10 @@ int reap_journal_box(struct reap_ctx *c, struct bb_reader *r, const struct stat 
 		reap_emit(c, &ev, false);
 		return 0;
 	}
+	/* --watch opens (and locks) the reported file only for a pass that
+	 * has a death to report (watch.c): said on failure; the box is kept */
+	if (!c->reported_file && (ret = reap_reported_open(c)) < 0)
+		return ret;
 	reap_key_init(&k, in, uid);
 	if (reap_reported_seen(c, &k))
 		return 0;

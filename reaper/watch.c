@@ -401,12 +401,11 @@ static void pass(struct watch *w, char (*names)[256], size_t n)
 		goto out;
 	}
 	c->now_ns = real_ns();
-#ifdef BB_HAVE_JOURNAL
-	if (c->o.journal && reap_reported_open(c) < 0) {
-		c->errors++;
-		goto out; /* said; the next event or rescan tries again */
-	}
-#endif
+	/* --journal: the reported file is opened, locked and read by the
+	 * first report of the pass (reap_journal_box()), not here: a flood
+	 * of entries created and removed, or of live boxes, costs no
+	 * reading and rewriting of it, and leaves the lock to the timer's
+	 * runs */
 	for (size_t i = 0; i < n; i++)
 		reap_entry(c, c->dirfd, names[i], &out[i]);
 	reap_pass_end(c);
@@ -452,23 +451,32 @@ static void full_pass(struct watch *w)
 	w->rescan_ns = mono_ns() + (int64_t)w->c->o.rescan_s * 1000000000;
 }
 
+/*
+ * One read of inotify events (up to 64 KiB of them), their names judged
+ * in one pass: a flood of entries created by anyone costs one pass per
+ * read, and the loop gets back to the pidfds and timers between reads
+ * (the rest is read at the next turn, epoll being level-triggered).
+ */
 static void on_inotify(struct watch *w)
 {
 	char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
-	ssize_t len;
+	char (*names)[256] = NULL;
+	size_t n = 0, cap = 0;
+	ssize_t len = read(w->in, buf, sizeof(buf));
 
-	while ((len = read(w->in, buf, sizeof(buf))) > 0) {
-		for (char *p = buf; p < buf + len;) {
-			struct inotify_event *ev = (struct inotify_event *)(void *)p;
+	for (char *p = buf; len > 0 && p < buf + len;) {
+		struct inotify_event *ev = (struct inotify_event *)(void *)p;
 
-			p += sizeof(*ev) + ev->len;
-			if (ev->mask & IN_Q_OVERFLOW)
-				w->rescan = true;
-			else if (ev->len && !strncmp(ev->name, BB_NAME_PREFIX,
-						      strlen(BB_NAME_PREFIX)))
-				pass_one(w, ev->name);
-		}
+		p += sizeof(*ev) + ev->len;
+		if (ev->mask & IN_Q_OVERFLOW)
+			w->rescan = true;
+		else if (ev->len && !strncmp(ev->name, BB_NAME_PREFIX, strlen(BB_NAME_PREFIX)) &&
+			 !names_add(&names, &n, &cap, ev->name))
+			w->rescan = true; /* out of memory: the full pass sees it */
 	}
+	if (n)
+		pass(w, names, n);
+	free(names);
 }
 
 static void on_signal(struct watch *w)
