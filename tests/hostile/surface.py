@@ -399,7 +399,6 @@ def case_watch_flood(ctx):
     finally:
         if fl:
             stop(fl)
-            os.waitpid(fl, 0)
         os.close(cfd)
         w.terminate()
         w.wait()
