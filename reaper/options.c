@@ -67,20 +67,33 @@ static void usage(FILE *f)
 		REAP_DEFAULT_RESCAN);
 }
 
+/* The decimal digits at *@p (at least one) into @v, *@p moved past
+ * them: 0, -EINVAL or -ERANGE. */
+static int parse_digits(const char **p, uint64_t *v)
+{
+	const char *d = *p;
+
+	if (*d < '0' || *d > '9')
+		return -EINVAL;
+	for (*v = 0; *d >= '0' && *d <= '9'; d++) {
+		if (*v > (UINT64_MAX - (uint64_t)(*d - '0')) / 10)
+			return -ERANGE;
+		*v = *v * 10 + (uint64_t)(*d - '0');
+	}
+	*p = d;
+	return 0;
+}
+
 /* Strict unsigned parse: digits, then an optional suffix from @units. */
 int reap_parse_num(const char *s, const char *suffixes, const uint64_t *mult,
 		   uint64_t *out)
 {
-	uint64_t v = 0, m = 1;
+	uint64_t v, m = 1;
 	const char *p = s;
+	int r = parse_digits(&p, &v);
 
-	if (*p < '0' || *p > '9')
-		return -EINVAL;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
-			return -ERANGE;
-		v = v * 10 + (uint64_t)(*p - '0');
-	}
+	if (r)
+		return r;
 	if (*p) {
 		const char *u = strchr(suffixes, *p);
 
@@ -116,20 +129,16 @@ int reap_parse_span(const char *s, uint64_t *out)
 	bool any = false;
 
 	for (;;) {
-		uint64_t v = 0, m = 1;
+		uint64_t v, m = 1;
 		size_t n;
+		int r;
 
 		while (*p == ' ')
 			p++;
 		if (!*p)
 			break;
-		if (*p < '0' || *p > '9')
-			return -EINVAL;
-		for (; *p >= '0' && *p <= '9'; p++) {
-			if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
-				return -ERANGE;
-			v = v * 10 + (uint64_t)(*p - '0');
-		}
+		if ((r = parse_digits(&p, &v)))
+			return r;
 		while (*p == ' ')
 			p++;
 		for (n = 0; p[n] >= 'a' && p[n] <= 'z'; n++)
