@@ -5,7 +5,7 @@ packaged units opened holds (docs/SECURITY.md, "Collectors, archives and
 units"): an uploading host, a local user and an operator against root's
 installed tools, each row of that table one case.
 
-    surface.py BB_EXTRACT BB_REAP BBH_BOX LIBBLACKBOX_SO UNITDIR [SANITIZE]
+    surface.py BB_EXTRACT BB_REAP BBH_BOX LIBBLACKBOX_SO BBH_SYNTH UNITDIR [SANITIZE]
 
 Runs as root (exit 77, skipped with the reason, otherwise) in a private
 mount namespace with journald started by hand (tests/helpers/journalns.py);
@@ -34,8 +34,8 @@ from adversary import (H_BOX_SIZE, MIB, NOBODY, Box, Failed, Skipped, as_nobody,
 from journalns import (MESSAGE_ID, Daemons, enter, entries, export_entry, mount,  # noqa: E402
                        private_dirs, remote_import, wait_for)
 
-EXTRACT, REAP, HELPER, LIB, UNITDIR = sys.argv[1:6]
-SANITIZE = sys.argv[6] if len(sys.argv) > 6 else "none"
+EXTRACT, REAP, HELPER, LIB, SYNTH, UNITDIR = sys.argv[1:7]
+SANITIZE = sys.argv[7] if len(sys.argv) > 7 else "none"
 GUARD = 240          # seconds: a run that takes longer is hung
 RSS_MAX = 64 * MIB   # what any tool may take meeting a hostile file
 
@@ -174,7 +174,8 @@ def corrupt_frames(src, dst):
 
 
 def case_archive_bomb(ctx):
-    """N2. A user drops a 2 GiB zstd bomb (tens of KB) and corrupt frames
+    """N2. A user drops 2 GiB zstd bombs (tens of KB; one with a format 3
+    header, one with a 2.1-style header, bbh_synth's) and corrupt frames
     named blackbox.* in the box directory, next to root's crashed
     service: bb-reap refuses them with a clear message, never
     decompresses them, and still reaps, archives and reports root's box;
@@ -187,13 +188,20 @@ def case_archive_bomb(ctx):
     as_nobody(zstd_bomb, att.path, bomb, 2 << 30)
     junk = os.path.join(ctx.shm, "blackbox.junk")
     as_nobody(corrupt_frames, att.path, junk)
+    v2 = os.path.join(ctx.tmp, "v2.box")
+    subprocess.run([SYNTH, v2, "--pid", "4242", "--uid", str(NOBODY)], check=True,
+                   stdout=subprocess.DEVNULL)
+    os.chmod(v2, 0o644)
+    bomb2 = os.path.join(ctx.shm, "blackbox.bomb2")
+    as_nobody(zstd_bomb, v2, bomb2, 2 << 30)
     as_nobody(os.unlink, att.path)
     ctx.note("2 GiB bomb: %d bytes" % os.path.getsize(bomb))
     root = Box(ctx, "crash", marker="root-evidence")
     arch = os.path.join(ctx.tmp, "arch-bomb")
 
     for argv in ([EXTRACT, "--dir", ctx.shm, "--list"], [EXTRACT, "--dir", ctx.shm, "--all"],
-                 [EXTRACT, "--path", bomb], [EXTRACT, "--path", junk]):
+                 [EXTRACT, "--path", bomb], [EXTRACT, "--path", bomb2],
+                 [EXTRACT, "--path", junk]):
         r = run(argv, timeout=GUARD)
         check(r.sig is None and r.rss <= rss_bound(ctx, EXTRACT), "%r" % r)
         if "--path" in argv:
@@ -201,8 +209,8 @@ def case_archive_bomb(ctx):
                   "a hostile compressed file was read: %r" % r)
         else:
             check(r.status == 0 and str(root.pid).encode() in r.out, "%r" % r)
-            check(b"a compressed box whose header claims 2147483648 bytes" in r.err,
-                  "the bomb is not refused with a clear message: %r" % r)
+            check(r.err.count(b"a compressed box whose header claims 2147483648 bytes") == 2,
+                  "the bombs are not refused with a clear message: %r" % r)
     r = run([REAP, "--dir", ctx.shm, "--min-age", "0", "--archive", arch, "--journal",
              "--journal-reported", os.path.join(ctx.tmp, "reported-bomb"), "--json"],
             timeout=GUARD)
@@ -211,8 +219,8 @@ def case_archive_bomb(ctx):
     rows = json_rows(r.out)
     check(any(x.get("pid") == root.pid and x["decision"] == "reaped" and x.get("archive")
               for x in rows), "root's box not reaped and archived: %r" % rows)
-    check(b"a compressed file where only boxes processes map belong" in r.err,
-          "the bomb is not refused with a clear message: %r" % r)
+    check(r.err.count(b"a compressed file where only boxes processes map belong") == 3,
+          "the bombs are not refused with a clear message: %r" % r)
     wait_for(lambda: entries("BB_PID=%d" % root.pid), "root's crash in the journal")
     check(os.path.exists(bomb), "the bomb was removed (not root's to judge)")
 
@@ -628,7 +636,7 @@ def inside():
 
 
 def main():
-    if len(sys.argv) < 6:
+    if len(sys.argv) < 7:
         print(__doc__.split("\n\n")[1])
         return 2
     enter(sys.argv, "surface", timeout=850)
