@@ -1298,7 +1298,8 @@ Test(budget, zero_turns_it_off_and_garbage_is_refused)
 	fx_fini(&f);
 }
 
-/* Bytes the files of @uid in @dir hold, but the names in @except. */
+/* Bytes the box files of @uid in @dir hold, but the names in @except
+ * (the budget's index, .bb-budget.<uid>, is not a box). */
 static uint64_t usage_of(const char *dir, uid_t uid, const char *const *except)
 {
 	uint64_t total = 0;
@@ -1312,6 +1313,7 @@ static uint64_t usage_of(const char *dir, uid_t uid, const char *const *except)
 
 		for (const char *const *x = except; *x; x++)
 			skip |= !strcmp(*x, e->d_name);
+		skip |= strncmp(e->d_name, BB_NAME_PREFIX, strlen(BB_NAME_PREFIX)) != 0;
 		if (!skip && fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    S_ISREG(st.st_mode) && st.st_uid == uid)
 			total += (uint64_t)st.st_blocks * 512;
