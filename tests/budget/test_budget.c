@@ -614,6 +614,76 @@ Test(budget, the_index_is_ours_and_a_planted_one_is_ignored)
 	fx_fini(&f);
 }
 
+/* The index's count of full checks (FORMAT.md §2: the u64 at 16), 0
+ * when there is no index. */
+static uint64_t full_checks(const struct fx *f)
+{
+	char p[PATH_MAX];
+	uint64_t gen = 0;
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/.bb-budget.%lu", f->shm, (unsigned long)geteuid());
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (pread(fd, &gen, sizeof(gen), 16) != (ssize_t)sizeof(gen))
+			gen = 0;
+		close(fd);
+	}
+	return gen;
+}
+
+/*
+ * Start-up cost independent of live boxes: with 100 live boxes of the uid
+ * holding 12 times the budget, 50 bb_init() + bb_close() in a row check
+ * the directory at most once (the index's bound fits); a crash loop then
+ * still trims (the bound reaches the budget).  Before: every bb_init()
+ * opened and judged the 100 live boxes.
+ */
+Test(budget, live_boxes_are_not_judged_at_every_start)
+{
+	struct fx f;
+	char a[PATH_MAX];
+	int in[100];
+	pid_t live[100], p;
+	uint64_t before, after;
+	int st;
+
+	fx_init(&f, "size=64m");
+	program(&f, "", "service", a, sizeof(a));
+	for (int i = 0; i < 100; i++)
+		live[i] = run(&f, a, "wait", "128k", "1m", &in[i]);
+	before = full_checks(&f);
+	p = fork();
+	cr_assert(p >= 0);
+	if (p == 0) {
+		for (int i = 0; i < 50; i++) {
+			struct bb_options o = { .dir = f.shm, .size = 128 << 10, .budget = 1 << 20,
+						.flags = BB_OPT_NO_ENV };
+
+			if (bb_init_opts(&o) || bb_close())
+				_exit(2);
+		}
+		_exit(0);
+	}
+	cr_assert_eq(waitpid(p, &st, 0), p);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	after = full_checks(&f);
+	cr_expect_gt(after, 0, "no index");
+	cr_expect_leq(after - before, 1, "50 starts checked the directory %llu times",
+		      (unsigned long long)(after - before));
+	for (int i = 0; i < 30; i++)
+		crash(&f, a, "1m");
+	/* the live boxes are not dead: only the loop's count */
+	cr_expect_leq(usage(f.shm, geteuid()), (100u << 17) + (1u << 20),
+		      "the crash loop beside live boxes is not trimmed");
+	for (int i = 0; i < 100; i++) {
+		kill(live[i], SIGKILL);
+		close(in[i]);
+		waitpid(live[i], NULL, 0);
+	}
+	fx_fini(&f);
+}
+
 /* ---- a process pool -------------------------------------------------- */
 
 #define POOL_CHILDREN 50
