@@ -8,9 +8,11 @@
  * restarts it and whether or not bb-reap runs, and other services'
  * bb_init() keep finding room.
  *
- * A program is its executable: the device and inode of /proc/self/exe,
- * recorded in each box's state table (KEY_EXE), never its comm, which
- * any program may take.  A box that records none is a program of its own.
+ * A program is its executable: its path and GNU build id, as the module
+ * area's first object records them (FORMAT.md §11; prog_of()), never its
+ * comm, which any program may take.  Another build, another file (a copy
+ * elsewhere), another program.  A box whose module area says neither is a
+ * program of its own.
  *
  * What may go, and why nothing else ever does:
  *  - only boxes of the caller's own program: the deaths it removes are
@@ -76,10 +78,10 @@
 #include "budget.h"
 #include "internal.h"
 #include "text.h"
+#include "writer.h"
 
 #define KEY_REMOVED "blackbox.budget_removed"
 #define KEY_PIDNS   "blackbox.pid_ns"
-#define KEY_EXE     "blackbox.exe"
 
 /* One box of ours in the directory. */
 struct mine {
@@ -89,7 +91,7 @@ struct mine {
 	uint64_t bytes;      /* memory it holds: st_blocks */
 	uint64_t created_ns;
 	uint64_t removed;    /* what it counted (KEY_REMOVED) */
-	char     exe[BB__EXE_MAX]; /* its program (KEY_EXE), "" unknown */
+	uint64_t prog;       /* its program (prog_of()), 0 unknown */
 	int      rank;       /* 0 first to go, 1 the program's first, 2 kept */
 	bool     dead;
 	bool     crashed;
@@ -117,21 +119,47 @@ static uint64_t pid_ns(void)
 	return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
-/* This process's program: "<dev>:<ino>" of its executable in hex, "" when
- * unknown.  Computed once: a child of fork() runs the same file. */
-static const char *exe_id(void)
+/*
+ * A program: FNV-1a (64 bits) of its executable's path, a NUL, and its
+ * build id; 0 when both are empty (unknown: never the same as another).
+ * A hash, not the bytes: the index keeps it in 8 bytes, and two programs
+ * that collide are judged as one, which keeps every newest box of the two
+ * but one.
+ */
+static uint64_t prog_of(const char *path, const uint8_t *id, size_t idlen)
 {
-	static char id[BB__EXE_MAX];
+	uint64_t h = 14695981039346656037u;
+	size_t n = strlen(path);
+
+	if (!n && !idlen)
+		return 0;
+	for (size_t i = 0; i <= n; i++)
+		h = (h ^ (uint8_t)path[i]) * 1099511628211u;
+	for (size_t i = 0; i < idlen; i++)
+		h = (h ^ id[i]) * 1099511628211u;
+	return h ? h : 1;
+}
+
+/* This process's program, as its box's module area will record it
+ * (modules.c: the path of /proc/self/exe and the main program's build id).
+ * Computed once: a child of fork() runs the same file. */
+static uint64_t my_prog(void)
+{
+	static uint64_t prog;
 	static bool done;
-	struct stat st;
+	char path[PATH_MAX];
+	uint8_t id[64];
+	ssize_t n;
+	size_t idlen;
 
 	if (!done) {
-		if (stat("/proc/self/exe", &st) == 0)
-			snprintf(id, sizeof(id), "%llx:%llx", (unsigned long long)st.st_dev,
-				 (unsigned long long)st.st_ino);
+		n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+		path[n > 0 ? n : 0] = '\0';
+		idlen = bb__main_build_id(id, sizeof(id));
+		prog = prog_of(path, id, idlen);
 		done = true;
 	}
-	return id;
+	return prog;
 }
 
 /* The budget in bytes, 0 when there is none; -EINVAL for a bad
@@ -162,28 +190,21 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
-/* A state value ([key, value] as bb_set_u64 and bb_set write it): the
- * unsigned one into *@v, or the text one into @t (@tn bytes, cut). */
-static void slot_value(const struct bb_state_entry *e, uint64_t *v, char *t, size_t tn)
+/* A u64 state value ([key, value] as bb_set_u64 writes it) into *@v. */
+static void slot_value(const struct bb_state_entry *e, uint64_t *v)
 {
 	struct bb__cbor c = { e->value, e->value + e->value_len };
-	const uint8_t *k, *s;
+	const uint8_t *k;
 	uint64_t n;
-	size_t kn, sn;
+	size_t kn;
 
-	if (bb__cbor_container(&c, 4, &n) || n != 2 || bb__cbor_string(&c, 3, &k, &kn))
-		return;
-	if (v)
-		(void)bb__cbor_uint(&c, v);
-	else if (!bb__cbor_string(&c, 3, &s, &sn) && sn < tn) {
-		memcpy(t, s, sn);
-		t[sn] = '\0';
-	}
+	if (bb__cbor_container(&c, 4, &n) || n != 2 || bb__cbor_string(&c, 3, &k, &kn) ||
+	    bb__cbor_uint(&c, v))
+		*v = 0;
 }
 
 struct keys {
 	uint64_t removed, pidns;
-	char     exe[BB__EXE_MAX];
 };
 
 static bool key_is(const struct bb_state_entry *e, const char *k, size_t n)
@@ -198,11 +219,9 @@ static int state_cb(const struct bb_state_entry *e, void *arg)
 	if (e->status != BB_SLOT_OK)
 		return 0;
 	if (key_is(e, KEY_REMOVED, sizeof(KEY_REMOVED) - 1))
-		slot_value(e, &k->removed, NULL, 0);
+		slot_value(e, &k->removed);
 	else if (key_is(e, KEY_PIDNS, sizeof(KEY_PIDNS) - 1))
-		slot_value(e, &k->pidns, NULL, 0);
-	else if (key_is(e, KEY_EXE, sizeof(KEY_EXE) - 1))
-		slot_value(e, NULL, k->exe, sizeof(k->exe));
+		slot_value(e, &k->pidns);
 	return 0;
 }
 
@@ -214,7 +233,10 @@ static void judge(int dfd, struct mine *m, uint64_t our_ns)
 {
 	struct bb_reader *r;
 	const struct bb_box_info *in;
-	struct keys k = { 0, 0, "" };
+	const struct bb_module *mods = NULL;
+	struct keys k = { 0, 0 };
+	size_t nmods = 0;
+	char err[128];
 	int live;
 
 	m->dead = false;
@@ -228,12 +250,15 @@ static void judge(int dfd, struct mine *m, uint64_t our_ns)
 		return;
 	}
 	live = bb_reader_liveness(r);
-	if (live > 0 && live != BB_LIVENESS_ALIVE)
+	if (live > 0 && live != BB_LIVENESS_ALIVE) {
 		bb_reader_state(r, state_cb, &k, NULL);
+		/* its program: the module area's first object (modules.c) */
+		if (bb_reader_modules(r, &mods, &nmods, NULL, err, sizeof(err)) == 0 && nmods)
+			m->prog = prog_of(mods[0].path, mods[0].build_id, mods[0].build_id_len);
+	}
 	m->created_ns = in->created_ns;
 	m->removed = k.removed;
 	m->crashed = in->phase == BB_PHASE_CRASHED;
-	bb__strlcpy(m->exe, k.exe, sizeof(m->exe));
 	/* dead, and by the rules of bb-reap: a process with the header's pid
 	 * and start time that maps this inode is alive whatever the header
 	 * says; another namespace's pid is nobody's here */
@@ -311,18 +336,18 @@ static int list_mine(DIR *d, struct mine **v, size_t *n, uint64_t *total)
 }
 
 /*
- * Rank the dead boxes @v[0..n) of our program @exe: its newest and its
+ * Rank the dead boxes @v[0..n) of our program @prog: its newest and its
  * newest crashed are kept (rank 2), its oldest goes last (rank 1); the
  * boxes of other programs are kept.
  */
-static void rank(struct mine *v, size_t n, const char *exe)
+static void rank(struct mine *v, size_t n, uint64_t prog)
 {
 	struct mine *newest = NULL, *crashed = NULL, *oldest = NULL;
 
 	for (size_t i = 0; i < n; i++) {
 		struct mine *m = &v[i];
 
-		if (!exe[0] || strcmp(m->exe, exe)) {
+		if (!prog || m->prog != prog) {
 			m->rank = 2;
 			continue;
 		}
@@ -381,7 +406,7 @@ static void full_check(int dfd, uint64_t target, uint64_t *dead, uint64_t *remov
 	/* bb-reap --watch removes them, archived and reported first */
 	if (*dead <= target || bb__budget_watched(dfd))
 		goto out;
-	rank(v, n, exe_id());
+	rank(v, n, my_prog());
 	qsort(v, n, sizeof(*v), by_victim);
 	for (i = 0; i < n && *dead > target && v[i].rank < 2; i++) {
 		if (remove_same(dfd, &v[i]) < 0)
@@ -424,7 +449,7 @@ int bb__budget_trim(const struct bb_options *o, const char *dir, uint64_t new_si
 	if (xfd >= 0) {
 		/* what a clean exit of our program handed back: this box
 		 * carries it now */
-		pending = bb__bindex_pending(&x, exe_id(), false);
+		pending = bb__bindex_pending(&x, my_prog(), false);
 		if (pending) {
 			*removed = *pending;
 			*pending = 0;
@@ -460,8 +485,6 @@ void bb__budget_note(uint64_t removed)
 	 * slot only costs the count, never the box. */
 	if (ns && ns != INIT_PID_NS)
 		(void)bb_set_u64(KEY_PIDNS, ns);
-	if (exe_id()[0])
-		(void)bb_set(KEY_EXE, exe_id());
 	if (removed)
 		(void)bb_set_u64(KEY_REMOVED, removed);
 	bb__bmine.carried = removed;
@@ -487,7 +510,7 @@ void bb__budget_release(void)
 	if (bb__bmine.counted && x.gen == bb__bmine.gen)
 		x.since = x.since > bb__bmine.size ? x.since - bb__bmine.size : 0;
 	/* the deaths our box counted go to the program's next box */
-	if (bb__bmine.carried && (pending = bb__bindex_pending(&x, exe_id(), true)))
+	if (bb__bmine.carried && (pending = bb__bindex_pending(&x, my_prog(), true)))
 		*pending = sat_add(*pending, bb__bmine.carried);
 	bb__bindex_close(xfd, &x);
 	bb__bmine.counted = false;

@@ -11,12 +11,11 @@
 #define BB__BINDEX_PREFIX ".bb-budget."    /* + euid: the budget's index */
 #define BB__WATCH_PREFIX  ".bb-reap-watch." /* + uid: bb-reap --watch's lock */
 #define BB__BINDEX_PROGS  32
-#define BB__EXE_MAX       40                /* "<dev hex>:<ino hex>" */
 
 /* A program's deaths handed back by a clean exit (bb__budget_release()),
  * taken by its next box. */
 struct bb__bindex_prog {
-	char     exe[BB__EXE_MAX];
+	uint64_t prog;                  /* the program (budget.c prog_of()) */
 	uint64_t count;                 /* 0: a free entry */
 };
 
@@ -42,9 +41,9 @@ struct bb__bindex {
 int bb__bindex_open(int dfd, struct bb__bindex *x);
 /* Write *@x back and drop the lock. */
 void bb__bindex_close(int fd, struct bb__bindex *x);
-/* The pending count of program @exe in *@x; with @add, a free entry is
- * taken for it.  NULL when there is none (or @exe is ""). */
-uint64_t *bb__bindex_pending(struct bb__bindex *x, const char *exe, bool add);
+/* The pending count of program @prog in *@x; with @add, a free entry is
+ * taken for it.  NULL when there is none (or @prog is 0, unknown). */
+uint64_t *bb__bindex_pending(struct bb__bindex *x, uint64_t prog, bool add);
 /* Does bb-reap --watch (of root or of our euid) watch the directory @dfd? */
 bool bb__budget_watched(int dfd);
 

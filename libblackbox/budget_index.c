@@ -113,24 +113,24 @@ void bb__bindex_close(int fd, struct bb__bindex *x)
 	close(fd); /* the lock goes with the last descriptor */
 }
 
-uint64_t *bb__bindex_pending(struct bb__bindex *x, const char *exe, bool add)
+uint64_t *bb__bindex_pending(struct bb__bindex *x, uint64_t prog, bool add)
 {
 	struct bb__bindex_prog *free_slot = NULL;
 
-	if (!exe[0])
+	if (!prog)
 		return NULL;
 	for (size_t i = 0; i < BB__BINDEX_PROGS; i++) {
 		struct bb__bindex_prog *p = &x->prog[i];
 
-		if (p->count && !strncmp(p->exe, exe, sizeof(p->exe)))
+		if (p->count && p->prog == prog)
 			return &p->count;
 		if (!p->count && !free_slot)
 			free_slot = p;
 	}
 	if (!add || !free_slot)
 		return NULL;
-	memset(free_slot, 0, sizeof(*free_slot));
-	snprintf(free_slot->exe, sizeof(free_slot->exe), "%s", exe);
+	free_slot->prog = prog;
+	free_slot->count = 0;
 	return &free_slot->count;
 }
 
