@@ -166,10 +166,14 @@ struct bb_options {
  * (0 = BLACKBOX_SIZE or BB_DEFAULT_SIZE).  Registers an atexit handler that
  * marks the box "exited" and unlinks it.  Before it creates the box, it
  * enforces the crash-loop budget (bb_options.budget): dead boxes of its
- * own uid in the box directory, never a live owner's, are removed until
- * they hold at most the budget less the new box; the new box's state table
- * counts them (key "blackbox.budget_removed") and names this process's PID
- * namespace ("blackbox.pid_ns").  bb_init(3), CRASH LOOPS, says which go.
+ * own uid and its own program (its executable) in the box directory, never
+ * a live owner's, never the program's newest nor its newest crashed box,
+ * are removed while the uid's dead boxes hold more than the budget less
+ * the new box; nothing in a set-uid process nor while bb-reap --watch
+ * runs.  The new box's state table counts them (key
+ * "blackbox.budget_removed") and names this process's PID namespace
+ * ("blackbox.pid_ns").  bb_init(3), CRASH LOOPS, says which go and what
+ * it costs.
  *
  * Returns 0, or:
  *  -EALREADY  a box is already open in this process
