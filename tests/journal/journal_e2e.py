@@ -396,13 +396,16 @@ class Test:
         """libblackbox's crash-loop budget: 12 restarts of a program that
         crashes at start, a budget of two boxes; the boxes the budget
         removed are counted in the entries of the boxes left
-        (BB_BUDGET_REMOVED): entries plus counts are the 12 deaths."""
+        (BB_BUDGET_REMOVED): entries plus counts are the 12 deaths.  As
+        root, with the copy of the crasher made for uid 65534: another
+        file, so another program than the crasher whose boxes root still
+        has (they would be deaths of the same program, counted too)."""
         env = dict(os.environ, BLACKBOX_DIR=self.boxes, BLACKBOX_SIZE="128k",
-                   BLACKBOX_BUDGET="384k")
+                   BLACKBOX_BUDGET="384k", LD_LIBRARY_PATH=self.bindir)
         env.pop("INVOCATION_ID", None)
         pids = []
         for _ in range(12):
-            p = subprocess.Popen([self.crasher, "crash"], stdin=subprocess.DEVNULL,
+            p = subprocess.Popen([self.nobody_crasher, "crash"], stdin=subprocess.DEVNULL,
                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
             line = p.stdout.readline()
             check(line.strip().isdigit(), "crash loop: no pid (%r)" % line)
