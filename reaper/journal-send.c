@@ -340,7 +340,7 @@ static void add_budget_removed(struct entry *e, struct bb_reader *r)
 
 	bb_reader_state(r, budget_cb, &n, NULL);
 	if (n)
-		add(e, "BB_BUDGET_REMOVED", "%llu", (unsigned long long)n);
+		add(e, BBJ_BUDGET_REMOVED, "%llu", (unsigned long long)n);
 }
 
 static void add_state(struct entry *e, struct bb_reader *r)
