@@ -28,6 +28,7 @@
 #include <blackbox/format.h>
 #include <blackbox/reader.h>
 
+#include "../helpers/boxdir.h"
 #include "../helpers/common.h"
 
 #pragma GCC diagnostic ignored "-Wformat-truncation"
@@ -47,28 +48,11 @@ static const char *env_or_fail(const char *name)
 	return v;
 }
 
-static void copy_file(const char *src, const char *dst, mode_t mode)
-{
-	char buf[65536];
-	int in = open(src, O_RDONLY | O_CLOEXEC), out;
-	ssize_t n;
-
-	cr_assert(in >= 0, "open %s: %s", src, strerror(errno));
-	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
-	cr_assert(out >= 0, "create %s: %s", dst, strerror(errno));
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		cr_assert_eq(write(out, buf, (size_t)n), n, "write %s", dst);
-	cr_assert_eq(n, 0);
-	cr_assert_eq(fchmod(out, mode), 0);
-	close(in);
-	close(out);
-}
-
 /* The fixture; as root, @tmpfs (mount options) is mounted on its box
  * directory in a mount namespace of the test's own. */
 static void fx_init(struct fx *f, const char *tmpfs)
 {
-	char *b = bbt_mkdtemp();
+	char *b = bbt_mkdtemp(), lib[PATH_MAX];
 
 	memset(f, 0, sizeof(*f));
 	snprintf(f->base, sizeof(f->base), "%s", b);
@@ -93,22 +77,16 @@ static void fx_init(struct fx *f, const char *tmpfs)
 		f->mounted = true;
 	}
 	/* the library the copies load (their RUNPATH is the build tree's) */
-	copy_file(env_or_fail("BB_LIB"), strcat(strcpy((char[PATH_MAX]){ 0 }, f->bin),
-						"/libblackbox.so.0"), 0755);
+	snprintf(lib, sizeof(lib), "%s/libblackbox.so.0", f->bin);
+	bbt_copy_file(env_or_fail("BB_LIB"), lib, 0755);
 	setenv("LD_LIBRARY_PATH", f->bin, 1);
-}
-
-static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st; (void)ftw;
-	return flag == FTW_DP ? rmdir(p) : unlink(p), 0;
 }
 
 static void fx_fini(struct fx *f)
 {
 	if (f->mounted)
 		umount2(f->shm, MNT_DETACH);
-	nftw(f->base, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	nftw(f->base, bbt_rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* A program of its own: a copy of bbr_writer at bin/@sub/@name (@sub may
@@ -124,7 +102,7 @@ static const char *program(struct fx *f, const char *sub, const char *name, char
 	chmod(d, 0755);
 	snprintf(buf, len, "%s/%s", d, name);
 	if (stat(buf, &st) < 0)
-		copy_file(env_or_fail("BBR_WRITER"), buf, 0755);
+		bbt_copy_file(env_or_fail("BBR_WRITER"), buf, 0755);
 	return buf;
 }
 
@@ -186,26 +164,6 @@ static pid_t crash(struct fx *f, const char *prog, const char *budget)
 	return run(f, prog, "crash", "128k", budget, NULL);
 }
 
-/* Name of the box of @pid in @dir, "" if none; static buffer. */
-static const char *box_of(const char *dir, pid_t pid)
-{
-	static char name[256];
-	char pre[64];
-	struct dirent *e;
-	DIR *d = opendir(dir);
-
-	name[0] = '\0';
-	snprintf(pre, sizeof(pre), BB_NAME_PREFIX "%ld.", (long)pid);
-	cr_assert(d);
-	while ((e = readdir(d)))
-		if (!strncmp(e->d_name, pre, strlen(pre))) {
-			snprintf(name, sizeof(name), "%s", e->d_name);
-			break;
-		}
-	closedir(d);
-	return name;
-}
-
 /* Bytes the box files of @uid hold in @dir. */
 static uint64_t usage(const char *dir, uid_t uid)
 {
@@ -224,18 +182,6 @@ static uint64_t usage(const char *dir, uid_t uid)
 	return total;
 }
 
-static int removed_cb(const struct bb_state_entry *e, void *arg)
-{
-	static const char key[] = "blackbox.budget_removed=";
-	char text[128];
-
-	if (e->status == BB_SLOT_OK &&
-	    bb_format_value(BB_TAG_KV, 0, e->value, e->value_len, text, sizeof(text)) > 0 &&
-	    !strncmp(text, key, sizeof(key) - 1))
-		*(uint64_t *)arg = strtoull(text + sizeof(key) - 1, NULL, 10);
-	return 0;
-}
-
 /* The deaths the boxes of @pids[0..n) in @dir account for: one per box
  * present, plus what each counted (blackbox.budget_removed). */
 static uint64_t deaths(const char *dir, const pid_t *pids, size_t n)
@@ -243,7 +189,7 @@ static uint64_t deaths(const char *dir, const pid_t *pids, size_t n)
 	uint64_t total = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		const char *name = box_of(dir, pids[i]);
+		const char *name = bbt_box_of(dir, pids[i]);
 		char p[PATH_MAX];
 		struct bb_reader *r;
 		uint64_t c = 0;
@@ -253,7 +199,7 @@ static uint64_t deaths(const char *dir, const pid_t *pids, size_t n)
 		snprintf(p, sizeof(p), "%s/%s", dir, name);
 		cr_assert_eq(bb_reader_open_path(p, BB_OPEN_SNAPSHOT | BB_OPEN_ANY_OWNER, &r,
 						 NULL, 0), 0, "open %s", p);
-		bb_reader_state(r, removed_cb, &c, NULL);
+		bb_reader_state(r, bbt_budget_removed_cb, &c, NULL);
 		bb_reader_close(r);
 		total += 1 + c;
 	}
@@ -282,14 +228,14 @@ Test(budget, the_same_comm_is_not_the_same_program)
 	for (int i = 0; i < 40; i++) {
 		loop[i] = crash(&f, a, "1m");
 		if (i == 0)
-			snprintf(first, sizeof(first), "%s", box_of(f.shm, loop[0]));
+			snprintf(first, sizeof(first), "%s", bbt_box_of(f.shm, loop[0]));
 		if (i == 5)
 			other = crash(&f, b, "1m");
 		cr_assert_leq(usage(f.shm, geteuid()), 1u << 20, "over the budget after %d", i);
 	}
-	cr_expect(box_of(f.shm, other)[0], "the other program's only box was removed");
-	cr_expect(box_of(f.shm, loop[0])[0], "the loop's first box was removed");
-	cr_expect(box_of(f.shm, loop[39])[0], "the loop's newest box was removed");
+	cr_expect(bbt_box_of(f.shm, other)[0], "the other program's only box was removed");
+	cr_expect(bbt_box_of(f.shm, loop[0])[0], "the loop's first box was removed");
+	cr_expect(bbt_box_of(f.shm, loop[39])[0], "the loop's newest box was removed");
 	cr_expect_eq(deaths(f.shm, loop, 40), 40, "the loop's deaths do not add up");
 	cr_expect_eq(deaths(f.shm, &other, 1), 1);
 	fx_fini(&f);
@@ -312,7 +258,7 @@ Test(budget, every_program_keeps_its_only_box)
 		pids[i] = crash(&f, program(&f, "", name, p, sizeof(p)), "1m");
 	}
 	for (int i = 0; i < 17; i++)
-		cr_expect(box_of(f.shm, pids[i])[0], "program %d lost its only box", i);
+		cr_expect(bbt_box_of(f.shm, pids[i])[0], "program %d lost its only box", i);
 	fx_fini(&f);
 }
 
@@ -366,12 +312,12 @@ Test(budget, a_healthy_start_keeps_the_evidence_and_the_count)
 		loop[i] = crash(&f, a, "1m");
 	healthy = run(&f, a, "exit", "1m", "1m", &in);
 	for (int i = 0; i < 3; i++)
-		cr_expect(box_of(f.shm, others[i])[0], "another program's box was removed");
-	cr_expect(box_of(f.shm, loop[9])[0], "the newest crashed box was removed");
+		cr_expect(bbt_box_of(f.shm, others[i])[0], "another program's box was removed");
+	cr_expect(bbt_box_of(f.shm, loop[9])[0], "the newest crashed box was removed");
 	close(in);
 	cr_assert_eq(waitpid(healthy, &st, 0), healthy);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x", st);
-	cr_expect(!box_of(f.shm, healthy)[0], "a clean exit left its box");
+	cr_expect(!bbt_box_of(f.shm, healthy)[0], "a clean exit left its box");
 	loop[10] = crash(&f, a, "1m");
 	cr_expect_eq(deaths(f.shm, loop, 11), 11, "the service's deaths do not add up");
 	fx_fini(&f);
@@ -433,7 +379,7 @@ Test(budget, a_set_uid_program_removes_nothing)
 	cr_assert_eq(mount("tmpfs", "/dev/shm", "tmpfs", 0, "size=96m,mode=1777"), 0,
 		     "mount: %s", strerror(errno));
 	snprintf(suid, sizeof(suid), "%s/suidprog", f.bin);
-	copy_file(env_or_fail("BBB_SUID"), suid, 0755);
+	bbt_copy_file(env_or_fail("BBB_SUID"), suid, 0755);
 	cr_assert_eq(chown(suid, 0, 0), 0);
 	cr_assert_eq(chmod(suid, 04755), 0);
 	program(&f, "", "service", svc, sizeof(svc));
@@ -451,7 +397,7 @@ Test(budget, a_set_uid_program_removes_nothing)
 	}
 	cr_assert_eq(waitpid(root_pid, &st, 0), root_pid);
 	cr_assert(WIFSIGNALED(st), "the service did not crash: %#x", st);
-	snprintf(crashed, sizeof(crashed), "%s", box_of("/dev/shm", root_pid));
+	snprintf(crashed, sizeof(crashed), "%s", bbt_box_of("/dev/shm", root_pid));
 	cr_assert(crashed[0], "the service made no box");
 	for (int i = 0; i < 17; i++) {
 		pid_t p;
@@ -462,8 +408,8 @@ Test(budget, a_set_uid_program_removes_nothing)
 		kill(p, SIGKILL);
 		close(in);
 		waitpid(p, NULL, 0);
-		cr_assert(box_of("/dev/shm", p)[0], "the set-uid program made no box");
-		cr_expect(box_of("/dev/shm", root_pid)[0],
+		cr_assert(bbt_box_of("/dev/shm", p)[0], "the set-uid program made no box");
+		cr_expect(bbt_box_of("/dev/shm", root_pid)[0],
 			  "run %d of the set-uid program removed root's crashed box", i + 1);
 	}
 	/* root's service starts again: its newest crash is kept */
@@ -479,7 +425,7 @@ Test(budget, a_set_uid_program_removes_nothing)
 		}
 		cr_assert_eq(waitpid(again, &st, 0), again);
 	}
-	cr_expect(box_of("/dev/shm", root_pid)[0], "root's service removed its own evidence");
+	cr_expect(bbt_box_of("/dev/shm", root_pid)[0], "root's service removed its own evidence");
 	umount2("/dev/shm", MNT_DETACH);
 	fx_fini(&f);
 }
@@ -533,7 +479,7 @@ Test(budget, the_watcher_removes_and_nobody_can_pretend_to_be_it)
 	for (int i = 0; i < 20; i++)
 		pids[i] = crash(&f, a, "1m");
 	for (int i = 0; i < 20; i++)
-		cr_expect(box_of(f.shm, pids[i])[0], "box %d removed under the watcher", i);
+		cr_expect(bbt_box_of(f.shm, pids[i])[0], "box %d removed under the watcher", i);
 	kill(w, SIGTERM);
 	cr_assert_eq(waitpid(w, &st, 0), w);
 	cr_expect(wait_name(f.shm, lock, false, 10), "the watcher left its lock file");
