@@ -74,6 +74,8 @@
 #include <blackbox.h>
 #include <blackbox/reader.h>
 
+#include <blackbox/barrier.h>
+
 #include "../shared/cbor.h"
 #include "budget.h"
 #include "internal.h"
@@ -268,6 +270,32 @@ static void judge(int dfd, struct mine *m, uint64_t our_ns)
 	bb_reader_close(r);
 }
 
+/*
+ * Does the name of box @name say it is a live process's (FORMAT.md §2:
+ * <prefix><pid>.<starttime>.<n>, and that pid has that start time now)?
+ * A cheap look before judge() opens the box: a name claims, so it only
+ * ever spares a box (a box of ours named after a live process is kept,
+ * which its owner, our uid, could do anyway by keeping it mapped).
+ */
+static bool named_alive(const char *name)
+{
+	const char *p = name + strlen(BB_NAME_PREFIX);
+	unsigned long long st;
+	uint64_t now;
+	char *end;
+	long pid;
+
+	errno = 0;
+	pid = strtol(p, &end, 10);
+	if (end == p || *end != '.' || pid <= 0 || pid > INT32_MAX || errno)
+		return false;
+	p = end + 1;
+	st = strtoull(p, &end, 10);
+	if (end == p || *end != '.' || errno)
+		return false;
+	return bb__proc_starttime((pid_t)pid, &now) == 0 && now == st;
+}
+
 /* Unlink @name in @dfd only if it is still the inode judged.  0 or -errno. */
 static int remove_same(int dfd, const struct mine *m)
 {
@@ -396,6 +424,8 @@ static void full_check(int dfd, uint64_t target, uint64_t *dead, uint64_t *remov
 		goto out;
 	*dead = 0;
 	for (i = w = 0; i < n; i++) {
+		if (named_alive(v[i].name))
+			continue; /* not dead: not opened */
 		judge(dfd, &v[i], our_ns);
 		if (v[i].dead) {
 			*dead += v[i].bytes;
@@ -421,12 +451,61 @@ out:
 	closedir(d);
 }
 
+/*
+ * Add @add bytes to the index's bound if it then still fits @target: true,
+ * and the index's generation in *@gen.  No lock: one compare-and-swap on
+ * since.  A full check that rewrites the bound meanwhile may drop what we
+ * add (it lists the directory before our box exists): that box is then
+ * counted as one alive at the check, found at the next one.
+ */
+static bool bindex_add(struct bb__bindex *x, uint64_t target, uint64_t add, uint64_t *gen)
+{
+	uint64_t d, s;
+
+	/* acquire: pairs with the release store of valid by full checks
+	 * (bb__budget_trim()): dead and gen are that check's */
+	if (!BB__LOAD_ACQUIRE(&x->valid))
+		return false;
+	d = BB__LOAD_RELAXED(&x->dead);
+	s = BB__LOAD_RELAXED(&x->since);
+	do {
+		if (d > target || s > target - d)
+			return false;
+		/* relaxed on both sides: since orders nothing else; the CAS
+		 * only keeps concurrent additions from being lost */
+	} while (!__atomic_compare_exchange_n(&x->since, &s, s + add, 0, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+	*gen = BB__LOAD_RELAXED(&x->gen);
+	return true;
+}
+
+/* What a clean exit of our program handed back (bb__budget_release()):
+ * this box carries it now.  The peek needs no lock (a count it misses is
+ * taken by the next box); the take is under it. */
+static uint64_t bindex_take(int fd, struct bb__bindex *x, uint64_t prog)
+{
+	uint64_t *p, n = 0;
+	bool any = false;
+
+	for (size_t i = 0; i < BB__BINDEX_PROGS && prog; i++)
+		any |= BB__LOAD_RELAXED(&x->prog[i].prog) == prog &&
+		       BB__LOAD_RELAXED(&x->prog[i].count);
+	if (!any || bb__bindex_lock(fd) < 0)
+		return 0;
+	if ((p = bb__bindex_pending(x, prog, false))) {
+		n = BB__LOAD_RELAXED(p);
+		BB__STORE_RELAXED(p, 0);
+	}
+	bb__bindex_unlock(fd);
+	return n;
+}
+
 int bb__budget_trim(const struct bb_options *o, const char *dir, uint64_t new_size,
 		    uint64_t *removed)
 {
 	int64_t budget = budget_of(o);
-	struct bb__bindex x;
-	uint64_t target, dead, *pending;
+	struct bb__bindex *x = NULL;
+	uint64_t target, dead;
 	int dfd, xfd;
 
 	*removed = 0;
@@ -445,33 +524,36 @@ int bb__budget_trim(const struct bb_options *o, const char *dir, uint64_t new_si
 		return 0; /* bb_init() says what is wrong with the directory */
 	bb__strlcpy(bb__bmine.dir, dir, sizeof(bb__bmine.dir));
 	target = new_size < (uint64_t)budget ? (uint64_t)budget - new_size : 0;
-	xfd = bb__bindex_open(dfd, &x);
+	xfd = bb__bindex_map(dfd, &x);
 	if (xfd >= 0) {
-		/* what a clean exit of our program handed back: this box
-		 * carries it now */
-		pending = bb__bindex_pending(&x, my_prog(), false);
-		if (pending) {
-			*removed = *pending;
-			*pending = 0;
-		}
-		if (x.valid && x.dead <= target && x.since <= target - x.dead) {
-			/* the bound fits: nothing to look at */
-			x.since += new_size;
+		*removed = bindex_take(xfd, x, my_prog());
+		/* the bound fits: nothing to look at */
+		if (bindex_add(x, target, new_size, &bb__bmine.gen))
+			goto counted;
+		if (bb__bindex_lock(xfd) < 0) {
+			bb__bindex_unmap(xfd, x);
+			xfd = -1;
+		} else if (bindex_add(x, target, new_size, &bb__bmine.gen)) {
+			/* a full check ran while we waited for the lock */
 			goto counted;
 		}
 	}
+	if (xfd >= 0)
+		BB__STORE_RELAXED(&x->valid, 0); /* others wait for our check */
 	full_check(dfd, target, &dead, removed);
 	if (xfd < 0)
 		goto out;
-	x.valid = dead != UINT64_MAX;
-	x.gen++;
-	x.dead = dead;
-	x.since = new_size;
+	BB__STORE_RELAXED(&x->dead, dead);
+	__atomic_store_n(&x->since, new_size, __ATOMIC_RELAXED);
+	bb__bmine.gen = BB__LOAD_RELAXED(&x->gen) + 1;
+	BB__STORE_RELAXED(&x->gen, bb__bmine.gen);
+	/* release: pairs with the acquire load of valid in bindex_add(): who
+	 * sees it sees this check's dead and gen (unknown dead: stays 0) */
+	BB__STORE_RELEASE(&x->valid, dead != UINT64_MAX);
 counted:
 	bb__bmine.counted = true;
-	bb__bmine.gen = x.gen;
 	bb__bmine.size = new_size;
-	bb__bindex_close(xfd, &x);
+	bb__bindex_unmap(xfd, x);
 out:
 	close(dfd);
 	return 0;
@@ -492,8 +574,8 @@ void bb__budget_note(uint64_t removed)
 
 void bb__budget_release(void)
 {
-	struct bb__bindex x;
-	uint64_t *pending;
+	struct bb__bindex *x;
+	uint64_t *pending, s;
 	int dfd, xfd;
 
 	if (!bb__bmine.counted && !bb__bmine.carried)
@@ -501,18 +583,28 @@ void bb__budget_release(void)
 	dfd = open(bb__bmine.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return;
-	xfd = bb__bindex_open(dfd, &x);
+	xfd = bb__bindex_map(dfd, &x);
 	close(dfd);
 	if (xfd < 0)
 		return;
 	/* our bytes are in the bound only until the next full check, which
-	 * judged our box alive */
-	if (bb__bmine.counted && x.gen == bb__bmine.gen)
-		x.since = x.since > bb__bmine.size ? x.since - bb__bmine.size : 0;
+	 * judged our box alive (relaxed: a check that starts meanwhile
+	 * rewrites since whatever we do) */
+	if (bb__bmine.counted && BB__LOAD_RELAXED(&x->gen) == bb__bmine.gen) {
+		s = BB__LOAD_RELAXED(&x->since);
+		while (!__atomic_compare_exchange_n(&x->since, &s,
+						    s > bb__bmine.size ? s - bb__bmine.size : 0, 0,
+						    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			;
+	}
 	/* the deaths our box counted go to the program's next box */
-	if (bb__bmine.carried && (pending = bb__bindex_pending(&x, my_prog(), true)))
-		*pending = sat_add(*pending, bb__bmine.carried);
-	bb__bindex_close(xfd, &x);
+	if (bb__bmine.carried && bb__bindex_lock(xfd) == 0) {
+		if ((pending = bb__bindex_pending(x, my_prog(), true)))
+			BB__STORE_RELAXED(pending, sat_add(BB__LOAD_RELAXED(pending),
+							  bb__bmine.carried));
+		bb__bindex_unlock(xfd);
+	}
+	bb__bindex_unmap(xfd, x);
 	bb__bmine.counted = false;
 	bb__bmine.carried = 0;
 }

@@ -19,30 +19,36 @@ struct bb__bindex_prog {
 	uint64_t count;                 /* 0: a free entry */
 };
 
-/* The index file, host byte order (FORMAT.md §2 "The budget's index"). */
+/* The index file, host byte order (FORMAT.md §2 "The budget's index"),
+ * mapped shared by every bb_init() of its uid: valid, gen, dead and since
+ * are read and changed with atomics (budget.c says what each orders), the
+ * pending entries under the file's flock. */
 struct bb__bindex {
 	uint64_t magic;
-	uint64_t valid;                 /* 1 once a full check wrote it */
+	uint64_t valid;                 /* 1: dead and since hold; 0: a full
+	                                   check is rewriting them, or none ran */
 	uint64_t gen;                   /* full checks so far */
 	uint64_t dead;                  /* dead bytes the last full check left */
 	uint64_t since;                 /* bytes of boxes created since */
 	struct bb__bindex_prog prog[BB__BINDEX_PROGS];
-	uint32_t crc;                   /* CRC32C of the bytes before it */
-	uint32_t pad;
 };
 
 /*
- * bb__bindex_open - open (or create) this euid's index in the box
- * directory @dfd, take its lock and read it into *@x (zeroed, valid 0,
- * when new or unreadable).  The descriptor, or -1 when there is none to
- * trust (not ours, a link, busy too long): then the caller checks the
- * whole directory.
+ * bb__bindex_map - open (or create) this euid's index in the box
+ * directory @dfd and map it into *@x.  The descriptor, or -1 when there is
+ * none to trust (not ours, a link, writable by others): then the caller
+ * checks the whole directory.
  */
-int bb__bindex_open(int dfd, struct bb__bindex *x);
-/* Write *@x back and drop the lock. */
-void bb__bindex_close(int fd, struct bb__bindex *x);
-/* The pending count of program @prog in *@x; with @add, a free entry is
- * taken for it.  NULL when there is none (or @prog is 0, unknown). */
+int bb__bindex_map(int dfd, struct bb__bindex **x);
+/* Unmap @x and close @fd (which drops the lock if held). */
+void bb__bindex_unmap(int fd, struct bb__bindex *x);
+/* Take the index's lock (flock, bounded retries): 0, or -1 when it stays
+ * busy (a holder stopped: the caller goes on without the index). */
+int bb__bindex_lock(int fd);
+void bb__bindex_unlock(int fd);
+/* Under the lock: the pending count of program @prog in *@x; with @add, a
+ * free entry is taken for it.  NULL when there is none (or @prog is 0,
+ * unknown). */
 uint64_t *bb__bindex_pending(struct bb__bindex *x, uint64_t prog, bool add);
 /* Does bb-reap --watch (of root or of our euid) watch the directory @dfd? */
 bool bb__budget_watched(int dfd);
