@@ -54,11 +54,12 @@
  *
  * Not the write path: this runs in bb_init() (and in a forked child's first
  * write, which creates its box), allocates, and reads the directory.  Its
- * cost while the index's bound fits the budget is the index's lock, read
- * and write (budget_index.c), whatever the number of boxes; a full check
- * (a readdir() and an fstatat() per box, and, over the budget, each of the
- * uid's boxes opened) comes once the boxes created since the last one
- * reach the budget (BENCHMARKS.md "Box cost").
+ * cost while the index's bound fits the budget is a compare-and-swap on
+ * the mapped index (budget_index.c, bindex_add()), whatever the number of
+ * boxes; a full check (a readdir() and an fstatat() per box, and, over
+ * the budget, each of the uid's boxes not named after a live process
+ * opened) comes once the boxes created since the last one reach the
+ * budget (BENCHMARKS.md "Start-up with live boxes").
  */
 #include <dirent.h>
 #include <errno.h>
