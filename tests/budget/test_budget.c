@@ -106,16 +106,25 @@ static const char *program(struct fx *f, const char *sub, const char *name, char
 	return buf;
 }
 
-/* Run @prog @mode with its box in f->shm, BLACKBOX_SIZE=@size,
- * BLACKBOX_BUDGET=@budget.  "crash": waits for its death (it must die of
- * SIGSEGV); otherwise its readiness line is read and *@in gets its stdin.
- * Its pid. */
-static pid_t run(struct fx *f, const char *prog, const char *mode, const char *size,
-		 const char *budget, int *in)
+/* What a spawned program gets: its box in @f->shm (NULL: the environment
+ * as it is), BLACKBOX_SIZE=@size, BLACKBOX_BUDGET=@budget, the crash
+ * handler on; run as @uid when >= 0. */
+struct how {
+	const struct fx *f;
+	const char *size, *budget;
+	long uid;
+};
+
+/* Run @prog (argv[0] @argv0, argv[1] @mode unless NULL) as @h says.
+ * Mode "crash": waits for its death (it must die of SIGSEGV); otherwise
+ * its readiness line (its pid) is read and *@in gets its stdin.  Its pid. */
+static pid_t spawn(const char *prog, const char *argv0, const char *mode,
+		   const struct how *h, int *in)
 {
 	int pin[2], pout[2], st;
 	char line[64] = "";
 	pid_t pid;
+	FILE *rd;
 
 	cr_assert_eq(pipe(pin), 0);
 	cr_assert_eq(pipe(pout), 0);
@@ -130,16 +139,21 @@ static pid_t run(struct fx *f, const char *prog, const char *mode, const char *s
 		snprintf(asan, sizeof(asan), "%s:handle_segv=0",
 			 getenv("ASAN_OPTIONS") ? getenv("ASAN_OPTIONS") : "");
 		setenv("ASAN_OPTIONS", asan, 1);
-		setenv("BLACKBOX_DIR", f->shm, 1);
-		setenv("BLACKBOX_SIZE", size, 1);
-		setenv("BLACKBOX_BUDGET", budget, 1);
-		setenv("BLACKBOX_CRASH_HANDLER", "1", 1);
-		execl(prog, "bbr_writer", mode, (char *)NULL);
+		if (h->f) {
+			setenv("BLACKBOX_DIR", h->f->shm, 1);
+			setenv("BLACKBOX_SIZE", h->size, 1);
+			setenv("BLACKBOX_BUDGET", h->budget, 1);
+			setenv("BLACKBOX_CRASH_HANDLER", "1", 1);
+		}
+		if (h->uid >= 0 &&
+		    (setgroups(0, NULL) || setgid((gid_t)h->uid) || setuid((uid_t)h->uid)))
+			_exit(126);
+		execl(prog, argv0, mode, (char *)NULL);
 		_exit(127);
 	}
 	close(pin[0]);
 	close(pout[1]);
-	if (!strcmp(mode, "crash")) {
+	if (mode && !strcmp(mode, "crash")) {
 		close(pin[1]);
 		close(pout[0]);
 		cr_assert_eq(waitpid(pid, &st, 0), pid);
@@ -147,16 +161,23 @@ static pid_t run(struct fx *f, const char *prog, const char *mode, const char *s
 			  "%s did not crash (status %#x): its bb_init failed?", prog, st);
 		return pid;
 	}
-	{
-		FILE *rd = fdopen(pout[0], "r");
-
-		cr_assert(rd);
-		cr_assert(fgets(line, sizeof(line), rd), "%s %s did not get ready", prog, mode);
-		fclose(rd);
-	}
-	cr_assert_eq(atol(line), (long)pid);
+	rd = fdopen(pout[0], "r");
+	cr_assert(rd);
+	cr_assert(fgets(line, sizeof(line), rd), "%s %s did not get ready", prog,
+		  mode ? mode : "");
+	fclose(rd);
+	cr_assert_eq(atol(line), (long)pid, "%s printed '%s'", prog, line);
 	*in = pin[1];
 	return pid;
+}
+
+/* bbr_writer (a copy, @prog) @mode with its box in f->shm. */
+static pid_t run(struct fx *f, const char *prog, const char *mode, const char *size,
+		 const char *budget, int *in)
+{
+	struct how h = { f, size, budget, -1 };
+
+	return spawn(prog, "bbr_writer", mode, &h, in);
 }
 
 static pid_t crash(struct fx *f, const char *prog, const char *budget)
@@ -323,39 +344,6 @@ Test(budget, a_healthy_start_keeps_the_evidence_and_the_count)
 	fx_fini(&f);
 }
 
-/* Run @prog as @uid (after setgroups/setgid/setuid), argv[0] @argv0; its
- * readiness line read, *@in its stdin. */
-static pid_t run_as(const char *prog, const char *argv0, uid_t uid, int *in)
-{
-	int pin[2], pout[2];
-	char line[64] = "";
-	pid_t pid;
-	FILE *rd;
-
-	cr_assert_eq(pipe(pin), 0);
-	cr_assert_eq(pipe(pout), 0);
-	pid = fork();
-	cr_assert(pid >= 0);
-	if (pid == 0) {
-		dup2(pin[0], 0);
-		dup2(pout[1], 1);
-		close(pin[0]); close(pin[1]); close(pout[0]); close(pout[1]);
-		if (setgroups(0, NULL) || setgid((gid_t)uid) || setuid(uid))
-			_exit(126);
-		execl(prog, argv0, (char *)NULL);
-		_exit(127);
-	}
-	close(pin[0]);
-	close(pout[1]);
-	rd = fdopen(pout[0], "r");
-	cr_assert(rd);
-	cr_assert(fgets(line, sizeof(line), rd), "%s did not get ready", prog);
-	fclose(rd);
-	cr_assert_eq(atol(line), (long)pid, "%s printed '%s'", prog, line);
-	*in = pin[1];
-	return pid;
-}
-
 /*
  * A set-uid-root program that links the library, run by another user
  * under names she picks and SIGKILLed 17 times (68 MiB of root's dead
@@ -404,7 +392,7 @@ Test(budget, a_set_uid_program_removes_nothing)
 
 		snprintf(link, sizeof(link), "%s/name%02d", f.bin, i);
 		cr_assert_eq(symlink(suid, link), 0);
-		p = run_as(link, link, NOBODY, &in);
+		p = spawn(link, link, NULL, &(struct how){ NULL, NULL, NULL, NOBODY }, &in);
 		kill(p, SIGKILL);
 		close(in);
 		waitpid(p, NULL, 0);
