@@ -165,6 +165,21 @@ static uint64_t my_prog(void)
 	return prog;
 }
 
+/* This process's comm as its box's header will record it (box.c
+ * bb__fill_identity()), read once per process image. */
+static const char *my_comm(void)
+{
+	static char comm[64];
+	static bool done;
+
+	if (!done) {
+		if (bb__read_file("/proc/self/comm", comm, sizeof(comm)) > 0)
+			comm[strcspn(comm, "\n")] = '\0';
+		done = true;
+	}
+	return comm;
+}
+
 /* The budget in bytes, 0 when there is none; -EINVAL for a bad
  * BLACKBOX_BUDGET. */
 static int64_t budget_of(const struct bb_options *o)
@@ -255,8 +270,12 @@ static void judge(int dfd, struct mine *m, uint64_t our_ns)
 	live = bb_reader_liveness(r);
 	if (live > 0 && live != BB_LIVENESS_ALIVE) {
 		bb_reader_state(r, state_cb, &k, NULL);
-		/* its program: the module area's first object (modules.c) */
-		if (bb_reader_modules(r, &mods, &nmods, NULL, err, sizeof(err)) == 0 && nmods)
+		/* its program: the module area's first object (modules.c),
+		 * decoded only for a box of our comm (the same executable
+		 * records the same comm unless it renames itself: then it is
+		 * kept, as another program's) */
+		if (!strncmp(in->comm, my_comm(), sizeof(in->comm)) &&
+		    bb_reader_modules(r, &mods, &nmods, NULL, err, sizeof(err)) == 0 && nmods)
 			m->prog = prog_of(mods[0].path, mods[0].build_id, mods[0].build_id_len);
 	}
 	m->created_ns = in->created_ns;
