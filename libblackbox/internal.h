@@ -36,4 +36,13 @@ int bb__budget_trim(const struct bb_options *o, const char *dir, uint64_t new_si
 		    uint64_t *removed);
 void bb__budget_note(uint64_t removed);
 
+/* write.c, for span.c: a span's begin, an event's record of tag
+ * BB_TAG_SPAN_BEGIN whose array holds @extra more items after the map
+ * (@tail_len bytes of CBOR at @tail); a span's end, its @depth.  Returns
+ * as bb_write_event(); AS-safe. */
+struct bb_field;
+int bb__write_span_begin(const char *name, const struct bb_field *f, size_t n,
+			 const uint8_t *tail, uint32_t tail_len, unsigned extra);
+int bb__write_span_end(uint32_t depth);
+
 #endif /* BB_INTERNAL_H */
