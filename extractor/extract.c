@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "extract.h"
+#include "spans.h"
 
 /*
  * Poll period of --follow: from FOLLOW_POLL_MAX_NS down to
@@ -280,6 +281,7 @@ int bbx_extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r, 
 {
 	struct ctx c = { .opt = o, .out = out, .r = r, .with_pid = with_pid };
 	struct bbx_threads thr = { .r = r };
+	struct bbx_spans spans = { 0 };
 	struct bb_ring_stats tot;
 	int ret, code;
 
@@ -287,6 +289,7 @@ int bbx_extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r, 
 	bbx_em_init(&c.em, out, o->fmt == FMT_CBOR);
 	if (o->fmt != FMT_TEXT)
 		c.threads = &thr;
+	c.spans = &spans;
 	if (with_pid && o->fmt == FMT_TEXT) {
 		char head[4400];
 		int n = snprintf(head, sizeof(head), "== %s: pid %d (%s), %s ==",
@@ -317,6 +320,7 @@ int bbx_extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r, 
 		free(c.lost);
 		free(c.last_pos);
 		bbx_threads_free(&thr);
+		bbx_spans_free(&spans);
 	}
 	if (ret == -ENOMEM)
 		return EXIT_FAILURE_;
@@ -327,6 +331,7 @@ int bbx_extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r, 
 	bb_reader_total_stats(r, &tot);
 	code = bbx_is_damaged(&c, &tot) ? EXIT_DAMAGED : EXIT_CLEAN;
 	if (o->fmt == FMT_TEXT) {
+		bbx_spans_text(&c, live);
 		if (bbx_out_flush(out) == 0)
 			bbx_summary_text(&c, live);
 	} else {
@@ -336,6 +341,7 @@ int bbx_extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r, 
 	free(c.lost);
 	free(c.last_pos);
 	bbx_threads_free(&thr);
+	bbx_spans_free(&spans);
 	return code;
 }
 

@@ -120,6 +120,7 @@ struct ctx {
 	uint64_t gaps;       /* gap records written (records.c) */
 	struct bbx_threads *threads; /* JSON / CBOR: each thread's last record,
 					for the summary (records.c, threads.c) */
+	struct bbx_spans *spans;     /* each thread's open spans (spans.c) */
 };
 
 #define TEXT_FAST   4096u            /* try formatting in place in this much */
@@ -140,6 +141,12 @@ int bbx_struct_record(const struct bb_record *rec, void *arg);
  * 4 * 15 + 1 bytes, not terminated); its length. */
 size_t bbx_thread_name(char *p, const char *name);
 
+
+/* spans.c: after the records, each thread's open spans (text: lines on
+ * the output; JSON / CBOR: the summary's "open_spans") */
+struct bbx_spans;
+void bbx_spans_text(struct ctx *c, int live);
+void bbx_spans_struct(struct ctx *c, int live);
 
 /* preamble.c: the crash block, then the state table, before any record */
 int bbx_preamble(struct ctx *c);
