@@ -285,6 +285,8 @@ int bbx_extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r, 
 	struct bb_ring_stats tot;
 	int ret, code;
 
+	if (o->fmt == FMT_PERFETTO)
+		return bbx_perfetto(o, out, r, live);
 	c.info = bb_reader_info(r);
 	bbx_em_init(&c.em, out, o->fmt == FMT_CBOR);
 	if (o->fmt != FMT_TEXT)

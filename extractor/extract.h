@@ -32,7 +32,7 @@ enum {
 	EXIT_AMBIGUOUS = 5, /* PID: boxes of several owners claim it, none chosen */
 };
 
-enum fmt { FMT_TEXT, FMT_JSON, FMT_CBOR };
+enum fmt { FMT_TEXT, FMT_JSON, FMT_CBOR, FMT_PERFETTO };
 
 /* --debug-dir given at most this often. */
 #define DEBUG_DIRS_MAX 16
@@ -133,6 +133,10 @@ int bbx_extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r, 
 		bool with_pid);
 int bbx_save(const struct opts *o, struct bb_reader *r);
 int bbx_all(const struct opts *o, struct bbx_out *out);
+
+/* perfetto.c: --perfetto, the box as a Perfetto trace on @out; an exit
+ * code */
+int bbx_perfetto(const struct opts *o, struct bbx_out *out, struct bb_reader *r, int live);
 
 /* records.c: bb_record_fn callbacks, arg a struct ctx */
 int bbx_text_record(const struct bb_record *rec, void *arg);
