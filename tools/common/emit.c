@@ -255,6 +255,9 @@ void bbx_em_record_end(struct bbx_em *em, bool truncated, bool important)
 		if (important) {
 			bbx_em_key(em, "important");
 			bbx_em_bool(em, true);
+			/* a log viewer's level (the lnav format) */
+			bbx_em_key(em, "level");
+			bbx_em_cstr(em, "important");
 		}
 		bbx_em_end(em);
 		bbx_em_eol(em);
@@ -268,7 +271,7 @@ void bbx_em_record_end(struct bbx_em *em, bool truncated, bool important)
 	else
 		LIT(",\"truncated\":false");
 	if (important)
-		LIT(",\"important\":true");
+		LIT(",\"important\":true,\"level\":\"important\"");
 	LIT("}\n");
 #undef LIT
 	bbx_out_commit(em->o, n);
