@@ -798,7 +798,7 @@ static void snapshot(struct pf *pf, const struct bb_record *rec)
 	packet_end(pf);
 }
 
-int bbx_perfetto(const struct opts *o, struct bbx_out *out, struct bb_reader *r, int live)
+int bbx_perfetto(const struct bbx_opts *o, struct bbx_out *out, struct bb_reader *r, int live)
 {
 	struct pf pf = { .out = out, .r = r };
 	uint64_t death;
@@ -829,22 +829,22 @@ int bbx_perfetto(const struct opts *o, struct bbx_out *out, struct bb_reader *r,
 	bbx_spans_free(&pf.spans);
 	if (ret == -ENOMEM) {
 		bbx_msg(NULL, "out of memory");
-		return EXIT_FAILURE_;
+		return BBX_EXIT_FAILURE;
 	}
 	if (ret == -ESTALE) {
 		bbx_msg(pf.in->path, "box changed size while being read");
-		return EXIT_NOBOX;
+		return BBX_EXIT_NOBOX;
 	}
 	if (ret < 0 && ret != out->err) {
 		bbx_msg(pf.in->path, "%s", strerror(-ret));
-		return EXIT_NOBOX;
+		return BBX_EXIT_NOBOX;
 	}
 	if (ret < 0)
-		return EXIT_FAILURE_;
+		return BBX_EXIT_FAILURE;
 	if (!o->quiet)
 		bbx_msg(pf.in->path, "%llu records as a Perfetto trace (clock %s)",
 			(unsigned long long)pf.records,
 			pf.clock == CLK_REALTIME ? "REALTIME" :
 			pf.clock == CLK_BOOTTIME ? "BOOTTIME" : "MONOTONIC");
-	return EXIT_CLEAN;
+	return BBX_EXIT_CLEAN;
 }

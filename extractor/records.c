@@ -48,7 +48,7 @@ size_t bbx_thread_name(char *p, const char *name)
  */
 /* --follow: what a ring lost and how far it got (the summary, the poll
  * period) */
-static void follow_note(struct ctx *c, const struct bb_record *rec)
+static void follow_note(struct bbx_ctx *c, const struct bb_record *rec)
 {
 	if (!c->lost || (rec->ring >= c->nlost && bbx_follow_fit(c, rec->ring + 1)))
 		return;
@@ -58,7 +58,7 @@ static void follow_note(struct ctx *c, const struct bb_record *rec)
 
 /* "-- gap: ring 1, thread 101 (t1): 48 bytes lost between positions 96
  * and 144" */
-static void text_gap(struct ctx *c, const struct bb_record *rec)
+static void text_gap(struct bbx_ctx *c, const struct bb_record *rec)
 {
 	uint64_t lost = rec->gap_before, from = rec->pos - lost;
 	struct bbx_out *o = c->out;
@@ -85,7 +85,7 @@ static void text_gap(struct ctx *c, const struct bb_record *rec)
 
 /* {"type":"gap","ring":1,"tid":101,"thread":"t1","lost_bytes":48,
  *  "from_pos":96,"to_pos":144} */
-static void struct_gap(struct ctx *c, const struct bb_record *rec)
+static void struct_gap(struct bbx_ctx *c, const struct bb_record *rec)
 {
 	struct bbx_em *em = &c->em;
 	uint64_t lost = rec->gap_before, from = rec->pos - lost;
@@ -106,7 +106,7 @@ static void struct_gap(struct ctx *c, const struct bb_record *rec)
 
 int bbx_text_record(const struct bb_record *rec, void *arg)
 {
-	struct ctx *c = arg;
+	struct bbx_ctx *c = arg;
 	struct bbx_out *o = c->out;
 	char *p;
 	size_t n = 0;
@@ -153,7 +153,7 @@ int bbx_text_record(const struct bb_record *rec, void *arg)
 
 int bbx_struct_record(const struct bb_record *rec, void *arg)
 {
-	struct ctx *c = arg;
+	struct bbx_ctx *c = arg;
 	struct bbx_em *em = &c->em;
 	if (rec->gap_before) {
 		struct_gap(c, rec);

@@ -58,7 +58,7 @@ static bool ring_worth_reporting(const struct bb_ring_stats *st)
 /* Damage: anything that could not be proven intact and is not the ring's
  * normal contract (overwritten) or the owner's death (torn record, torn
  * crash area, a state slot left busy). */
-bool bbx_is_damaged(const struct ctx *c, const struct bb_ring_stats *tot)
+bool bbx_is_damaged(const struct bbx_ctx *c, const struct bb_ring_stats *tot)
 {
 	return tot->corrupt || tot->skipped_bytes || c->bad_values ||
 	       c->crash.status == BB_CRASH_CORRUPT || c->state.corrupt;
@@ -78,7 +78,7 @@ void bbx_unit_struct(struct bbx_em *em, const struct bb_box_info *in)
 		bbx_em_kv_str(em, "cgroup", in->cgroup);
 }
 
-void bbx_summary_struct(struct ctx *c, int live, int code)
+void bbx_summary_struct(struct bbx_ctx *c, int live, int code)
 {
 	const struct bb_box_info *in = c->info;
 	struct bbx_em *em = &c->em;
@@ -192,7 +192,7 @@ void bbx_summary_struct(struct ctx *c, int live, int code)
 	bbx_em_eol(em);
 }
 
-void bbx_summary_text(struct ctx *c, int live)
+void bbx_summary_text(struct bbx_ctx *c, int live)
 {
 	const struct bb_box_info *in = c->info;
 	struct bb_ring_stats tot, st;

@@ -263,7 +263,7 @@ int bbx_spans_see(struct bbx_spans *s, const struct bb_record *rec)
 /* ---- what bb-extract says after the records --------------------------- */
 
 /* The time the open spans are measured to, and what it is. */
-static uint64_t until(const struct ctx *c, int live, const char **what)
+static uint64_t until(const struct bbx_ctx *c, int live, const char **what)
 {
 	if (c->crash.status == BB_CRASH_COMPLETE) {
 		*what = "crash_record";
@@ -296,7 +296,7 @@ static void fmt_dur(char *p, size_t len, uint64_t ns)
  * "worker-3 (4242) inside db.query{table=orders} 2.1 ms < request{id=458}
  * 2.4 ms < 1 span whose begin was overwritten".
  */
-void bbx_spans_text(struct ctx *c, int live)
+void bbx_spans_text(struct bbx_ctx *c, int live)
 {
 	const char *what;
 	uint64_t ref = until(c, live, &what);
@@ -351,7 +351,7 @@ void bbx_spans_text(struct ctx *c, int live)
  * "trace_id"?, "span_id"?, "clock_ns", "open_ns"}, ...] innermost first,
  * "overwritten": n, "not_kept": n}]}
  */
-void bbx_spans_struct(struct ctx *c, int live)
+void bbx_spans_struct(struct bbx_ctx *c, int live)
 {
 	struct bbx_em *em = &c->em;
 	const char *what;

@@ -26,6 +26,7 @@
 
 #include <blackbox.h>
 
+#include "../shared/grow.h"
 #include "extract.h"
 
 /* Ring index -> entry: not looked at yet, a shared ring (records by tid). */
@@ -41,15 +42,8 @@ static struct bbx_thr *thr_add(struct bbx_threads *t, uint32_t ring, int32_t tid
 {
 	struct bbx_thr *e;
 
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 16;
-		struct bbx_thr *v = realloc(t->v, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		t->v = v;
-		t->cap = cap;
-	}
+	if (BB__GROW(&t->v, &t->cap, t->n + 1) < 0)
+		return NULL;
 	e = &t->v[t->n++];
 	memset(e, 0, sizeof(*e));
 	e->ring = ring;
@@ -67,14 +61,12 @@ static struct bbx_thr *thr_of(struct bbx_threads *t, struct bb_reader *r,
 	int32_t k;
 
 	if (rec->ring >= t->nrings) {
-		uint32_t n = rec->ring + 16;
-		int32_t *m = realloc(t->by_ring, n * sizeof(*m));
+		size_t n = t->nrings;
 
-		if (!m)
+		if (BB__GROW(&t->by_ring, &n, (size_t)rec->ring + 1) < 0)
 			return NULL;
-		for (uint32_t i = t->nrings; i < n; i++)
-			m[i] = THR_UNSEEN;
-		t->by_ring = m;
+		for (size_t i = t->nrings; i < n; i++)
+			t->by_ring[i] = THR_UNSEEN;
 		t->nrings = n;
 	}
 	k = t->by_ring[rec->ring];
@@ -443,7 +435,7 @@ static void threads_text(struct bbx_out *out, const struct bb_box_info *in, int 
 
 /* bb-extract --threads: walk the box once, print the table (or, with
  * --json / --cbor, one map {"threads": ...}).  Returns an exit code. */
-int bbx_threads_main(const struct opts *o, struct bbx_out *out, struct bb_reader *r, int live)
+int bbx_threads_main(const struct bbx_opts *o, struct bbx_out *out, struct bb_reader *r, int live)
 {
 	const struct bb_box_info *in = bb_reader_info(r);
 	struct bbx_threads t = { .r = r };
@@ -458,16 +450,16 @@ int bbx_threads_main(const struct opts *o, struct bbx_out *out, struct bb_reader
 		bbx_msg(in->path, "%s", ret == -ENOMEM ? "out of memory" : ret == -ESTALE ?
 			"box changed size while being read" : strerror(-ret));
 		bbx_threads_free(&t);
-		return ret == -ENOMEM ? EXIT_FAILURE_ : EXIT_NOBOX;
+		return ret == -ENOMEM ? BBX_EXIT_FAILURE : BBX_EXIT_NOBOX;
 	}
 	bb_reader_crash(r, &crash);
 	bbx_threads_ref(&t, in, live, &crash);
-	if (o->fmt == FMT_TEXT) {
+	if (o->fmt == BBX_FMT_TEXT) {
 		threads_text(out, in, live, &t);
 	} else {
 		struct bbx_em em;
 
-		bbx_em_init(&em, out, o->fmt == FMT_CBOR);
+		bbx_em_init(&em, out, o->fmt == BBX_FMT_CBOR);
 		bbx_em_map(&em);
 		bbx_em_kv_i64(&em, "pid", in->pid);
 		bbx_em_kv_str(&em, "comm", in->comm);
@@ -478,7 +470,7 @@ int bbx_threads_main(const struct opts *o, struct bbx_out *out, struct bb_reader
 	}
 	bbx_threads_free(&t);
 	bb_reader_total_stats(r, &tot);
-	return tot.corrupt || tot.skipped_bytes ? EXIT_DAMAGED : EXIT_CLEAN;
+	return tot.corrupt || tot.skipped_bytes ? BBX_EXIT_DAMAGED : BBX_EXIT_CLEAN;
 }
 
 int bbx_threads_walk_cb(const struct bb_record *rec, void *arg)
