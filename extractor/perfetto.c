@@ -21,7 +21,7 @@
  *    change), the others as instants on the process track;
  *  - the crash as an instant on the crashing thread with its reason and
  *    stack, and each other thread's stack at the crash on its track;
- *  - holes (a record after bytes lost) as "gap" instants, and each ring's
+ *  - holes (a record after bytes lost) as "gap" instants, and each stream's
  *    torn, overwritten and corrupt counts as instants at the death.
  * Timestamps are the box's clock (CLOCK_MONOTONIC by default; a TSC box's
  * ticks converted to it), given as that builtin clock on every packet; a
@@ -690,7 +690,7 @@ static int on_record(const struct bb_record *rec, void *arg)
 		event_begin(pf, rec->ts, track, INSTANT, "gap", 3);
 		category(pf, "gap");
 		annot_uint(pf, "lost_bytes", rec->gap_before);
-		annot_uint(pf, "ring", rec->ring);
+		annot_uint(pf, "stream", rec->stream);
 		event_end(pf);
 	}
 	if (bbx_spans_note(&pf->spans, (size_t)ti, rec, &note))
@@ -731,7 +731,7 @@ static int on_record(const struct bb_record *rec, void *arg)
 
 static void draw_death(struct pf *pf, uint64_t death)
 {
-	struct bb_ring_stats tot;
+	struct bb_stream_stats tot;
 
 	for (size_t i = 0; i < pf->spans.n; i++) {
 		struct bbx_span_thr *t = &pf->spans.t[i];
@@ -753,7 +753,7 @@ static void draw_death(struct pf *pf, uint64_t death)
 	}
 	bb_reader_total_stats(pf->r, &tot);
 	for (uint32_t i = 0; ; i++) {
-		const struct bb_ring_stats *st = bb_reader_ring_stats(pf->r, i);
+		const struct bb_stream_stats *st = bb_reader_stream_stats(pf->r, i);
 		uint64_t track = PROCESS_UUID;
 		long ti;
 
@@ -767,7 +767,7 @@ static void draw_death(struct pf *pf, uint64_t death)
 			    st->torn ? "torn record" : "records lost",
 			    st->torn ? strlen("torn record") : strlen("records lost"));
 		category(pf, "damage");
-		annot_uint(pf, "ring", i);
+		annot_uint(pf, "stream", i);
 		annot_uint(pf, "torn", st->torn);
 		annot_uint(pf, "overwritten", st->overwritten);
 		annot_uint(pf, "corrupt", st->corrupt);

@@ -53,7 +53,7 @@ def box_json(prog, arg, name):
     with open(path, "wb") as f:
         f.write(out)
     lines = [json.loads(x) for x in out.decode().splitlines()]
-    return path, [o for o in lines if "tid" in o and "ring" in o]
+    return path, [o for o in lines if "tid" in o and "stream" in o]
 
 
 def sql(path, query):
@@ -67,7 +67,7 @@ def sql(path, query):
 # records by thread, as the JSON has them
 path, recs = box_json(SPANNER, "crash", "spans")
 want = collections.Counter(r["thread"] for r in recs)
-rows = sql(path, "SELECT log_opid, count(*) FROM blackbox_json WHERE ring IS NOT NULL "
+rows = sql(path, "SELECT log_opid, count(*) FROM blackbox_json WHERE stream IS NOT NULL "
                  "GROUP BY log_opid")
 got = {r[0]: int(r[1]) for r in rows}
 check(got == dict(want), "records by thread: lnav %s, json %s" % (got, dict(want)))

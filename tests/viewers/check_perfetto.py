@@ -102,7 +102,7 @@ def json_of(d, pid):
         o = json.loads(line)
         if "summary" in o:
             summary = o["summary"]
-        elif "tid" in o and "ring" in o and o.get("type") != "gap":
+        elif "tid" in o and "stream" in o and o.get("type") != "gap":
             recs.append(o)
     return recs, summary
 
