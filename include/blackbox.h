@@ -346,6 +346,13 @@ int bb_span_begin_ctx(const char *name, const struct bb_field *fields, size_t n,
 		      const struct bb_span_ctx *ctx);
 int bb_span_end(void);
 
+#if defined(BB__HAVE_KV_FAST)
+/* The inline paths, <blackbox/inline.h>: bb_span_begin() under the
+ * conditions of bb_write_event()'s, bb_span_end() always inline. */
+#define bb_span_begin(name, f, n) bb__span_begin_fast((name), (f), (n), bb__lit(name))
+#define bb_span_end() bb__span_end_fast()
+#endif
+
 /*
  * bb_write_kv_important, bb_write_event_important - bb_write_kv() and
  * bb_write_event() for a record that must survive chatty traffic.  The

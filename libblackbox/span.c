@@ -20,29 +20,26 @@
  * plain counter with compiler-only fences is enough: a handler that runs
  * between a change of the depth and the record sees the depth of the
  * record about to be written and leaves it as it found it.
- * Exported for the inline paths of <blackbox/span.h> (initial-exec TLS,
- * as bb__tls_v1).
+ * Exported for the inline paths of <blackbox/inline.h> (initial-exec TLS,
+ * as bb__tls_v1), which count it themselves and write through
+ * bb__span_write_begin() and bb__span_write_end() when they fall back.
  */
-BB_EXPORT __thread uint32_t bb__span_depth_v1 __attribute__((tls_model("initial-exec")));
+BB_EXPORT __thread uint32_t bb__span_depth __asm__("bb__span_depth_v1")
+	__attribute__((tls_model("initial-exec")));
 
 /* The correlation items of a begin after its depth: at most a depth
  * (9 bytes), a flow id (9) and the trace context (2 + 24). */
 #define SPAN_TAIL_MAX (9 + 9 + 2 + BB_SPAN_CTX_SIZE)
 
-static int span_begin(const char *name, const struct bb_field *f, size_t n,
-		      const struct bb_span_ctx *ctx)
+/* A begin record at @depth, correlated by @ctx (NULL: not). */
+static int write_begin(const char *name, const struct bb_field *f, size_t n,
+		       const struct bb_span_ctx *ctx, uint32_t depth)
 {
 	static const uint8_t zero[BB_SPAN_TRACE_ID_SIZE];
 	uint8_t tail[SPAN_TAIL_MAX], *p = tail;
-	uint32_t depth = bb__span_depth_v1 + 1;
 	unsigned extra = 1;
 	bool trace;
 
-	bb__span_depth_v1 = depth;
-	/* Compiler-only: the depth is stored before the record is written,
-	 * so a signal handler's spans nest inside this one (pairs with the
-	 * same fence in bb_span_end(), which a handler runs too). */
-	BB__SIGNAL_FENCE();
 	p = bb__cbor_put_head(0, depth, p);
 	trace = ctx && memcmp(ctx->trace_id, zero, sizeof(zero)) != 0;
 	if (ctx && (ctx->flow || trace)) {
@@ -62,6 +59,19 @@ static int span_begin(const char *name, const struct bb_field *f, size_t n,
 	return bb__write_span_begin(name, f, n, tail, (uint32_t)(p - tail), extra);
 }
 
+static int span_begin(const char *name, const struct bb_field *f, size_t n,
+		      const struct bb_span_ctx *ctx)
+{
+	uint32_t depth = bb__span_depth + 1;
+
+	bb__span_depth = depth;
+	/* Compiler-only: the depth is stored before the record is written,
+	 * so a signal handler's spans nest inside this one (pairs with the
+	 * same fence in bb_span_end(), which a handler runs too). */
+	BB__SIGNAL_FENCE();
+	return write_begin(name, f, n, ctx, depth);
+}
+
 BB_EXPORT int (bb_span_begin)(const char *name, const struct bb_field *f, size_t n)
 {
 	return span_begin(name, f, n, NULL);
@@ -75,7 +85,7 @@ BB_EXPORT int bb_span_begin_ctx(const char *name, const struct bb_field *f, size
 
 BB_EXPORT int (bb_span_end)(void)
 {
-	uint32_t depth = bb__span_depth_v1;
+	uint32_t depth = bb__span_depth;
 	int ret;
 
 	if (depth == 0)
@@ -84,6 +94,18 @@ BB_EXPORT int (bb_span_end)(void)
 	/* Compiler-only: the end is written before the depth is given back
 	 * (pairs with the fence in span_begin()). */
 	BB__SIGNAL_FENCE();
-	bb__span_depth_v1 = depth - 1;
+	bb__span_depth = depth - 1;
 	return ret;
+}
+
+/* The inline paths' fallbacks: the records at a depth they counted. */
+BB_EXPORT int bb__span_write_begin(const char *name, const struct bb_field *f, size_t n,
+				   uint32_t depth)
+{
+	return write_begin(name, f, n, NULL, depth);
+}
+
+BB_EXPORT int bb__span_write_end(uint32_t depth)
+{
+	return depth ? bb__write_span_end(depth) : -EINVAL;
 }

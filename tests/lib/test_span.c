@@ -5,7 +5,9 @@
  * the reader API: nesting depths per thread, fields, a flow id and a W3C
  * trace context; an end with nothing open is -EINVAL and writes nothing; a
  * signal handler's spans nest inside the span it interrupted; a begin
- * without a box still counts for the nesting; threads nest on their own.
+ * without a box still counts for the nesting; threads nest on their own;
+ * spans 24 deep and more (the library's, not the inline path's) read the
+ * same.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -186,5 +188,26 @@ Test(span, each_thread_nests_on_its_own)
 	/* the thread's outermost span is depth 1, whatever main had open */
 	cr_assert(strstr(l.buf, "begin t depth=1\nbegin t depth=2\nbegin t depth=3\n"),
 		  "%s", l.buf);
+	bb_close();
+}
+
+Test(span, spans_deeper_than_the_inline_path_take_the_library_with_the_same_records)
+{
+	struct lines l;
+	char want[4096];
+	size_t n = 0;
+
+	cr_assert_eq(bb_init(0), 0);
+	for (int i = 1; i <= 30; i++)
+		cr_assert_eq(bb_span_begin("d", NULL, 0), 0);
+	for (int i = 30; i >= 1; i--)
+		cr_assert_eq(bb_span_end(), 0);
+	cr_assert_eq(bb_span_end(), -EINVAL);
+	for (int i = 1; i <= 30; i++)
+		n += (size_t)snprintf(want + n, sizeof(want) - n, "begin d depth=%d\n", i);
+	for (int i = 30; i >= 1; i--)
+		n += (size_t)snprintf(want + n, sizeof(want) - n, "end depth=%d\n", i);
+	read_spans(&l, 0);
+	cr_assert_str_eq(l.buf, want);
 	bb_close();
 }
