@@ -10,6 +10,10 @@
  *                       with the crash handler on (every thread's stack)
  *   bbx_spanner kill    the same threads; prints its pid and waits to be
  *                       killed (SIGKILL: no crash record)
+ *   bbx_spanner lost    two threads whose logs recycle the segments that
+ *                       held their begins: "keeper" is inside "outer"
+ *                       (begin overwritten) and "inner"; "ender" ended a
+ *                       span whose begin was overwritten, then waits
  *
  * Prints its pid once every thread is inside its innermost span.
  */
@@ -93,6 +97,38 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* Records enough to recycle every segment a thread held when it began. */
+#define FLOOD 200000
+
+static void *keeper(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "keeper");
+	bb_span_begin("outer", NULL, 0);
+	for (int i = 0; i < FLOOD; i++)
+		bb_write_kv_u64("n", (uint64_t)i);
+	bb_span_begin("inner", NULL, 0);
+	atomic_fetch_add(&inside, 1);
+	for (;;)
+		pause();
+	return NULL;
+}
+
+static void *ender(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "ender");
+	bb_span_begin("gone", NULL, 0);
+	for (int i = 0; i < FLOOD; i++)
+		bb_write_kv_u64("n", (uint64_t)i);
+	bb_span_end();
+	bb_write_kv("after", "the end");
+	atomic_fetch_add(&inside, 1);
+	for (;;)
+		pause();
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "kill";
@@ -100,8 +136,8 @@ int main(int argc, char **argv)
 	pthread_t th[WORKERS + 1];
 	int ret;
 
-	if (strcmp(mode, "crash") && strcmp(mode, "kill")) {
-		fprintf(stderr, "usage: %s crash|kill\n", argv[0]);
+	if (strcmp(mode, "crash") && strcmp(mode, "kill") && strcmp(mode, "lost")) {
+		fprintf(stderr, "usage: %s crash|kill|lost\n", argv[0]);
 		return 2;
 	}
 	o.flags |= BB_OPT_CRASH_HANDLER;
@@ -113,6 +149,16 @@ int main(int argc, char **argv)
 	bb_set_u64("queue.depth", 7);
 	bb_set_f64("load", 0.75);
 	bb_set("mode", mode);
+	if (!strcmp(mode, "lost")) {
+		pthread_create(&th[0], NULL, keeper, NULL);
+		pthread_create(&th[1], NULL, ender, NULL);
+		while (atomic_load(&inside) < 2)
+			usleep(1000);
+		printf("%d\n", (int)getpid());
+		fflush(stdout);
+		for (;;)
+			pause();
+	}
 	pthread_create(&th[0], NULL, acceptor, NULL);
 	for (long i = 0; i < WORKERS; i++)
 		pthread_create(&th[i + 1], NULL, worker, (void *)(intptr_t)i);

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Description: bb-extract --perfetto on real boxes (the demo worker killed
 # with SIGKILL, a crash with 4 threads inside nested spans and flows, a
-# SIGKILL inside nested spans, a crash that tears the record it was
-# writing): Debian's protoc decodes every trace with the project's .proto
+# SIGKILL inside nested spans, threads whose span begins their logs
+# recycled, a crash that tears the record it was writing): Debian's protoc decodes every trace with the project's .proto
 # subset, and an independent reader (python3-protobuf, modules generated
 # from that file at test time) checks its meaning: every track described
 # before use, slices balanced per track, timestamps monotonic in the
@@ -11,12 +11,14 @@
 # bb-extract --json of the same box, the open spans closed at the death
 # and flagged as the JSON's open_spans says, the crash and every thread's
 # stack on their tracks, flows shared across threads, state keys as
-# counters, the torn record marked.  Also the text's open-spans lines.
+# counters, the torn record marked, the spans whose begin was overwritten
+# said to be so.  Also the text's open-spans lines.
 #
 # usage: check_perfetto.py BB_EXTRACT BBX_SPANNER BBX_CRASHER DEMO_WORKER PROTO
 import collections
 import importlib
 import json
+import re
 import os
 import shutil
 import signal
@@ -268,6 +270,29 @@ check(summary["open_spans"]["until"] == "newest_record", "kill: open spans refer
 ends = sum(1 for evs in per_track.values() for e in evs
            if e.type == TE.TYPE_SLICE_END and ann(e).get("open_at_death"))
 check(ends == 3 * 3 + 2, "kill: %d spans closed at the death, want 11" % ends)
+
+# ---- 3b. spans whose begin was overwritten -------------------------------------
+d = box_dir("lost")
+p = run_until_pid(d, [SPANNER, "lost"])
+pid = int(p.stdout.readline())
+p.kill()
+p.wait()
+recs, summary = json_of(d, pid)
+t = trace_of(d, pid, "lost")
+tracks, threads, per_track = meaning("lost", t, recs, summary)
+keeper = next(o for o in summary["open_spans"]["threads"] if o["thread"] == "keeper")
+check([s["name"] for s in keeper["spans"]] == ["inner"] and keeper["overwritten"] == 1,
+      "lost: keeper's open spans %r" % keeper)
+check(not any(o["thread"] == "ender" for o in summary["open_spans"]["threads"]),
+      "lost: ender has no span open")
+names = collections.Counter(e.name for evs in per_track.values() for e in evs)
+check(names["span end (begin overwritten)"] == 1 and
+      names["open spans whose begin was overwritten"] == 1,
+      "lost: the overwritten begins are not said: %r" % {k: v for k, v in names.items()
+                                                         if "overwritten" in k})
+code, text, _ = extract(d, pid)
+check(re.search(r"^keeper \(\d+\) inside inner \S+ \S+ < 1 span whose begin was overwritten$",
+                text, re.M), "lost: text:\n" + text[-400:])
 
 # ---- 4. a torn record (a crash inside a write) --------------------------------
 d = box_dir("torn")
