@@ -243,8 +243,10 @@ static bool annot_item(struct pf *pf, const void *name, size_t nlen, struct bb__
 		break;
 	case 2:
 	case 3:
-		if (h.arg > bb__cbor_left(c))
+		if (h.arg > bb__cbor_left(c)) {
+			pbw_end(&pf->w);  /* the packet stays whole */
 			return false;
+		}
 		if (h.major == 3) {
 			put_text(pf, DA_STRING, c->p, (size_t)h.arg);
 		} else {
@@ -267,8 +269,10 @@ static bool annot_item(struct pf *pf, const void *name, size_t nlen, struct bb__
 		/* fall through */
 	default:
 		c->p = start;
-		if (bb__cbor_skip(c, 1, NULL))
+		if (bb__cbor_skip(c, 1, NULL)) {
+			pbw_end(&pf->w);
 			return false;
+		}
 		k = bb_format_value(0, 0, start, (size_t)(c->p - start), buf, sizeof(buf));
 		pbw_bytes(&pf->w, DA_STRING, buf, k > 0 ? (size_t)k : 0);
 	}
