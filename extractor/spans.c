@@ -332,8 +332,8 @@ void bbx_spans_text(struct bbx_ctx *c, int live)
 			bbx_out_str(o, dur);
 		}
 		if (t->cut) {
-			k = snprintf(label, sizeof(label), "%s(%llu deeper spans not kept)",
-				     t->n ? " " : " ", (unsigned long long)t->cut);
+			k = snprintf(label, sizeof(label), " (%llu deeper spans not kept)",
+				     (unsigned long long)t->cut);
 			bbx_out_put(o, label, (size_t)k);
 		}
 		if (t->unknown) {
