@@ -567,7 +567,8 @@ static int gather(struct pf *pf)
 	for (size_t i = 0; i < pf->nstate; i++)
 		if (add_pend(pf, pf->state[i].ts, PEND_STATE, (uint32_t)i))
 			return -ENOMEM;
-	qsort(pf->pend, pf->npend, sizeof(*pf->pend), cmp_pend);
+	if (pf->npend)   /* qsort() of no array: undefined */
+		qsort(pf->pend, pf->npend, sizeof(*pf->pend), cmp_pend);
 	return 0;
 }
 
