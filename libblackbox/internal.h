@@ -35,6 +35,9 @@ struct bb_options;
 int bb__budget_trim(const struct bb_options *o, const char *dir, uint64_t new_size,
 		    uint64_t *removed);
 void bb__budget_note(uint64_t removed);
+/* At a clean exit that removes the box: its bytes leave the index's bound
+ * and the deaths it counted go to its program's next box (budget.c). */
+void bb__budget_release(void);
 
 /* write.c, for span.c: a span's begin, an event's record of tag
  * BB_TAG_SPAN_BEGIN whose array holds @extra more items after the map
