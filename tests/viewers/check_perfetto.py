@@ -187,6 +187,19 @@ def meaning(label, t, recs, summary):
     return tracks, threads, per_track
 
 
+def killed_spanner(mode):
+    """bbx_spanner MODE killed with SIGKILL once inside its spans: its
+    box's directory, pid, JSON records and summary, and trace, checked."""
+    d = box_dir(mode)
+    p = run_until_pid(d, [SPANNER, mode])
+    pid = int(p.stdout.readline())
+    p.kill()
+    p.wait()
+    recs, summary = json_of(d, pid)
+    t = trace_of(d, pid, mode)
+    return (d, pid, summary) + meaning(mode, t, recs, summary)
+
+
 def tid_track(threads, tid):
     return next((u for u, th in threads.items() if th.tid == tid), None)
 
@@ -258,28 +271,14 @@ check("== open spans at the crash" in text and
       and " < request{id=458} " in text, "crash: text open spans:\n" + text[-800:])
 
 # ---- 3. SIGKILL inside nested spans ------------------------------------------
-d = box_dir("kill")
-p = run_until_pid(d, [SPANNER, "kill"])
-pid = int(p.stdout.readline())
-p.kill()
-p.wait()
-recs, summary = json_of(d, pid)
-t = trace_of(d, pid, "kill")
-tracks, threads, per_track = meaning("kill", t, recs, summary)
+d, pid, summary, tracks, threads, per_track = killed_spanner("kill")
 check(summary["open_spans"]["until"] == "newest_record", "kill: open spans reference")
 ends = sum(1 for evs in per_track.values() for e in evs
            if e.type == TE.TYPE_SLICE_END and ann(e).get("open_at_death"))
 check(ends == 3 * 3 + 2, "kill: %d spans closed at the death, want 11" % ends)
 
 # ---- 3b. spans whose begin was overwritten -------------------------------------
-d = box_dir("lost")
-p = run_until_pid(d, [SPANNER, "lost"])
-pid = int(p.stdout.readline())
-p.kill()
-p.wait()
-recs, summary = json_of(d, pid)
-t = trace_of(d, pid, "lost")
-tracks, threads, per_track = meaning("lost", t, recs, summary)
+d, pid, summary, tracks, threads, per_track = killed_spanner("lost")
 keeper = next(o for o in summary["open_spans"]["threads"] if o["thread"] == "keeper")
 check([s["name"] for s in keeper["spans"]] == ["inner"] and keeper["overwritten"] == 1,
       "lost: keeper's open spans %r" % keeper)
