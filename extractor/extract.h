@@ -50,7 +50,9 @@ struct bbx_opts {
 	bool untrusted;      /* --untrusted: --list shows entries not from bb-reap too */
 	bool groups;         /* --groups: the crash groups of the entries */
 	const char *group;   /* --group ID: those of a group; alone, its newest box */
-	const char *comm, *unit, *state; /* --comm, --unit, --state: filters */
+	const char *comm, *unit, *state, *release; /* --comm, --unit, --state,
+						      --release: filters */
+	bool wide;           /* --wide: --list and --groups with every column */
 	int64_t since_us, until_us; /* --since, --until (0: none), CLOCK_REALTIME us */
 	/* A box taken out of a journal entry (journal-box.c) has no file, so no
 	 * file owner: whose it is comes from what the entry proves. */

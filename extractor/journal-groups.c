@@ -27,7 +27,7 @@
 
 /* ---- filters and crash groups ------------------------------------------ */
 
-/* --since, --until, --comm, --unit, --state (--machine and --boot are
+/* --since, --until, --comm, --unit, --state, --release (--machine and --boot are
  * journal matches, bbx_j_open()). */
 bool bbx_j_wanted(const struct bbx_jsel *s, sd_journal *j, const struct bbx_jentry *e)
 {
@@ -43,7 +43,9 @@ bool bbx_j_wanted(const struct bbx_jsel *s, sd_journal *j, const struct bbx_jent
 		return false;
 	if (o->unit && (bbx_j_get(j, BBJ_UNIT, buf, sizeof(buf)), strcmp(buf, o->unit)))
 		return false;
-	if (o->state && (bbx_j_get(j, BBJ_LIVENESS, buf, sizeof(buf)), strcmp(buf, o->state)))
+	if (o->state && strcmp(bbx_j_liveness(e), o->state))
+		return false;
+	if (o->release && (bbx_j_get(j, BBJ_RELEASE, buf, sizeof(buf)), strcmp(buf, o->release)))
 		return false;
 	return true;
 }
@@ -52,6 +54,7 @@ void bbx_j_gset_free(struct bbx_jgset *g)
 {
 	for (size_t i = 0; i < g->n; i++) {
 		free(g->v[i].cursor);
+		free(g->v[i].message);
 		bbx_stack_free(g->v[i].f, g->v[i].nf);
 	}
 	free(g->v);
@@ -109,14 +112,23 @@ int bbx_j_take_gent(const struct bbx_jsel *s, size_t src, sd_journal *j,
 		free(stack);
 		return -ENOMEM;
 	}
+	/* --list --json prints the message; nothing else needs it */
+	if (s->opt && s->opt->list && s->opt->fmt != BBX_FMT_TEXT) {
+		n = bbx_j_get(j, "MESSAGE", stack, 4096);
+		if (!(g->message = strdup(stack))) {
+			free(stack);
+			return -ENOMEM;
+		}
+	}
 	n = 0;
+	kinds[0] = kind[0] = '\0';
 	if (g->crashed) {
 		n = bbx_j_get(j, BBJ_STACK, stack, BBX_J_FIELD_MAX);
-		kinds[0] = kind[0] = '\0';
 		if (n)
 			bbx_j_get(j, BBJ_STACK_KINDS, kinds, sizeof(kinds));
-		if (n)
-			bbx_j_get(j, BBJ_CRASH_KIND, kind, sizeof(kind));
+		bbx_j_get(j, BBJ_CRASH_KIND, kind, sizeof(kind));
+		if (!strcmp(kind, "fatal"))
+			bbx_j_get(j, BBJ_CRASH_REASON, g->reason, sizeof(g->reason));
 	}
 	r = n ? bbx_stack_parse(stack, n, kinds, strcmp(kind, "fatal") != 0, &g->f) : 0;
 	free(stack);
@@ -124,6 +136,25 @@ int bbx_j_take_gent(const struct bbx_jsel *s, size_t src, sd_journal *j,
 		return r;
 	g->nf = (size_t)r;
 	return 0;
+}
+
+/*
+ * The symboliser's note on a run's modules ("module: why; module: why"),
+ * on one line of standard error: its first part, cut to fit, and how many
+ * more there are.
+ */
+static void say_note(const char *note)
+{
+	size_t parts = 1, k = strcspn(note, ";");
+
+	for (const char *p = note; (p = strstr(p, "; ")); p += 2)
+		parts++;
+	if (parts > 1)
+		bbx_msg("journal", "symbols: %.*s%s (and %zu more notes)", (int)(k > 64 ? 61 : k),
+			note, k > 64 ? "..." : "", parts - 1);
+	else
+		bbx_msg("journal", "symbols: %.*s%s", (int)(k > 90 ? 87 : k), note,
+			k > 90 ? "..." : "");
 }
 
 /*
@@ -179,9 +210,9 @@ int bbx_j_collect(const struct bbx_jsel *s, const struct bbx_jsrcs *srcs,
 		bbx_sym_opts_init(s->opt, BBX_J_NOBODY_UID, &so);
 		r = bbx_symcache_resolve(gs->cache, &so, note, sizeof(note));
 		/* --list shows groups, not frames: why a module has no names is
-		 * for --groups and --group to say */
+		 * for --groups and --group to say, once and short */
 		if (note[0] && !s->opt->quiet && (s->opt->groups || s->opt->group))
-			bbx_msg("journal", "symbols: %s", note);
+			say_note(note);
 	}
 	for (size_t k = 0; k < gs->n && !r; k++) {
 		struct bbx_jgent *g = &gs->v[k];
@@ -210,32 +241,59 @@ bool bbx_j_in_group(const struct bbx_jsel *s, const struct bbx_jgent *g)
 
 /* ---- --groups ----------------------------------------------------------- */
 
-/* Distinct strings, with a count each (a group's hosts, builds, units). */
-struct tally {
-	const char *v[64];
-	const char *extra[64];  /* the release of a build */
-	size_t      count[64];
-	size_t      n, more;    /* kept, and distinct ones beyond those */
+/* One distinct value among a group's entries (a machine, a build, a
+ * release, a unit): how many entries have it, when first and last. */
+struct tval {
+	const char *v;
+	const char *extra;     /* the host name of a machine, the release of a build */
+	const char *first_time;/* formatted, of the oldest entry with it */
+	const char *last_time;
+	uint64_t    first, last;
+	size_t      count;
 };
 
-static void tally(struct tally *t, const char *v, const char *extra)
+/* Every distinct value, exactly: as many as there are. */
+struct tally {
+	struct tval *v;
+	size_t       n, cap;
+};
+
+enum tally_key { T_MACHINE, T_BUILD, T_RELEASE, T_UNIT };
+
+static const char *key_of(const struct bbx_jgent *g, enum tally_key k, const char **extra)
 {
-	if (!v[0])
-		return;
-	for (size_t i = 0; i < t->n; i++)
-		if (!strcmp(t->v[i], v)) {
-			t->count[i]++;
-			if (!t->extra[i] || !t->extra[i][0])
-				t->extra[i] = extra;
-			return;
-		}
-	if (t->n == 64) {
-		t->more++; /* counted once per entry: "at least" */
-		return;
+	*extra = NULL;
+	switch (k) {
+	case T_MACHINE: *extra = g->host; return g->machine;
+	case T_BUILD:   *extra = g->release; return g->build;
+	case T_RELEASE: return g->release;
+	default:        return g->unit;
 	}
-	t->v[t->n] = v;
-	t->extra[t->n] = extra;
-	t->count[t->n++] = 1;
+}
+
+static int by_value(const void *a, const void *b)
+{
+	return strcmp(((const struct tval *)a)->v, ((const struct tval *)b)->v);
+}
+
+/* Most entries first, then by value. */
+static int by_tcount(const void *a, const void *b)
+{
+	const struct tval *x = a, *y = b;
+
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return strcmp(x->v, y->v);
+}
+
+/* Oldest first seen first. */
+static int by_tfirst(const void *a, const void *b)
+{
+	const struct tval *x = a, *y = b;
+
+	if (x->first != y->first)
+		return x->first < y->first ? -1 : 1;
+	return strcmp(x->v, y->v);
 }
 
 /* One group: the entries @idx[0..n) of @gs (oldest first). */
@@ -244,6 +302,131 @@ struct group {
 	size_t        n;
 	long long     suppressed;
 };
+
+/*
+ * The distinct values of @k among the entries of @gr (the empty value left
+ * out), sorted by sort: sorting the entries' values and counting the runs
+ * is exact at any number of hosts.  0 or -ENOMEM.
+ */
+static int tally_of(const struct bbx_jgset *gs, const struct group *gr, enum tally_key k,
+		    int (*sort)(const void *, const void *), struct tally *t)
+{
+	size_t n = 0;
+
+	memset(t, 0, sizeof(*t));
+	if (BB__GROW(&t->v, &t->cap, gr->n) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < gr->n; i++) {
+		const struct bbx_jgent *g = &gs->v[gr->idx[i]];
+		const char *extra, *v = key_of(g, k, &extra);
+
+		if (v[0])
+			t->v[t->n++] = (struct tval){ v, extra, g->time, g->time, g->usec, g->usec, 1 };
+	}
+	qsort(t->v, t->n, sizeof(*t->v), by_value);
+	for (size_t i = 0; i < t->n; i++) {
+		struct tval *d = &t->v[n - (n && !strcmp(t->v[n - 1].v, t->v[i].v))];
+
+		if (d == &t->v[n]) {
+			*d = t->v[i];
+			n++;
+			continue;
+		}
+		d->count++;
+		if (!d->extra || (!d->extra[0] && t->v[i].extra))
+			d->extra = t->v[i].extra;
+		if (t->v[i].first < d->first) {
+			d->first = t->v[i].first;
+			d->first_time = t->v[i].first_time;
+		}
+		if (t->v[i].last >= d->last) {
+			d->last = t->v[i].last;
+			d->last_time = t->v[i].last_time;
+		}
+	}
+	t->n = n;
+	qsort(t->v, t->n, sizeof(*t->v), sort);
+	return 0;
+}
+
+/*
+ * The deaths of one program in one release, over every entry read (every
+ * group): what "not seen in" reports for a group of that program whose
+ * bug that release did not hit.
+ */
+struct prel {
+	const char *comm, *release;
+	uint64_t    first, last;
+	size_t      deaths, hosts;
+};
+
+struct prels {
+	struct prel *v;
+	size_t       n;
+};
+
+static const struct bbx_jgset *sort_gs;
+
+static int by_prog_release(const void *a, const void *b)
+{
+	const struct bbx_jgent *x = &sort_gs->v[*(const size_t *)a];
+	const struct bbx_jgent *y = &sort_gs->v[*(const size_t *)b];
+	int c = strcmp(x->comm, y->comm);
+
+	if (!c)
+		c = strcmp(x->release, y->release);
+	return c ? c : strcmp(x->machine, y->machine);
+}
+
+/* Every (program, release) of the entries of @gs in @idx[0..n) with a
+ * release.  0 or -ENOMEM. */
+static int prels_of(const struct bbx_jgset *gs, const size_t *idx, size_t n, struct prels *p)
+{
+	size_t *v = malloc((n + 1) * sizeof(*v)), k = 0;
+
+	memset(p, 0, sizeof(*p));
+	if (!v || !(p->v = calloc(n + 1, sizeof(*p->v)))) {
+		free(v);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (gs->v[idx[i]].release[0])
+			v[k++] = idx[i];
+	sort_gs = gs;
+	qsort(v, k, sizeof(*v), by_prog_release);
+	for (size_t i = 0; i < k; i++) {
+		const struct bbx_jgent *g = &gs->v[v[i]], *prev = i ? &gs->v[v[i - 1]] : NULL;
+		struct prel *r = &p->v[p->n - 1];
+
+		if (!prev || strcmp(prev->comm, g->comm) || strcmp(prev->release, g->release)) {
+			r = &p->v[p->n++];
+			*r = (struct prel){ g->comm, g->release, g->usec, g->usec, 0, 0 };
+		}
+		r->deaths++;
+		r->hosts += !prev || strcmp(prev->comm, g->comm) ||
+			    strcmp(prev->release, g->release) || strcmp(prev->machine, g->machine);
+		if (g->usec < r->first)
+			r->first = g->usec;
+		if (g->usec > r->last)
+			r->last = g->usec;
+	}
+	free(v);
+	return 0;
+}
+
+/* Whether @pr is a release of @gr's program that ran after the group's
+ * first death (any of its deaths in any group came later) and had none
+ * of the group's deaths: its bug did not show there. */
+static bool not_seen_in(const struct prel *pr, const struct bbx_jgent *first,
+			const struct bbx_jgent *last, const struct tally *releases)
+{
+	if (strcmp(pr->comm, last->comm) || pr->last <= first->usec)
+		return false;
+	for (size_t i = 0; i < releases->n; i++)
+		if (!strcmp(releases->v[i].v, pr->release))
+			return false;
+	return true;
+}
 
 static const char *kind_name(enum bbx_group_kind k)
 {
@@ -255,59 +438,192 @@ static const char *kind_name(enum bbx_group_kind k)
 	}
 }
 
-static void group_text(struct bbx_out *o, const struct bbx_jgset *gs, const struct group *gr)
+/* How the newest death of a group died: its signal's name, "fatal" for a
+ * bb_crash_record() without one, "oom-kill" or "orphaned". */
+static const char *how_died(const struct bbx_jgent *g)
 {
-	const struct bbx_jgent *first = &gs->v[gr->idx[0]], *last = &gs->v[gr->idx[gr->n - 1]];
-	struct tally hosts = { 0 }, builds = { 0 }, units = { 0 };
-	char line[512];
+	if (!g->crashed)
+		return bbx_j_liveness(&g->e);
+	if (g->e.signame[0])
+		return g->e.signame;
+	return g->reason[0] ? "fatal" : "crashed";
+}
 
-	for (size_t i = 0; i < gr->n; i++) {
-		const struct bbx_jgent *g = &gs->v[gr->idx[i]];
+/* "2026-11-21 13:45:01" of "2026-11-21T13:45:01.123456789Z" (UTC): what a
+ * line of --groups and --list shows unless --wide. */
+static const char *short_time(const char *t, bool wide, char *buf, size_t len)
+{
+	if (wide || strlen(t) < 19)
+		return t;
+	snprintf(buf, len, "%.10s %.8s", t, t + 11);
+	return buf;
+}
 
-		tally(&hosts, g->machine, g->host);
-		tally(&builds, g->build, g->release);
-		tally(&units, g->unit, NULL);
+/* Text, wrapped at 120 columns: items of a list after @label. */
+struct wrap {
+	struct bbx_out *o;
+	size_t          col;
+	bool            first;
+};
+
+static void wrap_start(struct wrap *w, struct bbx_out *o, const char *label)
+{
+	*w = (struct wrap){ o, 4 + strlen(label), true };
+	bbx_out_str(o, "    ");
+	bbx_out_str(o, label);
+}
+
+/* One item, escaped (@s) then as is (@tail). */
+static void wrap_item(struct wrap *w, const char *s, const char *tail)
+{
+	char esc[4 * 256 + 1];
+	size_t n = bb_escape_text(s, strnlen(s, 256), esc, sizeof(esc)), k = n + strlen(tail);
+
+	if (!w->first && w->col + 2 + k > 120) {
+		bbx_out_str(w->o, ",\n      ");
+		w->col = 6;
+	} else if (!w->first) {
+		bbx_out_str(w->o, ", ");
+		w->col += 2;
 	}
-	snprintf(line, sizeof(line), "%s %7zu %6zu%s  %-30s %-30s %-9s ", last->sig.id, gr->n,
-		 hosts.n, hosts.more ? "+" : " ", first->time, last->time,
-		 last->crashed ? "crashed" : last->e.oom ? "oom-kill" : "orphaned");
+	bbx_out_put(w->o, esc, n);
+	bbx_out_str(w->o, tail);
+	w->col += k;
+	w->first = false;
+}
+
+struct gview {
+	const struct bbx_jgent *first, *last, *boxed;
+	struct tally            hosts, builds, releases, units;
+};
+
+static void gview_free(struct gview *v)
+{
+	free(v->hosts.v);
+	free(v->builds.v);
+	free(v->releases.v);
+	free(v->units.v);
+}
+
+static int gview_of(const struct bbx_jgset *gs, const struct group *gr, struct gview *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->first = &gs->v[gr->idx[0]];
+	v->last = &gs->v[gr->idx[gr->n - 1]];
+	for (size_t i = 0; i < gr->n; i++)
+		if (gs->v[gr->idx[i]].has_box)
+			v->boxed = &gs->v[gr->idx[i]];
+	if (tally_of(gs, gr, T_MACHINE, by_tcount, &v->hosts) < 0 ||
+	    tally_of(gs, gr, T_BUILD, by_tfirst, &v->builds) < 0 ||
+	    tally_of(gs, gr, T_RELEASE, by_tfirst, &v->releases) < 0 ||
+	    tally_of(gs, gr, T_UNIT, by_tcount, &v->units) < 0) {
+		gview_free(v);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The top frames with the first one's file:line after it. */
+static void put_top(struct bbx_out *o, const struct bbx_sig *sig)
+{
+	const char *lt = strstr(sig->top, " < ");
+	size_t k = lt ? (size_t)(lt - sig->top) : strlen(sig->top);
+
+	bbx_put_escaped(o, sig->top, k);
+	if (sig->where[0]) {
+		bbx_out_str(o, " (");
+		bbx_j_put_esc(o, sig->where);
+		bbx_out_char(o, ')');
+	}
+	if (lt)
+		bbx_j_put_esc(o, lt);
+}
+
+static void group_text(struct bbx_out *o, const struct bbx_jgset *gs, const struct group *gr,
+		       const struct gview *v, const struct prels *pr, bool wide)
+{
+	const struct bbx_jgent *first = v->first, *last = v->last;
+	char line[512], t1[32], t2[32];
+	struct wrap w;
+
+	snprintf(line, sizeof(line), "%s %7zu %6zu  %-*s  %-*s  %-9s ", last->sig.id, gr->n,
+		 v->hosts.n, wide ? 30 : 19, short_time(first->time, wide, t1, sizeof(t1)),
+		 wide ? 30 : 19, short_time(last->time, wide, t2, sizeof(t2)), how_died(last));
 	bbx_out_str(o, line);
 	bbx_j_put_esc(o, last->comm[0] ? last->comm : "-");
-	bbx_out_char(o, '\n');
-	bbx_out_str(o, "    frames: ");
-	bbx_j_put_esc(o, last->sig.top[0] ? last->sig.top : last->e.oom
-		   ? "(killed by the OOM killer: no stack)" : last->sig.kind == BBX_GROUP_ORPHANED
-		   ? "(died without a word: no stack)" : "(no stack)");
+	bbx_out_str(o, "\n    frames: ");
+	if (last->sig.top[0])
+		put_top(o, &last->sig);
+	else
+		bbx_out_str(o, last->e.oom ? "(killed by the OOM killer: no stack)"
+			    : last->sig.kind == BBX_GROUP_ORPHANED
+			    ? "(died without a word: no stack)" : "(no stack)");
 	if (last->sig.kind == BBX_GROUP_SYSTEM)
 		bbx_out_str(o, "  [no in-app frame]");
 	else if (last->sig.kind == BBX_GROUP_APP && !last->sig.named)
 		bbx_out_str(o, "  [not all named: by offset, one build]");
-	bbx_out_str(o, "\n    builds: ");
-	for (size_t i = 0; i < builds.n; i++) {
-		snprintf(line, sizeof(line), "%s%.12s", i ? ", " : "", builds.v[i]);
+	if (last->reason[0]) {
+		bbx_out_str(o, "\n    reason: ");
+		bbx_j_put_esc(o, last->reason);
+	}
+	for (size_t i = 0; i < v->releases.n; i++) {
+		const struct tval *r = &v->releases.v[i];
+
+		bbx_out_str(o, i ? "\n              " : "\n    releases: ");
+		bbx_j_put_esc(o, r->v);
+		snprintf(line, sizeof(line), " x%zu, first %s, last %s", r->count,
+			 short_time(r->first_time, wide, t1, sizeof(t1)),
+			 short_time(r->last_time, wide, t2, sizeof(t2)));
 		bbx_out_str(o, line);
-		if (builds.extra[i] && builds.extra[i][0]) {
-			bbx_out_str(o, " (");
-			bbx_j_put_esc(o, builds.extra[i]);
-			bbx_out_char(o, ')');
+	}
+	for (size_t i = 0, k = 0; i < pr->n; i++) {
+		const struct prel *p = &pr->v[i];
+
+		if (!not_seen_in(p, first, last, &v->releases))
+			continue;
+		bbx_out_str(o, k++ ? "\n                 " : "\n    not seen in: ");
+		bbx_j_put_esc(o, p->release);
+		snprintf(line, sizeof(line), " (%zu death%s of ", p->deaths, p->deaths == 1 ? "" : "s");
+		bbx_out_str(o, line);
+		bbx_j_put_esc(o, p->comm);
+		bbx_out_char(o, ' ');
+		bbx_j_put_esc(o, p->release);
+		snprintf(line, sizeof(line), " in other groups, on %zu host%s)", p->hosts,
+			 p->hosts == 1 ? "" : "s");
+		bbx_out_str(o, line);
+	}
+	bbx_out_char(o, '\n');
+	wrap_start(&w, o, "builds: ");
+	for (size_t i = 0; i < v->builds.n; i++) {
+		const struct tval *b = &v->builds.v[i];
+		char id[16], tail[160];
+
+		snprintf(id, sizeof(id), "%.12s", b->v);
+		if (b->extra && b->extra[0])
+			snprintf(tail, sizeof(tail), " (%.128s) x%zu", b->extra, b->count);
+		else
+			snprintf(tail, sizeof(tail), " x%zu", b->count);
+		wrap_item(&w, id, tail);
+	}
+	if (!v->builds.n)
+		bbx_out_char(o, '-');
+	bbx_out_char(o, '\n');
+	wrap_start(&w, o, "units: ");
+	for (size_t i = 0; i < v->units.n; i++)
+		wrap_item(&w, v->units.v[i].v, "");
+	if (!v->units.n)
+		bbx_out_char(o, '-');
+	if (wide) {
+		bbx_out_char(o, '\n');
+		wrap_start(&w, o, "hosts: ");
+		for (size_t i = 0; i < v->hosts.n; i++) {
+			char tail[32];
+
+			snprintf(tail, sizeof(tail), " x%zu", v->hosts.v[i].count);
+			wrap_item(&w, v->hosts.v[i].extra && v->hosts.v[i].extra[0]
+				  ? v->hosts.v[i].extra : v->hosts.v[i].v, tail);
 		}
-		snprintf(line, sizeof(line), " x%zu", builds.count[i]);
-		bbx_out_str(o, line);
 	}
-	if (!builds.n)
-		bbx_out_char(o, '-');
-	if (builds.more) {
-		snprintf(line, sizeof(line), ", and %zu more", builds.more);
-		bbx_out_str(o, line);
-	}
-	bbx_out_str(o, "\n    units: ");
-	for (size_t i = 0; i < units.n; i++) {
-		if (i)
-			bbx_out_str(o, ", ");
-		bbx_j_put_esc(o, units.v[i]);
-	}
-	if (!units.n)
-		bbx_out_char(o, '-');
 	if (gr->suppressed) {
 		snprintf(line, sizeof(line), "\n    not reported: %lld more deaths (--journal-rate)",
 			 gr->suppressed);
@@ -316,75 +632,80 @@ static void group_text(struct bbx_out *o, const struct bbx_jgset *gs, const stru
 	bbx_out_char(o, '\n');
 }
 
+static void tally_struct(struct bbx_em *em, const char *key, const char *vkey,
+			 const char *xkey, const struct tally *t, bool times)
+{
+	bbx_em_key(em, key);
+	bbx_em_array(em);
+	for (size_t i = 0; i < t->n; i++) {
+		bbx_em_map(em);
+		bbx_em_kv_str(em, vkey, t->v[i].v);
+		if (xkey && t->v[i].extra && (t->v[i].extra[0] || !times))
+			bbx_em_kv_str(em, xkey, t->v[i].extra);
+		bbx_em_kv_u64(em, "count", t->v[i].count);
+		if (times) {
+			bbx_em_kv_str(em, "first_seen", t->v[i].first_time);
+			bbx_em_kv_str(em, "last_seen", t->v[i].last_time);
+		}
+		bbx_em_end(em);
+	}
+	bbx_em_end(em);
+}
+
 static void group_struct(struct bbx_em *em, const struct bbx_jgset *gs, const struct group *gr,
+			 const struct gview *v, const struct prels *pr,
 			 const struct bbx_jsrcs *srcs)
 {
-	const struct bbx_jgent *first = &gs->v[gr->idx[0]], *last = &gs->v[gr->idx[gr->n - 1]];
-	const struct bbx_jgent *boxed = NULL;
-	struct tally hosts = { 0 }, builds = { 0 }, units = { 0 };
+	const struct bbx_jgent *first = v->first, *last = v->last;
 
-	for (size_t i = 0; i < gr->n; i++) {
-		const struct bbx_jgent *g = &gs->v[gr->idx[i]];
-
-		tally(&hosts, g->machine, g->host);
-		tally(&builds, g->build, g->release);
-		tally(&units, g->unit, NULL);
-		if (g->has_box)
-			boxed = g;
-	}
 	bbx_em_map(em);
 	bbx_em_kv_str(em, "group", last->sig.id);
 	bbx_em_kv_str(em, "kind", kind_name(last->sig.kind));
-	bbx_em_kv_str(em, "liveness", last->crashed ? "crashed" : "orphaned");
-	if (!last->crashed) {
-		bbx_em_key(em, "oom_kill");
-		bbx_em_bool(em, last->e.oom);
-	}
+	bbx_em_kv_str(em, "liveness", bbx_j_liveness(&last->e));
+	bbx_em_key(em, "oom_kill");
+	bbx_em_bool(em, last->e.oom);
+	bbx_em_kv_str(em, "how", how_died(last));
+	if (last->reason[0])
+		bbx_em_kv_str(em, "reason", last->reason);
 	bbx_em_kv_str(em, "comm", last->comm);
 	bbx_em_kv_u64(em, "count", gr->n);
 	bbx_em_kv_i64(em, "suppressed", gr->suppressed);
 	bbx_em_kv_str(em, "first_seen", first->time);
 	bbx_em_kv_str(em, "last_seen", last->time);
 	bbx_em_kv_str(em, "top_frames", last->sig.top);
+	if (last->sig.where[0])
+		bbx_em_kv_str(em, "where", last->sig.where);
 	bbx_em_key(em, "named");
 	bbx_em_bool(em, last->sig.named);
-	bbx_em_kv_u64(em, "machines", hosts.n + hosts.more);
-	bbx_em_key(em, "hosts");
+	bbx_em_kv_u64(em, "machines", v->hosts.n);
+	tally_struct(em, "hosts", "machine_id", "host", &v->hosts, false);
+	tally_struct(em, "builds", "build_id", "release", &v->builds, false);
+	tally_struct(em, "releases", "release", NULL, &v->releases, true);
+	bbx_em_key(em, "not_seen_in");
 	bbx_em_array(em);
-	for (size_t i = 0; i < hosts.n; i++) {
+	for (size_t i = 0; i < pr->n; i++) {
+		if (!not_seen_in(&pr->v[i], first, last, &v->releases))
+			continue;
 		bbx_em_map(em);
-		bbx_em_kv_str(em, "machine_id", hosts.v[i]);
-		bbx_em_kv_str(em, "host", hosts.extra[i] ? hosts.extra[i] : "");
-		bbx_em_kv_u64(em, "count", hosts.count[i]);
-		bbx_em_end(em);
-	}
-	bbx_em_end(em);
-	bbx_em_key(em, "builds");
-	bbx_em_array(em);
-	for (size_t i = 0; i < builds.n; i++) {
-		bbx_em_map(em);
-		bbx_em_kv_str(em, "build_id", builds.v[i]);
-		if (builds.extra[i] && builds.extra[i][0])
-			bbx_em_kv_str(em, "release", builds.extra[i]);
-		bbx_em_kv_u64(em, "count", builds.count[i]);
+		bbx_em_kv_str(em, "release", pr->v[i].release);
+		bbx_em_kv_u64(em, "deaths", pr->v[i].deaths);
+		bbx_em_kv_u64(em, "hosts", pr->v[i].hosts);
 		bbx_em_end(em);
 	}
 	bbx_em_end(em);
 	bbx_em_key(em, "units");
 	bbx_em_array(em);
-	for (size_t i = 0; i < units.n; i++)
-		bbx_em_cstr(em, units.v[i]);
+	for (size_t i = 0; i < v->units.n; i++)
+		bbx_em_cstr(em, v->units.v[i].v);
 	bbx_em_end(em);
 	if (srcs->v[last->src].sender[0])
 		bbx_em_kv_str(em, "newest_sender", srcs->v[last->src].sender);
 	bbx_em_kv_str(em, "newest_cursor", last->cursor);
-	if (boxed)
-		bbx_em_kv_str(em, "newest_box_cursor", boxed->cursor);
+	if (v->boxed)
+		bbx_em_kv_str(em, "newest_box_cursor", v->boxed->cursor);
 	bbx_em_end(em);
 	bbx_em_eol(em);
 }
-
-static const struct bbx_jgset *sort_gs;
 
 /* By group, then oldest first (the order they were read in). */
 static int by_group(const void *a, const void *b)
@@ -414,17 +735,23 @@ int bbx_j_print_groups(const struct bbx_jsel *s, const struct bbx_jsrcs *srcs,
 		       const struct bbx_jgset *gs, struct bbx_out *out, struct bbx_em *em,
 		       bool text)
 {
-	size_t *idx = malloc((gs->n + 1) * sizeof(*idx)), n = 0, ng = 0;
+	size_t *idx = malloc((gs->n + 1) * sizeof(*idx)), *all = malloc((gs->n + 1) * sizeof(*all));
 	struct group *grs = calloc(gs->n + 1, sizeof(*grs));
+	bool wide = s->opt && s->opt->wide;
+	size_t n = 0, ng = 0;
+	struct prels pr = { 0 };
+	int r = -ENOMEM;
 
-	if (!idx || !grs) {
-		free(idx);
-		free(grs);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < gs->n; i++)
+	if (!idx || !all || !grs)
+		goto out;
+	for (size_t i = 0; i < gs->n; i++) {
+		all[i] = i;
 		if (bbx_j_in_group(s, &gs->v[i]))
 			idx[n++] = i;
+	}
+	/* "not seen in" counts the program's deaths in every group */
+	if (prels_of(gs, all, gs->n, &pr) < 0)
+		goto out;
 	sort_gs = gs;
 	qsort(idx, n, sizeof(*idx), by_group);
 	for (size_t i = 0; i < n; i++) {
@@ -434,18 +761,33 @@ int bbx_j_print_groups(const struct bbx_jsel *s, const struct bbx_jsrcs *srcs,
 		grs[ng - 1].suppressed += gs->v[idx[i]].suppressed;
 	}
 	qsort(grs, ng, sizeof(*grs), by_count);
-	if (text)
-		bbx_out_str(out, "GROUP              DEATHS   HOSTS  FIRST SEEN                     "
-			    "LAST SEEN                      LIVENESS  COMM\n");
-	for (size_t i = 0; i < ng && !out->err; i++) {
-		if (text)
-			group_text(out, gs, &grs[i]);
-		else
-			group_struct(em, gs, &grs[i], srcs);
+	if (text) {
+		char head[256];
+
+		/* the columns of group_text() */
+		snprintf(head, sizeof(head), "%-16s %7s %6s  %-*s  %-*s  %-9s COMM\n", "GROUP",
+			 "DEATHS", "HOSTS", wide ? 30 : 19, wide ? "FIRST SEEN" : "FIRST SEEN (UTC)",
+			 wide ? 30 : 19, wide ? "LAST SEEN" : "LAST SEEN (UTC)", "HOW");
+		bbx_out_str(out, head);
 	}
+	r = 0;
+	for (size_t i = 0; i < ng && !out->err && !r; i++) {
+		struct gview v;
+
+		if ((r = gview_of(gs, &grs[i], &v)) < 0)
+			break;
+		if (text)
+			group_text(out, gs, &grs[i], &v, &pr, wide);
+		else
+			group_struct(em, gs, &grs[i], &v, &pr, srcs);
+		gview_free(&v);
+	}
+out:
+	free(pr.v);
 	free(idx);
+	free(all);
 	free(grs);
-	return 0;
+	return r;
 }
 
 /*

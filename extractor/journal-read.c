@@ -396,6 +396,15 @@ static void esc_field(sd_journal *j, const char *field, char *out, size_t outlen
 	bb_escape_text(raw, n, out, outlen);
 }
 
+const char *bbx_j_liveness(const struct bbx_jentry *e)
+{
+	if (!strcmp(e->liveness, "crashed"))
+		return "crashed";
+	if (e->oom)
+		return "oom-kill";
+	return e->liveness[0] ? e->liveness : "?";
+}
+
 void bbx_j_read_entry(sd_journal *j, struct bbx_jentry *e)
 {
 	char raw[64];

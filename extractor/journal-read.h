@@ -122,6 +122,8 @@ struct bbx_jgent {
 	size_t             exelen;
 	char               comm[64 + 1], host[64 + 1], machine[33], unit[256 + 1];
 	char               release[128 + 1], build[2 * 64 + 1], time[BBX_TIME_MAX];
+	char               reason[128 + 1]; /* BB_CRASH_REASON of a bb_crash_record() */
+	char              *message; /* MESSAGE, for --list --json only (else NULL) */
 	bool               crashed, has_box;
 	int                signal;
 	long long          suppressed;
@@ -158,8 +160,12 @@ int bbx_j_open(const struct bbx_jsel *s, const struct bbx_jsrc *src, sd_journal 
 	       char *err, size_t errlen);
 void bbx_j_close(sd_journal *j);
 
-/* journal-read.c: the entry @j is at into @e. */
+/* journal-read.c: the entry @j is at into @e; how it died in the one
+ * vocabulary of text, JSON and --state: "crashed", "oom-kill" (killed by
+ * the kernel's OOM killer), "orphaned" (any other death without a word),
+ * or what BB_LIVENESS says when it is none of those. */
 void bbx_j_read_entry(sd_journal *j, struct bbx_jentry *e);
+const char *bbx_j_liveness(const struct bbx_jentry *e);
 
 /* journal-groups.c: whether @e passes the filters of @s; the entry at @j
  * into @g (0 or -ENOMEM); every entry of @s with its group into @gs (0 or
