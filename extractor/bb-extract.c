@@ -70,7 +70,8 @@ static void usage(FILE *f)
 "      --journal     read the boxes bb-reap --journal put into the local\n"
 "                    journal: --list them, or extract PID's\n"
 "      --journal-directory DIR  the same from the journal files in DIR\n"
-"                    (a collector's systemd-journal-remote output)\n"
+"                    (a collector's systemd-journal-remote output); again\n"
+"                    to read several collectors as one\n"
 "      --machine ID  with PID: the box of that machine (_MACHINE_ID); with\n"
 "                    --list, --groups, --group: that machine's entries\n"
 "      --boot ID     with PID: the box of that boot (BB_BOOT_ID)\n"
@@ -265,7 +266,12 @@ static void set_option(int ch, char **argv, struct bbx_opts *o)
 	case OPT_RAW_NAMES: o->raw_names = true; break;
 	case 't': o->threads = true; break;
 	case OPT_JOURNAL: o->journal = true; break;
-	case OPT_JOURNAL_DIR: o->journal_dir = optarg; break;
+	case OPT_JOURNAL_DIR:
+		if (o->njournal_dirs == BBX_JOURNAL_DIRS_MAX)
+			usage_error("--journal-directory: at most %d", BBX_JOURNAL_DIRS_MAX);
+		o->journal_dirs[o->njournal_dirs++] = optarg;
+		o->journal_dir = o->journal_dirs[0];
+		break;
 	case OPT_MACHINE: o->machine = optarg; break;
 	case OPT_BOOT: o->boot = optarg; break;
 	case OPT_CURSOR: o->cursor = optarg; break;

@@ -34,6 +34,9 @@ enum {
 
 enum bbx_format { BBX_FMT_TEXT, BBX_FMT_JSON, BBX_FMT_CBOR };
 
+/* --journal-directory given at most this often. */
+#define BBX_JOURNAL_DIRS_MAX 16
+
 /* --debug-dir given at most this often. */
 #define DEBUG_DIRS_MAX 16
 
@@ -46,7 +49,9 @@ struct bbx_opts {
 	const char *debug_dirs[DEBUG_DIRS_MAX]; /* absolute */
 	size_t ndebug_dirs;
 	bool journal;        /* --journal, --journal-directory: journal-*.c */
-	const char *journal_dir, *machine, *boot, *cursor;
+	const char *journal_dir, *machine, *boot, *cursor; /* journal_dir: the first */
+	const char *journal_dirs[BBX_JOURNAL_DIRS_MAX]; /* every --journal-directory */
+	size_t njournal_dirs;
 	bool untrusted;      /* --untrusted: --list shows entries not from bb-reap too */
 	bool groups;         /* --groups: the crash groups of the entries */
 	const char *group;   /* --group ID: those of a group; alone, its newest box */

@@ -439,7 +439,8 @@ static bool entry_owner(const struct bbx_jbox *jb, const struct bb_box_info *in,
  */
 int bbx_journal_main(const struct bbx_opts *o)
 {
-	struct bbx_jsel sel = { .dir = o->journal_dir, .pid = o->pid, .machine = o->machine,
+	struct bbx_jsel sel = { .dir = o->journal_dir, .dirs = o->journal_dirs,
+				.ndirs = o->njournal_dirs, .pid = o->pid, .machine = o->machine,
 				.boot = o->boot, .cursor = o->cursor, .untrusted = o->untrusted,
 				.opt = o };
 	char *chosen = NULL;

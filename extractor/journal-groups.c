@@ -188,7 +188,11 @@ int bbx_j_collect(const struct bbx_jsel *s, const struct bbx_jsrcs *srcs,
 			err[0] = '\0';
 			continue;
 		}
-		SD_JOURNAL_FOREACH(j) {
+		if (bbx_j_seek_first(j, s) < 0) {
+			bbx_j_close(j);
+			continue;
+		}
+		while (sd_journal_next(j) > 0) {
 			bbx_j_read_entry(j, &e);
 			if (!bbx_j_wanted(s, j, &e))
 				continue;

@@ -34,6 +34,8 @@ struct bbx_opts;
 /* Which entries. */
 struct bbx_jsel {
 	const char *dir;     /* --journal-directory, or NULL: the local journal */
+	const char *const *dirs; /* every --journal-directory (dirs[0] is dir) */
+	size_t      ndirs;
 	pid_t       pid;     /* the box's pid (BB_PID), 0 for --list or --cursor */
 	const char *machine; /* --machine: _MACHINE_ID, or NULL */
 	const char *boot;    /* --boot: BB_BOOT_ID (with or without dashes), or NULL */
@@ -144,6 +146,7 @@ struct bbx_jgset {
  * bbx_j_id128() takes an id with or without dashes to 32 lowercase hex
  * digits (false: not an id). */
 size_t bbx_j_get(sd_journal *j, const char *field, char *buf, size_t max);
+bool bbx_j_has(sd_journal *j, const char *field);
 long long bbx_j_get_num(sd_journal *j, const char *field, long long dflt);
 bool bbx_j_id128(const char *s, char out[33]);
 
@@ -159,6 +162,9 @@ int bbx_j_check_sel(const struct bbx_jsel *s, char *err, size_t errlen);
 int bbx_j_open(const struct bbx_jsel *s, const struct bbx_jsrc *src, sd_journal **jp,
 	       char *err, size_t errlen);
 void bbx_j_close(sd_journal *j);
+/* Before the first entry of @s: the journal's head, or where --since
+ * starts.  0 or -errno. */
+int bbx_j_seek_first(sd_journal *j, const struct bbx_jsel *s);
 
 /* journal-read.c: the entry @j is at into @e; how it died in the one
  * vocabulary of text, JSON and --state: "crashed", "oom-kill" (killed by
