@@ -105,34 +105,42 @@ static void show_fields(const struct bbx_jsel *s, sd_journal *j, const struct bb
 static void entry_frames(const struct bbx_jsel *s, sd_journal *j, const struct bbx_jentry *e,
 			 struct bbx_out *o, struct bbx_em *em, bool text)
 {
-	struct bbx_symcache *cache = bbx_symcache_new();
 	struct bb_crash *cr = calloc(1, sizeof(*cr));
 	struct bbx_frame *fr = calloc(BB_CRASH_MAX_FRAMES, sizeof(*fr));
 	char note[2048] = "", line[256];
-	struct bbx_jgent g;
+	const struct bbx_sframe *f = NULL;
+	struct bbx_jgset gs = { 0 };
+	struct bbx_jgent g = { 0 };
+	size_t nf = 0;
 	int r = -ENOMEM;
 
 	sd_journal_set_data_threshold(j, BBX_J_FIELD_MAX);
-	if (!cache || !cr || !fr || (r = bbx_j_take_gent(s, 0, j, e, &g)) < 0)
+	if (!cr || !fr || bbx_j_gset_init(&gs) < 0 ||
+	    (r = bbx_j_take_gent(s, 0, j, e, &gs, &g)) < 0)
 		goto out;
-	for (size_t i = 0; i < g.nf && !r; i++)
-		r = bbx_symcache_add(cache, &g.f[i], g.owner);
+	if (g.stack) {
+		f = g.stack->f;
+		nf = g.stack->nf;
+	}
+	/* every frame of it shown, the system's too */
+	for (size_t i = 0; i < nf && !r; i++)
+		r = bbx_symcache_add(gs.cache, &f[i], g.owner);
 	if (!r && s->opt && !s->opt->no_symbols) {
 		struct bbx_sym_opts so;
 
 		bbx_sym_opts_init(s->opt, g.owner, &so);
-		r = bbx_symcache_resolve(cache, &so, note, sizeof(note));
+		r = bbx_symcache_resolve(gs.cache, &so, note, sizeof(note));
 	}
+	if (!r)
+		r = bbx_j_group_of(&gs, &g, fr);
 	if (!r) {
-		bbx_symcache_frames(cache, g.f, g.nf, g.owner, fr);
-		bbx_signature(fr, g.nf, g.crashed, g.exe, g.exelen, g.comm, g.signal, &g.sig);
-		cr->nframes = (uint32_t)g.nf;
-		for (size_t i = 0; i < g.nf; i++) {
-			cr->frames[i] = g.f[i].addr;
-			cr->frame_flags[i] = g.f[i].flags;
+		cr->nframes = (uint32_t)nf;
+		for (size_t i = 0; i < nf; i++) {
+			cr->frames[i] = f[i].addr;
+			cr->frame_flags[i] = f[i].flags;
 		}
 		if (text) {
-			if (g.nf) {
+			if (nf) {
 				bbx_out_str(o, "*** the crash stack of the entry (BB_STACK):\n");
 				bbx_crash_frames_text(o, cr, fr, s->opt && s->opt->raw_names);
 			}
@@ -145,7 +153,7 @@ static void entry_frames(const struct bbx_jsel *s, sd_journal *j, const struct b
 		} else {
 			bbx_em_key(em, "frames");
 			bbx_em_array(em);
-			for (size_t i = 0; i < g.nf; i++)
+			for (size_t i = 0; i < nf; i++)
 				bbx_frame_struct(em, &fr[i], s->opt && s->opt->raw_names);
 			bbx_em_end(em);
 			bbx_em_kv_str(em, "group", g.sig.id);
@@ -154,12 +162,12 @@ static void entry_frames(const struct bbx_jsel *s, sd_journal *j, const struct b
 				bbx_em_kv_str(em, "symbols_note", note);
 		}
 	}
-	free(g.cursor);
-	bbx_stack_free(g.f, g.nf);
 out:
 	if (r < 0)
 		bbx_msg("journal", "the entry's stack: %s", strerror(-r));
-	bbx_symcache_free(cache);
+	free(g.cursor);
+	free(g.message);
+	bbx_j_gset_free(&gs);
 	free(cr);
 	free(fr);
 }

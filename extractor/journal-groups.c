@@ -17,6 +17,7 @@
 
 #include <blackbox/reader.h>
 
+#include "../shared/fnv.h"
 #include "../shared/grow.h"
 #include "extract.h"
 #include "groups.h"
@@ -50,92 +51,335 @@ bool bbx_j_wanted(const struct bbx_jsel *s, sd_journal *j, const struct bbx_jent
 	return true;
 }
 
+/* ---- the pool ------------------------------------------------------------ */
+
+struct pslot {
+	const char *key;   /* NULL: free */
+	size_t      len;
+	uint64_t    h;
+	void       *val;
+};
+
+struct bbx_jpool {
+	struct pslot *t;
+	size_t        size, used;   /* slots (a power of two), taken */
+	char        **blocks;       /* the keys' bytes */
+	size_t        nblocks, blockcap;
+	char         *next;         /* the last block's free bytes */
+	size_t        left;
+};
+
+#define POOL_BLOCK ((size_t)64 << 10)
+
+struct bbx_jpool *bbx_jpool_new(void)
+{
+	struct bbx_jpool *p = calloc(1, sizeof(*p));
+
+	if (p && !(p->t = calloc(p->size = 1024, sizeof(*p->t)))) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+void bbx_jpool_free(struct bbx_jpool *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->nblocks; i++)
+		free(p->blocks[i]);
+	free(p->blocks);
+	free(p->t);
+	free(p);
+}
+
+/* @n bytes (and a NUL) of the pool's, or NULL. */
+static char *pool_bytes(struct bbx_jpool *p, size_t n)
+{
+	char *b;
+
+	if (n + 1 > p->left) {
+		size_t sz = n + 1 > POOL_BLOCK ? n + 1 : POOL_BLOCK;
+
+		if (BB__GROW(&p->blocks, &p->blockcap, p->nblocks + 1) < 0 || !(b = malloc(sz)))
+			return NULL;
+		p->blocks[p->nblocks++] = b;
+		p->next = b;
+		p->left = sz;
+	}
+	b = p->next;
+	p->next += n + 1;
+	p->left -= n + 1;
+	return b;
+}
+
+/* Twice the slots, every key where its hash says. */
+static int pool_grow(struct bbx_jpool *p)
+{
+	struct pslot *t;
+	size_t size = p->size * 2;
+
+	if (size > SIZE_MAX / sizeof(*t) || !(t = calloc(size, sizeof(*t))))
+		return -ENOMEM;
+	for (size_t i = 0; i < p->size; i++) {
+		size_t k = (size_t)p->t[i].h & (size - 1);
+
+		if (!p->t[i].key)
+			continue;
+		while (t[k].key)
+			k = (k + 1) & (size - 1);
+		t[k] = p->t[i];
+	}
+	free(p->t);
+	p->t = t;
+	p->size = size;
+	return 0;
+}
+
+const char *bbx_jpool_intern(struct bbx_jpool *p, const void *s, size_t n, void ***val)
+{
+	uint64_t h = bb__fnv1a64(BB__FNV64_INIT, s, n);
+	size_t k;
+	char *copy;
+
+	if (2 * (p->used + 1) > p->size && pool_grow(p) < 0)
+		return NULL;
+	for (k = (size_t)h & (p->size - 1); p->t[k].key; k = (k + 1) & (p->size - 1))
+		if (p->t[k].h == h && p->t[k].len == n && !memcmp(p->t[k].key, s, n))
+			goto found;
+	if (!(copy = pool_bytes(p, n)))
+		return NULL;
+	memcpy(copy, s, n);
+	copy[n] = '\0';
+	p->t[k] = (struct pslot){ copy, n, h, NULL };
+	p->used++;
+found:
+	if (val)
+		*val = &p->t[k].val;
+	return p->t[k].key;
+}
+
+/* ---- crash groups --------------------------------------------------------- */
+
+int bbx_j_gset_init(struct bbx_jgset *gs)
+{
+	memset(gs, 0, sizeof(*gs));
+	if (!(gs->cache = bbx_symcache_new()) || !(gs->pool = bbx_jpool_new())) {
+		bbx_symcache_free(gs->cache);
+		gs->cache = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 void bbx_j_gset_free(struct bbx_jgset *g)
 {
 	for (size_t i = 0; i < g->n; i++) {
 		free(g->v[i].cursor);
 		free(g->v[i].message);
-		bbx_stack_free(g->v[i].f, g->v[i].nf);
 	}
+	for (size_t i = 0; i < g->nstacks; i++) {
+		bbx_stack_free(g->stacks[i]->f, g->stacks[i]->nf);
+		free(g->stacks[i]);
+	}
+	free(g->stacks);
 	free(g->v);
 	bbx_symcache_free(g->cache);
+	bbx_jpool_free(g->pool);
 	memset(g, 0, sizeof(*g));
 }
 
-/* The frames of @g worth symbolising for its group: its executable's and
- * those of modules that are not the system's (groups.c). */
-static int want_symbols(struct bbx_jgset *gs, const struct bbx_jgent *g)
+const char *bbx_j_time(uint64_t usec, char *buf)
+{
+	buf[bbx_fmt_time(buf, (int64_t)(usec > INT64_MAX / 1000 ? 0 : usec * 1000))] = '\0';
+	return buf;
+}
+
+const char *bbx_j_gliveness(const struct bbx_jgent *g)
+{
+	if (g->crashed)
+		return "crashed";
+	if (g->oom)
+		return "oom-kill";
+	return g->liveness[0] ? g->liveness : "?";
+}
+
+/* The frames of @st worth symbolising for its group, as @owner: its
+ * executable's (build id @exe) and those of modules that are not the
+ * system's (groups.c). */
+static int want_symbols(struct bbx_jgset *gs, const struct bbx_jstack *st, uint32_t owner,
+			const uint8_t *exe, size_t exelen)
 {
 	int r = 0;
 
-	for (size_t i = 0; i < g->nf && !r; i++) {
-		const struct bbx_sframe *f = &g->f[i];
-		bool exe = g->exelen && f->build_id_len == g->exelen &&
-			   !memcmp(f->build_id, g->exe, g->exelen);
+	for (size_t i = 0; i < st->nf && !r; i++) {
+		const struct bbx_sframe *f = &st->f[i];
+		bool isexe = exelen && f->build_id_len == exelen &&
+			     !memcmp(f->build_id, exe, exelen);
 
-		if (f->module && (exe || !bbx_module_is_system(f->module)))
-			r = bbx_symcache_add(gs->cache, f, g->owner);
+		if (f->module && (isexe || !bbx_module_is_system(f->module)))
+			r = bbx_symcache_add(gs->cache, f, owner);
 	}
 	return r;
 }
 
-/* The entry at @j into @g (its stack parsed, nothing symbolised yet). */
-int bbx_j_take_gent(const struct bbx_jsel *s, size_t src, sd_journal *j,
-		    const struct bbx_jentry *e, struct bbx_jgent *g)
+/*
+ * The stack @f[0..n) of an entry of @g->owner, once per distinct stack
+ * (frames without their addresses) and owner: @g->stack is the pool's,
+ * and @f is freed or kept.  Its frames are registered for the symboliser
+ * when it is new.  0 or -ENOMEM.
+ */
+static int intern_stack(struct bbx_jgset *gs, struct bbx_jgent *g, struct bbx_sframe *f,
+			size_t n)
 {
-	char *stack = malloc(BBX_J_FIELD_MAX), kinds[BB_CRASH_MAX_FRAMES + 1], kind[16];
+	size_t len = 0, cap = 0;
+	uint8_t exe[64], *key = NULL;
+	struct bbx_jstack *st;
+	void **slot;
+	int r = -ENOMEM;
+
+	for (size_t i = 0; i <= n; i++) {
+		const char *m = i < n && f[i].module ? f[i].module : "";
+		size_t ml = strlen(m) + 1, need = len + ml + 8 + 1 + 64 + 1 + 4;
+
+		if (BB__GROW(&key, &cap, need) < 0)
+			goto out;
+		if (i == n) {
+			memcpy(key + len, &g->owner, 4); /* and whose it is */
+			len += 4;
+			break;
+		}
+		memcpy(key + len, m, ml);
+		len += ml;
+		memcpy(key + len, &f[i].offset, 8);
+		len += 8;
+		key[len++] = (uint8_t)f[i].build_id_len;
+		memcpy(key + len, f[i].build_id, f[i].build_id_len);
+		len += f[i].build_id_len;
+		key[len++] = f[i].flags;
+	}
+	if (!bbx_jpool_intern(gs->pool, key, len, &slot))
+		goto out;
+	if (*slot) {
+		bbx_stack_free(f, n);
+		g->stack = *slot;
+		r = 0;
+		goto out;
+	}
+	if (!(st = malloc(sizeof(*st))) ||
+	    BB__GROW(&gs->stacks, &gs->stackcap, gs->nstacks + 1) < 0) {
+		free(st);
+		goto out;
+	}
+	*st = (struct bbx_jstack){ f, n };
+	gs->stacks[gs->nstacks++] = st;
+	*slot = st;
+	g->stack = st;
+	r = want_symbols(gs, st, g->owner, exe,
+			 bbx_unhex(g->build, strlen(g->build), exe, sizeof(exe)));
+	f = NULL;
+out:
+	if (r < 0 && f)
+		bbx_stack_free(f, n);
+	free(key);
+	return r;
+}
+
+/* @s (@n bytes) as the pool has it, or NULL. */
+static const char *pooled(struct bbx_jgset *gs, const char *s, size_t n)
+{
+	return bbx_jpool_intern(gs->pool, s, n, NULL);
+}
+
+/* The entry at @j into @g (its stack parsed and interned, nothing
+ * symbolised yet). */
+int bbx_j_take_gent(const struct bbx_jsel *s, size_t src, sd_journal *j,
+		    const struct bbx_jentry *e, struct bbx_jgset *gs, struct bbx_jgent *g)
+{
+	char *buf = malloc(BBX_J_FIELD_MAX), kinds[BB_CRASH_MAX_FRAMES + 1], kind[16];
+	struct bbx_sframe *f = NULL;
 	size_t n;
-	int r;
+	int r = -ENOMEM;
 
 	memset(g, 0, sizeof(*g));
-	if (!stack)
+	if (!buf)
 		return -ENOMEM;
 	g->src = src;
-	g->e = *e;
 	g->usec = e->usec;
-	memcpy(g->time, e->time, sizeof(g->time));
 	g->crashed = !strcmp(e->liveness, "crashed");
 	g->has_box = e->has_box;
+	g->trusted = e->trusted;
+	g->oom = e->oom;
+	g->pid = e->pid;
+	g->uid = e->uid;
+	g->starttime = e->starttime;
+	g->signal = e->signal;
+	g->box_size = e->box_size;
 	/* a death without a word: whether the OOM killer did it */
-	g->signal = e->signal > 0 && e->signal < 1024 ? (int)e->signal : e->oom;
+	g->sigsig = e->signal > 0 && e->signal < 1024 ? (int)e->signal : e->oom;
 	g->owner = s->dir || !e->trusted || e->uid < 0 || e->uid > UINT32_MAX
 		   ? BBX_J_NOBODY_UID : (uint32_t)e->uid;
-	bbx_j_get(j, BBJ_COMM, g->comm, sizeof(g->comm));
-	bbx_j_get(j, "_HOSTNAME", g->host, sizeof(g->host));
-	snprintf(g->machine, sizeof(g->machine), "%s", e->machine);
-	bbx_j_get(j, BBJ_UNIT, g->unit, sizeof(g->unit));
-	bbx_j_get(j, BBJ_RELEASE, g->release, sizeof(g->release));
-	bbx_j_get(j, BBJ_BUILD_ID, g->build, sizeof(g->build));
-	g->exelen = bbx_unhex(g->build, strlen(g->build), g->exe, sizeof(g->exe));
 	g->suppressed = bbx_j_get_num(j, BBJ_SUPPRESSED, 0);
-	if (sd_journal_get_cursor(j, &g->cursor) < 0) {
-		free(stack);
-		return -ENOMEM;
-	}
+	/* the strings: raw ones from the entry, escaped ones from @e */
+#define TAKE(field, name, max) \
+	((n = bbx_j_get(j, (name), buf, (max) + 1)), (g->field = pooled(gs, buf, n)) != NULL)
+	if (!TAKE(comm, BBJ_COMM, 64) || !TAKE(host, "_HOSTNAME", 64) ||
+	    !TAKE(unit, BBJ_UNIT, 256) || !TAKE(release, BBJ_RELEASE, 128) ||
+	    !TAKE(build, BBJ_BUILD_ID, 128) ||
+	    !(g->machine = pooled(gs, e->machine, strlen(e->machine))) ||
+	    !(g->boot = pooled(gs, e->boot, strlen(e->boot))) ||
+	    !(g->liveness = pooled(gs, e->liveness, strlen(e->liveness))) ||
+	    !(g->signame = pooled(gs, e->signame, strlen(e->signame))) ||
+	    !(g->uid_raw = pooled(gs, e->uid_raw, strlen(e->uid_raw))) ||
+	    !(g->transport = pooled(gs, e->transport, strlen(e->transport))) ||
+	    !(g->reason = pooled(gs, "", 0)))
+		goto out;
+#undef TAKE
 	/* --list --json prints the message; nothing else needs it */
 	if (s->opt && s->opt->list && s->opt->fmt != BBX_FMT_TEXT) {
-		n = bbx_j_get(j, "MESSAGE", stack, 4096);
-		if (!(g->message = strdup(stack))) {
-			free(stack);
-			return -ENOMEM;
-		}
+		bbx_j_get(j, "MESSAGE", buf, 4096);
+		if (!(g->message = strdup(buf)))
+			goto out;
 	}
+	if (sd_journal_get_cursor(j, &g->cursor) < 0)
+		goto out;
 	n = 0;
 	kinds[0] = kind[0] = '\0';
 	if (g->crashed) {
-		n = bbx_j_get(j, BBJ_STACK, stack, BBX_J_FIELD_MAX);
+		bbx_j_get(j, BBJ_CRASH_KIND, kind, sizeof(kind));
+		if (!strcmp(kind, "fatal") &&
+		    !(g->reason = pooled(gs, buf, bbx_j_get(j, BBJ_CRASH_REASON, buf, 129))))
+			goto out;
+		n = bbx_j_get(j, BBJ_STACK, buf, BBX_J_FIELD_MAX);
 		if (n)
 			bbx_j_get(j, BBJ_STACK_KINDS, kinds, sizeof(kinds));
-		bbx_j_get(j, BBJ_CRASH_KIND, kind, sizeof(kind));
-		if (!strcmp(kind, "fatal"))
-			bbx_j_get(j, BBJ_CRASH_REASON, g->reason, sizeof(g->reason));
 	}
-	r = n ? bbx_stack_parse(stack, n, kinds, strcmp(kind, "fatal") != 0, &g->f) : 0;
-	free(stack);
-	if (r < 0)
-		return r;
-	g->nf = (size_t)r;
-	return 0;
+	r = n ? bbx_stack_parse(buf, n, kinds, strcmp(kind, "fatal") != 0, &f) : 0;
+	if (r > 0)
+		r = intern_stack(gs, g, f, (size_t)r);
+out:
+	free(buf);
+	return r < 0 ? r : 0;
+}
+
+int bbx_j_group_of(struct bbx_jgset *gs, struct bbx_jgent *g, struct bbx_frame *fr)
+{
+	const struct bbx_jstack *st = g->stack;
+	size_t nf = st ? st->nf : 0;
+	uint8_t exe[64];
+	struct bbx_sig sig;
+
+	if (st)
+		bbx_symcache_frames(gs->cache, st->f, nf, g->owner, fr);
+	bbx_signature(fr, nf, g->crashed, exe, bbx_unhex(g->build, strlen(g->build), exe,
+							  sizeof(exe)),
+		      g->comm, g->sigsig, &sig);
+	memcpy(g->sig.id, sig.id, sizeof(g->sig.id));
+	g->sig.kind = (uint8_t)sig.kind;
+	g->sig.named = sig.named;
+	g->sig.top = pooled(gs, sig.top, strlen(sig.top));
+	g->sig.where = pooled(gs, sig.where, strlen(sig.where));
+	return g->sig.top && g->sig.where ? 0 : -ENOMEM;
 }
 
 /*
@@ -170,8 +414,7 @@ int bbx_j_collect(const struct bbx_jsel *s, const struct bbx_jsrcs *srcs,
 	struct bbx_jentry e;
 	int r = 0;
 
-	memset(gs, 0, sizeof(*gs));
-	if (!fr || !(gs->cache = bbx_symcache_new())) {
+	if (bbx_j_gset_init(gs) < 0 || !fr) {
 		free(fr);
 		snprintf(err, errlen, "out of memory");
 		return BBX_EXIT_FAILURE;
@@ -198,12 +441,10 @@ int bbx_j_collect(const struct bbx_jsel *s, const struct bbx_jsrcs *srcs,
 				continue;
 			if ((r = BB__GROW(&gs->v, &gs->cap, gs->n + 1)) < 0)
 				break;
-			r = bbx_j_take_gent(s, i, j, &e, &gs->v[gs->n]);
+			r = bbx_j_take_gent(s, i, j, &e, gs, &gs->v[gs->n]);
 			if (r < 0)
 				break;
 			gs->n++;
-			if ((r = want_symbols(gs, &gs->v[gs->n - 1])) < 0)
-				break;
 		}
 		bbx_j_close(j);
 	}
@@ -218,12 +459,8 @@ int bbx_j_collect(const struct bbx_jsel *s, const struct bbx_jsrcs *srcs,
 		if (note[0] && !s->opt->quiet && (s->opt->groups || s->opt->group))
 			say_note(note);
 	}
-	for (size_t k = 0; k < gs->n && !r; k++) {
-		struct bbx_jgent *g = &gs->v[k];
-
-		bbx_symcache_frames(gs->cache, g->f, g->nf, g->owner, fr);
-		bbx_signature(fr, g->nf, g->crashed, g->exe, g->exelen, g->comm, g->signal, &g->sig);
-	}
+	for (size_t k = 0; k < gs->n && !r; k++)
+		r = bbx_j_group_of(gs, &gs->v[k], fr);
 	free(fr);
 	if (r < 0) {
 		snprintf(err, errlen, "out of memory");
@@ -250,9 +487,7 @@ bool bbx_j_in_group(const struct bbx_jsel *s, const struct bbx_jgent *g)
 struct tval {
 	const char *v;
 	const char *extra;     /* the host name of a machine, the release of a build */
-	const char *first_time;/* formatted, of the oldest entry with it */
-	const char *last_time;
-	uint64_t    first, last;
+	uint64_t    first, last; /* usec */
 	size_t      count;
 };
 
@@ -325,7 +560,7 @@ static int tally_of(const struct bbx_jgset *gs, const struct group *gr, enum tal
 		const char *extra, *v = key_of(g, k, &extra);
 
 		if (v[0])
-			t->v[t->n++] = (struct tval){ v, extra, g->time, g->time, g->usec, g->usec, 1 };
+			t->v[t->n++] = (struct tval){ v, extra, g->usec, g->usec, 1 };
 	}
 	qsort(t->v, t->n, sizeof(*t->v), by_value);
 	for (size_t i = 0; i < t->n; i++) {
@@ -339,14 +574,10 @@ static int tally_of(const struct bbx_jgset *gs, const struct group *gr, enum tal
 		d->count++;
 		if (!d->extra || (!d->extra[0] && t->v[i].extra))
 			d->extra = t->v[i].extra;
-		if (t->v[i].first < d->first) {
+		if (t->v[i].first < d->first)
 			d->first = t->v[i].first;
-			d->first_time = t->v[i].first_time;
-		}
-		if (t->v[i].last >= d->last) {
+		if (t->v[i].last > d->last)
 			d->last = t->v[i].last;
-			d->last_time = t->v[i].last_time;
-		}
 	}
 	t->n = n;
 	qsort(t->v, t->n, sizeof(*t->v), sort);
@@ -447,19 +678,23 @@ static const char *kind_name(enum bbx_group_kind k)
 static const char *how_died(const struct bbx_jgent *g)
 {
 	if (!g->crashed)
-		return bbx_j_liveness(&g->e);
-	if (g->e.signame[0])
-		return g->e.signame;
+		return bbx_j_gliveness(g);
+	if (g->signame[0])
+		return g->signame;
 	return g->reason[0] ? "fatal" : "crashed";
 }
 
-/* "2026-11-21 13:45:01" of "2026-11-21T13:45:01.123456789Z" (UTC): what a
- * line of --groups and --list shows unless --wide. */
-static const char *short_time(const char *t, bool wide, char *buf, size_t len)
+/* "2026-11-21 13:45:01" (UTC) of @usec, what a line of --groups shows
+ * unless --wide ("2026-11-21T13:45:01.123456000Z"). */
+static const char *short_time(uint64_t usec, bool wide, char *buf)
 {
-	if (wide || strlen(t) < 19)
-		return t;
-	snprintf(buf, len, "%.10s %.8s", t, t + 11);
+	char t[BBX_TIME_MAX];
+
+	bbx_j_time(usec, wide ? buf : t);
+	if (!wide && strlen(t) >= 19)
+		snprintf(buf, BBX_TIME_MAX, "%.10s %.8s", t, t + 11);
+	else if (!wide)
+		memcpy(buf, t, sizeof(t));
 	return buf;
 }
 
@@ -528,15 +763,15 @@ static int gview_of(const struct bbx_jgset *gs, const struct group *gr, struct g
 }
 
 /* The top frames with the first one's file:line after it. */
-static void put_top(struct bbx_out *o, const struct bbx_sig *sig)
+static void put_top(struct bbx_out *o, const char *top, const char *where)
 {
-	const char *lt = strstr(sig->top, " < ");
-	size_t k = lt ? (size_t)(lt - sig->top) : strlen(sig->top);
+	const char *lt = strstr(top, " < ");
+	size_t k = lt ? (size_t)(lt - top) : strlen(top);
 
-	bbx_put_escaped(o, sig->top, k);
-	if (sig->where[0]) {
+	bbx_put_escaped(o, top, k);
+	if (where[0]) {
 		bbx_out_str(o, " (");
-		bbx_j_put_esc(o, sig->where);
+		bbx_j_put_esc(o, where);
 		bbx_out_char(o, ')');
 	}
 	if (lt)
@@ -547,19 +782,19 @@ static void group_text(struct bbx_out *o, const struct bbx_jgset *gs, const stru
 		       const struct gview *v, const struct prels *pr, bool wide)
 {
 	const struct bbx_jgent *first = v->first, *last = v->last;
-	char line[512], t1[32], t2[32];
+	char line[512], t1[BBX_TIME_MAX], t2[BBX_TIME_MAX];
 	struct wrap w;
 
 	snprintf(line, sizeof(line), "%s %7zu %6zu  %-*s  %-*s  %-9s ", last->sig.id, gr->n,
-		 v->hosts.n, wide ? 30 : 19, short_time(first->time, wide, t1, sizeof(t1)),
-		 wide ? 30 : 19, short_time(last->time, wide, t2, sizeof(t2)), how_died(last));
+		 v->hosts.n, wide ? 30 : 19, short_time(first->usec, wide, t1),
+		 wide ? 30 : 19, short_time(last->usec, wide, t2), how_died(last));
 	bbx_out_str(o, line);
 	bbx_j_put_esc(o, last->comm[0] ? last->comm : "-");
 	bbx_out_str(o, "\n    frames: ");
 	if (last->sig.top[0])
-		put_top(o, &last->sig);
+		put_top(o, last->sig.top, last->sig.where);
 	else
-		bbx_out_str(o, last->e.oom ? "(killed by the OOM killer: no stack)"
+		bbx_out_str(o, last->oom ? "(killed by the OOM killer: no stack)"
 			    : last->sig.kind == BBX_GROUP_ORPHANED
 			    ? "(died without a word: no stack)" : "(no stack)");
 	if (last->sig.kind == BBX_GROUP_SYSTEM)
@@ -576,8 +811,7 @@ static void group_text(struct bbx_out *o, const struct bbx_jgset *gs, const stru
 		bbx_out_str(o, i ? "\n              " : "\n    releases: ");
 		bbx_j_put_esc(o, r->v);
 		snprintf(line, sizeof(line), " x%zu, first %s, last %s", r->count,
-			 short_time(r->first_time, wide, t1, sizeof(t1)),
-			 short_time(r->last_time, wide, t2, sizeof(t2)));
+			 short_time(r->first, wide, t1), short_time(r->last, wide, t2));
 		bbx_out_str(o, line);
 	}
 	for (size_t i = 0, k = 0; i < pr->n; i++) {
@@ -648,8 +882,10 @@ static void tally_struct(struct bbx_em *em, const char *key, const char *vkey,
 			bbx_em_kv_str(em, xkey, t->v[i].extra);
 		bbx_em_kv_u64(em, "count", t->v[i].count);
 		if (times) {
-			bbx_em_kv_str(em, "first_seen", t->v[i].first_time);
-			bbx_em_kv_str(em, "last_seen", t->v[i].last_time);
+			char tm[BBX_TIME_MAX];
+
+			bbx_em_kv_str(em, "first_seen", bbx_j_time(t->v[i].first, tm));
+			bbx_em_kv_str(em, "last_seen", bbx_j_time(t->v[i].last, tm));
 		}
 		bbx_em_end(em);
 	}
@@ -661,21 +897,22 @@ static void group_struct(struct bbx_em *em, const struct bbx_jgset *gs, const st
 			 const struct bbx_jsrcs *srcs)
 {
 	const struct bbx_jgent *first = v->first, *last = v->last;
+	char tm[BBX_TIME_MAX];
 
 	bbx_em_map(em);
 	bbx_em_kv_str(em, "group", last->sig.id);
 	bbx_em_kv_str(em, "kind", kind_name(last->sig.kind));
-	bbx_em_kv_str(em, "liveness", bbx_j_liveness(&last->e));
+	bbx_em_kv_str(em, "liveness", bbx_j_gliveness(last));
 	bbx_em_key(em, "oom_kill");
-	bbx_em_bool(em, last->e.oom);
+	bbx_em_bool(em, last->oom);
 	bbx_em_kv_str(em, "how", how_died(last));
 	if (last->reason[0])
 		bbx_em_kv_str(em, "reason", last->reason);
 	bbx_em_kv_str(em, "comm", last->comm);
 	bbx_em_kv_u64(em, "count", gr->n);
 	bbx_em_kv_i64(em, "suppressed", gr->suppressed);
-	bbx_em_kv_str(em, "first_seen", first->time);
-	bbx_em_kv_str(em, "last_seen", last->time);
+	bbx_em_kv_str(em, "first_seen", bbx_j_time(first->usec, tm));
+	bbx_em_kv_str(em, "last_seen", bbx_j_time(last->usec, tm));
 	bbx_em_kv_str(em, "top_frames", last->sig.top);
 	if (last->sig.where[0])
 		bbx_em_kv_str(em, "where", last->sig.where);

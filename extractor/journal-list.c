@@ -26,36 +26,49 @@
 #define LIST_WIDTH 120 /* columns of a line of --list without --wide */
 
 /* "crashed (SIGSEGV)", "oom-kill", "orphaned". */
-static void liveness_text(const struct bbx_jentry *e, char *buf, size_t len)
+static void liveness_text(const struct bbx_jgent *g, char *buf, size_t len)
 {
-	if (e->signal > 0 && e->signame[0])
-		snprintf(buf, len, "%s (%s)", bbx_j_liveness(e), e->signame);
+	if (g->signal > 0 && g->signame[0])
+		snprintf(buf, len, "%s (%s)", bbx_j_gliveness(g), g->signame);
 	else
-		snprintf(buf, len, "%s", bbx_j_liveness(e));
+		snprintf(buf, len, "%s", bbx_j_gliveness(g));
+}
+
+/* @s escaped for a terminal into @buf (4 * @max + 1 bytes), at most @max
+ * bytes of it; "-" for "". */
+static const char *esc(const char *s, size_t max, char *buf)
+{
+	if (!s[0])
+		return "-";
+	buf[bb_escape_text(s, strnlen(s, max), buf, 4 * max + 1)] = '\0';
+	return buf;
 }
 
 static void list_text(struct bbx_out *o, const struct bbx_jgent *g, const char *sender,
 		      bool wide)
 {
-	const struct bbx_jentry *e = &g->e;
-	char line[4096], st[sizeof(e->liveness) + sizeof(e->signame) + 4], box[32], uid[24];
-	char who[4 * BBX_J_SENDER_MAX + 2] = "", trust[128] = "", tm[32];
+	char line[4096], st[160], box[32], uid[24], tm[BBX_TIME_MAX], t[BBX_TIME_MAX];
+	char who[4 * BBX_J_SENDER_MAX + 2] = "", trust[128] = "";
+	char host[4 * 64 + 1], comm[4 * 64 + 1], unit[4 * 256 + 1], rel[4 * 128 + 1];
 	int n;
 
-	liveness_text(e, st, sizeof(st));
-	if (!e->trusted)
+	liveness_text(g, st, sizeof(st));
+	bbx_j_time(g->usec, t);
+	esc(g->host, 64, host);
+	esc(g->comm, 64, comm);
+	if (!g->trusted)
 		snprintf(trust, sizeof(trust), " [not bb-reap's: sent by uid %s over %s]",
-			 e->uid_raw[0] ? e->uid_raw : "?", e->transport[0] ? e->transport : "?");
+			 g->uid_raw[0] ? g->uid_raw : "?", g->transport[0] ? g->transport : "?");
 	if (!wide) {
 		/* what an SRE reads first; the rest is --wide's */
-		snprintf(tm, sizeof(tm), "%.10s %.8s", e->time, e->time + 11);
+		const char *u = esc(g->unit, 256, unit);
+
+		snprintf(tm, sizeof(tm), "%.10s %.8s", t, t + 11);
 		n = snprintf(line, sizeof(line), "%-19s %-16.64s %-7lld %-15.64s %-18s %-4s %-16s ",
-			     strlen(e->time) >= 19 ? tm : e->time, e->host[0] ? e->host : "-",
-			     e->pid, e->comm[0] ? e->comm : "-", st, e->has_box ? "yes" : "no",
-			     g->sig.id);
+			     strlen(t) >= 19 ? tm : t, g->host[0] ? host : "-", g->pid,
+			     g->comm[0] ? comm : "-", st, g->has_box ? "yes" : "no", g->sig.id);
 		if (n > 0 && (size_t)n < sizeof(line)) {
 			size_t room = n < LIST_WIDTH ? (size_t)(LIST_WIDTH - n) : 1;
-			const char *u = e->unit[0] ? e->unit : "-";
 
 			/* a unit too long for the line is cut, marked with a '+' */
 			snprintf(line + n, sizeof(line) - (size_t)n, "%.*s%s%s\n",
@@ -65,12 +78,12 @@ static void list_text(struct bbx_out *o, const struct bbx_jgent *g, const char *
 		bbx_out_str(o, line);
 		return;
 	}
-	if (e->has_box && e->box_size >= 0)
-		snprintf(box, sizeof(box), "%lld", e->box_size);
+	if (g->has_box && g->box_size >= 0)
+		snprintf(box, sizeof(box), "%lld", g->box_size);
 	else
 		snprintf(box, sizeof(box), "not shipped");
-	if (e->uid >= 0)
-		snprintf(uid, sizeof(uid), "%lld", e->uid);
+	if (g->uid >= 0)
+		snprintf(uid, sizeof(uid), "%lld", g->uid);
 	else
 		snprintf(uid, sizeof(uid), "-");
 	if (sender[0]) {
@@ -79,32 +92,31 @@ static void list_text(struct bbx_out *o, const struct bbx_jgent *g, const char *
 		snprintf(who + k, sizeof(who) - k, "%*s", k < 24 ? (int)(24 - k) : 1, "");
 	}
 	snprintf(line, sizeof(line), "%s%-30s %-16s %-8lld %-6s %-16s %-18s %-12s %-16s %.8s %.8s "
-		 "%-16s %s%s\n", who, e->time, e->host[0] ? e->host : "-", e->pid, uid,
-		 e->comm[0] ? e->comm : "-", st, box, g->sig.id, e->machine, e->boot,
-		 g->release[0] ? g->release : "-", e->unit[0] ? e->unit : "-", trust);
+		 "%-16s %s%s\n", who, t, host, g->pid, uid, comm, st, box, g->sig.id, g->machine,
+		 g->boot, esc(g->release, 128, rel), esc(g->unit, 256, unit), trust);
 	bbx_out_str(o, line);
 }
 
 static void list_struct(struct bbx_em *em, const struct bbx_jgent *g, const char *sender)
 {
-	const struct bbx_jentry *e = &g->e;
+	char t[BBX_TIME_MAX];
 
 	bbx_em_map(em);
-	bbx_em_kv_str(em, "time", e->time);
+	bbx_em_kv_str(em, "time", bbx_j_time(g->usec, t));
 	if (sender[0])
 		bbx_em_kv_str(em, "sender", sender);
 	bbx_em_kv_str(em, "host", g->host);
-	bbx_em_kv_str(em, "machine_id", e->machine);
-	bbx_em_kv_str(em, "boot_id", e->boot);
-	bbx_em_kv_i64(em, "pid", e->pid);
+	bbx_em_kv_str(em, "machine_id", g->machine);
+	bbx_em_kv_str(em, "boot_id", g->boot);
+	bbx_em_kv_i64(em, "pid", g->pid);
 	bbx_em_kv_str(em, "comm", g->comm);
-	bbx_em_kv_i64(em, "uid", e->uid);
-	bbx_em_kv_i64(em, "starttime", e->starttime);
-	bbx_em_kv_str(em, "liveness", bbx_j_liveness(e));
-	if (e->signal > 0) {
-		bbx_em_kv_i64(em, "signal", e->signal);
-		if (e->signame[0])
-			bbx_em_kv_str(em, "signal_name", e->signame);
+	bbx_em_kv_i64(em, "uid", g->uid);
+	bbx_em_kv_i64(em, "starttime", g->starttime);
+	bbx_em_kv_str(em, "liveness", bbx_j_gliveness(g));
+	if (g->signal > 0) {
+		bbx_em_kv_i64(em, "signal", g->signal);
+		if (g->signame[0])
+			bbx_em_kv_str(em, "signal_name", g->signame);
 	}
 	if (g->reason[0])
 		bbx_em_kv_str(em, "reason", g->reason);
@@ -112,13 +124,13 @@ static void list_struct(struct bbx_em *em, const struct bbx_jgent *g, const char
 		bbx_em_kv_str(em, "unit", g->unit);
 	if (g->release[0])
 		bbx_em_kv_str(em, "release", g->release);
-	bbx_em_kv_i64(em, "box_size", e->box_size);
+	bbx_em_kv_i64(em, "box_size", g->box_size);
 	bbx_em_key(em, "box");
-	bbx_em_bool(em, e->has_box);
+	bbx_em_bool(em, g->has_box);
 	bbx_em_key(em, "trusted");
-	bbx_em_bool(em, e->trusted);
+	bbx_em_bool(em, g->trusted);
 	bbx_em_key(em, "oom_kill");
-	bbx_em_bool(em, e->oom);
+	bbx_em_bool(em, g->oom);
 	bbx_em_kv_str(em, "group", g->sig.id);
 	bbx_em_kv_str(em, "top_frames", g->sig.top);
 	if (g->sig.where[0])

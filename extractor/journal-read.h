@@ -112,31 +112,56 @@ struct bbx_jentry {
 	bool     has_box, trusted, oom; /* oom: BB_OOM_KILL=1, the kernel's OOM killer */
 };
 
-/* One entry as a group sees it. */
+/*
+ * Strings and stacks many entries share, kept once (journal-groups.c):
+ * a fleet's entries name a few hundred hosts, releases and units and a
+ * few thousand stacks.  bbx_jpool_intern() returns the pool's copy of the
+ * @n bytes at @s (NUL-terminated) and, in *@val when @val is given, the
+ * slot of a value that belongs to it (NULL at first); NULL when out of
+ * memory.
+ */
+struct bbx_jpool;
+struct bbx_jpool *bbx_jpool_new(void);
+void bbx_jpool_free(struct bbx_jpool *p);
+const char *bbx_jpool_intern(struct bbx_jpool *p, const void *s, size_t n, void ***val);
+
+/* One crash stack as its frames' modules, offsets, build ids and kinds
+ * say it (the addresses of the first entry that had it), for one owner. */
+struct bbx_jstack {
+	struct bbx_sframe *f;
+	size_t             nf;
+};
+
+/* One entry as --groups and --list see it: 300 bytes or so, its strings
+ * the pool's (raw: escape them to print; "" when absent). */
 struct bbx_jgent {
 	size_t             src;
 	uint64_t           usec;
 	char              *cursor;
-	struct bbx_sframe *f;
-	size_t             nf;
-	uint32_t           owner;  /* whose privileges its symbols are parsed with */
-	uint8_t            exe[64];/* BB_BUILD_ID */
-	size_t             exelen;
-	char               comm[64 + 1], host[64 + 1], machine[33], unit[256 + 1];
-	char               release[128 + 1], build[2 * 64 + 1], time[BBX_TIME_MAX];
-	char               reason[128 + 1]; /* BB_CRASH_REASON of a bb_crash_record() */
-	char              *message; /* MESSAGE, for --list --json only (else NULL) */
-	bool               crashed, has_box;
-	int                signal;
-	long long          suppressed;
-	struct bbx_sig     sig;
-	struct bbx_jentry  e;      /* what --list prints of it */
+	char              *message;  /* MESSAGE, for --list --json only (else NULL) */
+	const struct bbx_jstack *stack; /* NULL: no BB_STACK */
+	uint32_t           owner;    /* whose privileges its symbols are parsed with */
+	const char        *comm, *host, *machine, *boot, *unit, *release, *build;
+	const char        *reason;   /* BB_CRASH_REASON of a bb_crash_record() */
+	const char        *liveness, *signame, *uid_raw, *transport; /* escaped */
+	long long          pid, uid, starttime, signal, box_size, suppressed;
+	int                sigsig;   /* the signal the signature takes (bbx_signature()) */
+	bool               crashed, has_box, trusted, oom;
+	struct {
+		char        id[17];
+		uint8_t     kind;    /* enum bbx_group_kind */
+		bool        named;
+		const char *top, *where; /* the pool's */
+	} sig;
 };
 
 struct bbx_jgset {
 	struct bbx_jgent    *v;
 	size_t               n, cap;
 	struct bbx_symcache *cache;
+	struct bbx_jpool    *pool;
+	struct bbx_jstack  **stacks; /* every one in the pool, to free */
+	size_t               nstacks, stackcap;
 };
 
 
@@ -180,7 +205,14 @@ const char *bbx_j_liveness(const struct bbx_jentry *e);
  * newest entry with a box (0 or an exit code, @err set). */
 bool bbx_j_wanted(const struct bbx_jsel *s, sd_journal *j, const struct bbx_jentry *e);
 int bbx_j_take_gent(const struct bbx_jsel *s, size_t src, sd_journal *j,
-		    const struct bbx_jentry *e, struct bbx_jgent *g);
+		    const struct bbx_jentry *e, struct bbx_jgset *gs, struct bbx_jgent *g);
+int bbx_j_gset_init(struct bbx_jgset *gs);
+/* The group of @g from its stack as @gs's cache resolved it; -ENOMEM. */
+int bbx_j_group_of(struct bbx_jgset *gs, struct bbx_jgent *g, struct bbx_frame *fr);
+/* The vocabulary of bbx_j_liveness() for an entry taken. */
+const char *bbx_j_gliveness(const struct bbx_jgent *g);
+/* @usec as bbx_fmt_time() writes it, into @buf (BBX_TIME_MAX bytes). */
+const char *bbx_j_time(uint64_t usec, char *buf);
 int bbx_j_collect(const struct bbx_jsel *s, const struct bbx_jsrcs *srcs,
 		  struct bbx_jgset *gs, char *err, size_t errlen);
 void bbx_j_gset_free(struct bbx_jgset *g);
