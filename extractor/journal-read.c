@@ -93,8 +93,14 @@ static struct {
 
 static int field_index(const char *name, size_t k)
 {
+	static size_t len[NOUR_FIELDS];
+
+	if (!len[0])
+		for (size_t i = 0; i < NOUR_FIELDS; i++)
+			len[i] = strlen(our_fields[i]);
+	/* an entry's every item is looked up here: the length first */
 	for (size_t i = 0; i < NOUR_FIELDS; i++)
-		if (!strncmp(our_fields[i], name, k) && !our_fields[i][k])
+		if (len[i] == k && !memcmp(our_fields[i], name, k))
 			return (int)i;
 	return -1;
 }
