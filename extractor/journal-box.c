@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <systemd/sd-journal.h>
@@ -441,6 +443,55 @@ static bool entry_owner(const struct bbx_jbox *jb, const struct bb_box_info *in,
 }
 
 /*
+ * The box of an entry: as bb-reap sent it with --compress=zstd (the
+ * default: BB_BOX_ENCODING=zstd, one zstd frame) or as it was.  A frame
+ * goes to the reader as a compressed archive does, through a memory file
+ * (reader_zstd.c bounds and checks it as any archive); a plain box from
+ * memory (bb_reader_open_mem()).  Returns what they return.
+ */
+static int open_box(const struct bbx_jbox *jb, struct bb_reader **r, char *err, size_t errlen)
+{
+	static const uint8_t zstd_magic[4] = { 0x28, 0xb5, 0x2f, 0xfd };
+	const uint8_t *p = jb->box;
+	size_t done = 0;
+	int fd, ret;
+
+	if (jb->len < 4 || memcmp(p, zstd_magic, 4))
+		return bb_reader_open_mem(jb->box, jb->len, 0, r, err, errlen);
+	fd = memfd_create("bb-extract-box", MFD_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "a compressed box: memfd_create: %s", strerror(errno));
+		return -errno;
+	}
+	while (done < jb->len) {
+		ssize_t w = write(fd, p + done, jb->len - done);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			ret = w < 0 ? -errno : -EIO;
+			snprintf(err, errlen, "a compressed box: %s", strerror(-ret));
+			close(fd);
+			return ret;
+		}
+		done += (size_t)w;
+	}
+	/* a box from memory has no file time (ages of threads count from
+	 * its records), nor does this one */
+	if (futimens(fd, (const struct timespec[2]){ { 0, 0 }, { 0, 0 } }) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "a compressed box: futimens: %s", strerror(-ret));
+		close(fd);
+		return ret;
+	}
+	/* the memory file is ours: whose box it is, the entry says and
+	 * entry_owner() checks, as for a box from memory */
+	ret = bb_reader_open_fd(fd, "<memory>", BB_OPEN_ANY_OWNER, r, err, errlen);
+	close(fd);
+	return ret;
+}
+
+/*
  * --journal, --journal-directory: --list the entries, or take PID's box out
  * of its entry and extract it exactly as a file (the reader API checks the
  * bytes as it checks any box): same output, same exit status.
@@ -475,7 +526,7 @@ int bbx_journal_main(const struct bbx_opts *o)
 		free(chosen);
 	}
 	if (code == BBX_J_BOX) {
-		int ret = bb_reader_open_mem(jb.box, jb.len, 0, &r, err, sizeof(err));
+		int ret = open_box(&jb, &r, err, sizeof(err));
 		struct bbx_opts eo = *o;
 
 		free(jb.box);

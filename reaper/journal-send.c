@@ -758,10 +758,20 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 		size_t len = 0;
 		const void *data = bb_reader_data(r, &len);
 
-		if (!data || len != box_bytes)
+		void *z = NULL;
+		size_t zlen = 0;
+
+		if (!data || len != box_bytes) {
 			e->err = e->err ? e->err : -ESTALE; /* changed while being read */
-		else
+		} else if (c->o.compress && reap_zstd_box(data, len, &z, &zlen) == 0) {
+			/* a box is mostly empty ring space: what goes over the
+			 * wire to a collector is a zstd frame, as an archive */
+			add(e, BBJ_BOX_ENCODING, "zstd");
+			add_bytes(e, BBJ_BOX, z, zlen);
+			free(z);
+		} else {
 			add_bytes(e, BBJ_BOX, data, len);
+		}
 	}
 }
 

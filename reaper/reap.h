@@ -44,7 +44,8 @@ struct reap_opts {
 	long        keep;         /* --keep N, -1 = unbounded */
 	uint64_t    max_bytes;    /* --max-archive-bytes, 0 = unbounded */
 	bool        dry_run, verbose, json;
-	bool        compress;     /* --compress=zstd: archives as .box.zst */
+	bool        compress;     /* --compress=zstd: archives as .box.zst, BB_BOX
+				     as a zstd frame */
 	bool        watch;        /* --watch (watch.c) */
 	uint64_t    rescan_s;     /* --rescan: --watch's full pass, seconds */
 	int         journal;      /* enum reap_journal (--journal) */
@@ -181,6 +182,11 @@ struct reap_copy {            /* one box's copy in --archive */
 int  reap_archive_box(struct reap_ctx *c, struct bb_reader *r, const struct stat *st,
 		      int64_t when_ns, struct reap_copy *a, char *err, size_t errlen);
 bool reap_archive_name_ours(const char *name);
+/* The @len bytes of a box at @data as one zstd frame, as an archive's
+ * (window 2 MiB, content size and checksum: what reader_zstd.c accepts),
+ * into *@out (malloc'ed, *@outlen bytes).  0, -ENOMEM, -EIO, or
+ * -EOPNOTSUPP in a build without libzstd. */
+int  reap_zstd_box(const void *data, size_t len, void **out, size_t *outlen);
 /* Room an owner's copies of this pass take in its quotas: prune its
  * archives to --keep minus count and --max-archive-bytes minus bytes
  * (reap_prune: @res sorted by uid, NULL for none). */

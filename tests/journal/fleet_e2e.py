@@ -21,6 +21,8 @@ debug files.  Then, on the collector:
   - deaths whose boxes were removed while --journal-rate kept them out of
     the journal are counted in the owner's next entry (BB_SUPPRESSED) and
     added by --groups;
+  - boxes shipped as zstd frames (BB_BOX_ENCODING=zstd, the default) and
+    as they are (--compress=none), bb-extract reading both;
   - how each group died (signal, oom-kill, orphaned: one vocabulary in
     text, JSON and --state) and its top frame's file:line; --list in time
     order, newest last; no line of --list or --groups wider than 120
@@ -222,8 +224,10 @@ class Fleet:
                                          ("api-gw.1", "assert"), ("worker", "assert"),
                                          ("api-gw.1", "wait"), ("api-gw.1", "hog")],
                            ["--journal=box"])
+        # web-01 ships its boxes compressed (the default), web-02 as they are
         m2, p2 = self.host(2, HOSTS[1], [("api-gw.2", "segv"), ("api-gw.2", "segv"),
-                                         ("worker", "assert")], ["--journal=box"])
+                                         ("worker", "assert")], ["--journal=box",
+                                                                 "--compress=none"])
         # web-03 ships summaries: no box, the stack only
         m3, p3 = self.host(3, HOSTS[2], [("api-gw.2", "segv"), ("api-gw.1", "segv")],
                            ["--journal=summary"], extra=self.rate_limited)
@@ -312,6 +316,24 @@ class Fleet:
         check(max(len(x) for x in t.splitlines()) <= 120, "--list wider than 120:\n%s" % t)
         check(len(self.bx("--list", "--wide", "--no-symbols").stdout.decode().splitlines()[1])
               > 120, "--list --wide")
+
+        # boxes shipped as zstd frames (web-01) and as they are (web-02):
+        # bb-extract reads both
+        boxed = [e for e in ents if "BB_BOX" in e]
+        zst = [e for e in boxed if e["_HOSTNAME"] == b"web-01"]
+        raw = [e for e in boxed if e["_HOSTNAME"] == b"web-02"]
+        check(zst and all(e.get("BB_BOX_ENCODING") == b"zstd" and
+                          e["BB_BOX"][:4] == b"\x28\xb5\x2f\xfd" and
+                          len(e["BB_BOX"]) * 4 < int(e["BB_BOX_SIZE"]) for e in zst),
+              "web-01: BB_BOX not compressed: %r" % [(e.get("BB_BOX_ENCODING"), len(e["BB_BOX"]),
+                                                      e["BB_BOX_SIZE"]) for e in zst])
+        check(raw and all("BB_BOX_ENCODING" not in e and
+                          len(e["BB_BOX"]) == int(e["BB_BOX_SIZE"]) for e in raw),
+              "web-02: BB_BOX not as in the file: %r" % [(e.get("BB_BOX_ENCODING"),
+                                                          len(e["BB_BOX"])) for e in raw])
+        for m, pid in ((m1, p1[0][2]), (m2, p2[0][2])):
+            out = self.bx("--json", "--machine", m, str(pid)).stdout.splitlines()
+            check(json.loads(out[-1])["summary"]["pid"] == pid, "box of %d: %r" % (pid, out[-1]))
 
         # frames named on the collector: a shipped box, and a stack alone
         pid = p1[0][2]
