@@ -173,7 +173,7 @@ static uint64_t next_period(const struct bbx_ctx *c, const uint64_t *prev, uint3
 	bool fast = lost_now != lost_before, slow = true;
 
 	for (uint32_t i = 0; i < c->nlost; i++) {
-		const struct bb_ring_stats *st = bb_reader_ring_stats(c->r, i);
+		const struct bb_stream_stats *st = bb_reader_stream_stats(c->r, i);
 		uint64_t from = i < nprev ? prev[i] : 0, size = c->info->ring_size, d;
 
 		/* a thread's log holds the segments it held at the last walk */
@@ -280,7 +280,7 @@ int bbx_extract(const struct bbx_opts *o, struct bbx_out *out, struct bb_reader 
 {
 	struct bbx_ctx c = { .opt = o, .out = out, .r = r, .with_pid = with_pid };
 	struct bbx_threads thr = { .r = r };
-	struct bb_ring_stats tot;
+	struct bb_stream_stats tot;
 	int ret, code;
 
 	c.info = bb_reader_info(r);
@@ -298,7 +298,7 @@ int bbx_extract(const struct bbx_opts *o, struct bbx_out *out, struct bb_reader 
 		bbx_out_char(out, '\n');
 	}
 	if (o->follow) {
-		if (bbx_follow_fit(&c, c.info->ring_count ? c.info->ring_count : 1)) {
+		if (bbx_follow_fit(&c, c.info->stream_count ? c.info->stream_count : 1)) {
 			free(c.lost);
 			free(c.last_pos);
 			bbx_msg(NULL, "out of memory");

@@ -120,8 +120,8 @@ static void list_one(const struct bbx_opts *o, struct bbx_out *out, struct bbx_e
 		}
 		bbx_em_kv_str(em, "clock", bbx_clock_desc(in));
 		bbx_em_kv_u64(em, "size", in->box_size);
-		bbx_em_kv_u64(em, "rings_used", in->rings_used);
-		bbx_em_kv_u64(em, "ring_count", in->ring_count);
+		bbx_em_kv_u64(em, "streams_used", in->streams_used);
+		bbx_em_kv_u64(em, "stream_count", in->stream_count);
 		bbx_em_kv_u64(em, "used_bytes", in->used_bytes);
 		bbx_em_kv_u64(em, "dropped", dropped);
 		bbx_em_key(em, "created");
@@ -145,7 +145,7 @@ static void list_one(const struct bbx_opts *o, struct bbx_out *out, struct bbx_e
 	}
 	fmt_size(size, sizeof(size), in->box_size);
 	fmt_size(used, sizeof(used), in->used_bytes);
-	snprintf(rings, sizeof(rings), "%u/%u", in->rings_used, in->ring_count);
+	snprintf(rings, sizeof(rings), "%u/%u", in->streams_used, in->stream_count);
 	bbx_fmt_age(agebuf, sizeof(agebuf), age);
 	/* the first 16 bytes of comm (anyone's bytes), escaped */
 	if (in->comm[0])
@@ -194,7 +194,7 @@ int bbx_list(const struct bbx_opts *o, struct bbx_out *out)
 	nowns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 	bbx_em_init(&em, out, o->fmt == BBX_FMT_CBOR);
 	if (o->fmt == BBX_FMT_TEXT)
-		bbx_out_str(out, "PID      COMM             LIVENESS           SIZE     RINGS   "
+		bbx_out_str(out, "PID      COMM             LIVENESS           SIZE     STREAMS "
 			    "USED     DROPPED  AGE    CLOCK      OWNER    UNIT                     PATH\n");
 	for (size_t i = 0; i < n; i++) {
 		if (v[i].error)

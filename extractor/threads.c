@@ -60,21 +60,21 @@ static struct bbx_thr *thr_of(struct bbx_threads *t, struct bb_reader *r,
 {
 	int32_t k;
 
-	if (rec->ring >= t->nrings) {
+	if (rec->stream >= t->nrings) {
 		size_t n = t->nrings;
 
-		if (BB__GROW(&t->by_ring, &n, (size_t)rec->ring + 1) < 0)
+		if (BB__GROW(&t->by_ring, &n, (size_t)rec->stream + 1) < 0)
 			return NULL;
 		for (size_t i = t->nrings; i < n; i++)
 			t->by_ring[i] = THR_UNSEEN;
 		t->nrings = n;
 	}
-	k = t->by_ring[rec->ring];
+	k = t->by_ring[rec->stream];
 	if (k == THR_UNSEEN) {
-		const struct bb_ring_stats *st = bb_reader_ring_stats(r, rec->ring);
+		const struct bb_stream_stats *st = bb_reader_stream_stats(r, rec->stream);
 
-		if (st && st->kind == BB_RING_PRIVATE) {
-			struct bbx_thr *e = thr_add(t, rec->ring, rec->tid, rec->thread_name,
+		if (st && st->kind == BB_STREAM_THREAD) {
+			struct bbx_thr *e = thr_add(t, rec->stream, rec->tid, rec->thread_name,
 						    st->claim);
 
 			if (!e)
@@ -83,7 +83,7 @@ static struct bbx_thr *thr_of(struct bbx_threads *t, struct bb_reader *r,
 		} else {
 			k = THR_SHARED;
 		}
-		t->by_ring[rec->ring] = k;
+		t->by_ring[rec->stream] = k;
 	}
 	if (k >= 0)
 		return &t->v[k];
@@ -94,7 +94,7 @@ static struct bbx_thr *thr_of(struct bbx_threads *t, struct bb_reader *r,
 			return &t->v[i];
 	{
 		struct bbx_thr *e = thr_add(t, UINT32_MAX, rec->tid, rec->thread_name,
-					    BB_RING_OWNED);
+					    BB_STREAM_OWNED);
 
 		if (e)
 			e->shared_only = true;
@@ -166,7 +166,7 @@ static bool thr_merge_into(struct bbx_thr *to, struct bbx_thr *from)
 static int thr_cmp(const void *a, const void *b)
 {
 	const struct bbx_thr *x = a, *y = b;
-	int gx = x->claim == BB_RING_RETIRED, gy = y->claim == BB_RING_RETIRED;
+	int gx = x->claim == BB_STREAM_RETIRED, gy = y->claim == BB_STREAM_RETIRED;
 
 	if (gx != gy)
 		return gx - gy;
@@ -186,11 +186,11 @@ int bbx_threads_finish(struct bbx_threads *t, struct bb_reader *r)
 
 	/* logs (and 2.x private rings) that hold no record: a thread that
 	 * only called bb_thread_init(), or whose records are all gone */
-	for (uint32_t i = 0; i < in->ring_count; i++) {
-		const struct bb_ring_stats *st = bb_reader_ring_stats(r, i);
+	for (uint32_t i = 0; i < in->stream_count; i++) {
+		const struct bb_stream_stats *st = bb_reader_stream_stats(r, i);
 		char name[16];
 
-		if (!st || st->kind != BB_RING_PRIVATE || st->claim == BB_RING_FREE ||
+		if (!st || st->kind != BB_STREAM_THREAD || st->claim == BB_STREAM_FREE ||
 		    (i < t->nrings && t->by_ring[i] != THR_UNSEEN))
 			continue;
 		memcpy(name, st->thread_name, sizeof(name));
@@ -210,7 +210,7 @@ int bbx_threads_finish(struct bbx_threads *t, struct bb_reader *r)
 
 			if (l->shared_only || l->tid != s->tid)
 				continue;
-			if (!best || (l->claim == BB_RING_OWNED && best->claim != BB_RING_OWNED) ||
+			if (!best || (l->claim == BB_STREAM_OWNED && best->claim != BB_STREAM_OWNED) ||
 			    (l->claim == best->claim && l->ring > best->ring))
 				best = l;
 		}
@@ -303,7 +303,7 @@ static uint64_t thr_age(const struct bbx_threads *t, const struct bbx_thr *e)
 
 static const char *thr_state(const struct bbx_thr *e)
 {
-	return e->shared_only ? "shared" : e->claim == BB_RING_RETIRED ? "exited" : "running";
+	return e->shared_only ? "shared" : e->claim == BB_STREAM_RETIRED ? "exited" : "running";
 }
 
 /* ---- output ----------------------------------------------------------------- */
@@ -327,7 +327,7 @@ void bbx_threads_struct(struct bbx_em *em, const struct bbx_threads *t)
 		bbx_em_kv_str(em, "thread", e->name);
 		bbx_em_kv_str(em, "state", thr_state(e));
 		if (!e->shared_only)
-			bbx_em_kv_u64(em, "ring", e->ring);
+			bbx_em_kv_u64(em, "stream", e->ring);
 		bbx_em_kv_u64(em, "records", e->records);
 		if (e->has_last) {
 			uint64_t age = thr_age(t, e);
@@ -440,7 +440,7 @@ int bbx_threads_main(const struct bbx_opts *o, struct bbx_out *out, struct bb_re
 	const struct bb_box_info *in = bb_reader_info(r);
 	struct bbx_threads t = { .r = r };
 	struct bb_crash crash;
-	struct bb_ring_stats tot;
+	struct bb_stream_stats tot;
 	int ret;
 
 	ret = bb_reader_walk(r, 0, bbx_threads_walk_cb, &t);

@@ -217,7 +217,7 @@ static int record_cb(const struct bb_record *rec, void *arg)
 	if (w->count++ < w->from)
 		return 0;
 	bbx_em_record_start(w->em, rec->wall_ns, rec->ts, false, 0, rec->tid,
-			    rec->thread_name ? rec->thread_name : "", rec->ring,
+			    rec->thread_name ? rec->thread_name : "", rec->stream,
 			    bb_tag_name(rec->tag));
 	bbx_em_record_value(w->em, rec->tag, rec->value, rec->value_len);
 	bbx_em_record_end(w->em, rec->flags & BB_RF_TRUNCATED, rec->flags & BB_RF_IMPORTANT);
