@@ -21,6 +21,8 @@ debug files.  Then, on the collector:
   - deaths whose boxes were removed while --journal-rate kept them out of
     the journal are counted in the owner's next entry (BB_SUPPRESSED) and
     added by --groups;
+  - an OOM kill of a process in a PID namespace of its own told as one
+    (the kernel's pid is not the box's);
   - boxes shipped as zstd frames (BB_BOX_ENCODING=zstd, the default) and
     as they are (--compress=none), bb-extract reading both;
   - how each group died (signal, oom-kill, orphaned: one vocabulary in
@@ -118,14 +120,18 @@ class Fleet:
         for prog, mode in deaths:
             exe = os.path.join(bindir, "worker" if prog == "worker" else "api-gw")
             shutil.copy2(self.bins[prog][0], exe)
-            if mode == "hog" and not self.oom_cgroup:
+            if mode.startswith("hog") and not self.oom_cgroup:
                 continue
 
             def pre(mode=mode):
-                if mode == "hog":
+                if mode.startswith("hog"):
                     with open(os.path.join(self.oom_cgroup, "cgroup.procs"), "w") as f:
                         f.write(str(os.getpid()))
-            p = subprocess.Popen([exe, mode], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            # hog-ns: in a PID namespace of its own (a container), under a
+            # shell that is the namespace's init: the box has its pid there
+            argv = ["unshare", "--pid", "--fork", "sh", "-c", '"$0" hog; exit 9', exe] \
+                if mode == "hog-ns" else [exe, mode]
+            p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, env=dict(os.environ, BLACKBOX_DIR=boxes),
                                  preexec_fn=pre)
             self.procs.append(p)
@@ -134,7 +140,7 @@ class Fleet:
                 p.kill()
             rc = p.wait(60)
             want = {"segv": -signal.SIGSEGV, "assert": -signal.SIGABRT, "wait": -signal.SIGKILL,
-                    "hog": -signal.SIGKILL}
+                    "hog": -signal.SIGKILL, "hog-ns": 9}
             check(rc == want[mode], "%s %s %s: exit %r" % (name, prog, mode, rc))
             pids.append((prog, mode, pid))
         state = os.path.join(hd, "reported")
@@ -222,7 +228,8 @@ class Fleet:
         self.make_oom_cgroup()
         m1, p1 = self.host(1, HOSTS[0], [("api-gw.1", "segv"), ("api-gw.1", "segv"),
                                          ("api-gw.1", "assert"), ("worker", "assert"),
-                                         ("api-gw.1", "wait"), ("api-gw.1", "hog")],
+                                         ("api-gw.1", "wait"), ("api-gw.1", "hog"),
+                                         ("api-gw.1", "hog-ns")],
                            ["--journal=box"])
         # web-01 ships its boxes compressed (the default), web-02 as they are
         m2, p2 = self.host(2, HOSTS[1], [("api-gw.2", "segv"), ("api-gw.2", "segv"),
@@ -283,7 +290,7 @@ class Fleet:
         # killed: by SIGKILL, and by the OOM killer (the kernel's log says so)
         go = [x for x in g if x["kind"] == "orphaned"]
         check(sorted((x["count"], x["oom_kill"], x["liveness"], x["how"]) for x in go) ==
-              ([(1, False, "orphaned", "orphaned"), (1, True, "oom-kill", "oom-kill")]
+              ([(1, False, "orphaned", "orphaned"), (2, True, "oom-kill", "oom-kill")]
                if self.oom_cgroup else [(1, False, "orphaned", "orphaned")]),
               "orphaned: %r" % go)
         if self.oom_cgroup:
@@ -294,6 +301,13 @@ class Fleet:
             check(len(eo) == 1 and eo[0].get("BB_OOM_KILL") == b"1" and
                   b"was killed by the OOM killer" in eo[0]["MESSAGE"],
                   "OOM kill: %r" % [(e.get("BB_OOM_KILL"), e["MESSAGE"]) for e in eo])
+            # in its own PID namespace: the kernel's pid is not the box's
+            hns = [x for x in p1 if x[1] == "hog-ns"][0][2]
+            en = [e for e in ents if e["BB_PID"] == str(hns).encode() and
+                  e["_HOSTNAME"] == b"web-01" and e["BB_LIVENESS"] == b"orphaned"]
+            check(hns < 10 and len(en) == 1 and en[0].get("BB_OOM_KILL") == b"1",
+                  "OOM kill in a PID namespace (pid %d there): %r" % (
+                      hns, [(e.get("BB_OOM_KILL"), e["MESSAGE"]) for e in en]))
             check(len(ew) == 1 and ew[0].get("BB_OOM_KILL") == b"0" and
                   b"died without a word: SIGKILL, _exit or exec" in ew[0]["MESSAGE"],
                   "SIGKILL: %r" % [(e.get("BB_OOM_KILL"), e["MESSAGE"]) for e in ew])
