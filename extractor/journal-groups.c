@@ -319,7 +319,14 @@ int bbx_j_take_gent(const struct bbx_jsel *s, size_t src, sd_journal *j,
 	g->sigsig = e->signal > 0 && e->signal < 1024 ? (int)e->signal : e->oom;
 	g->owner = s->dir || !e->trusted || e->uid < 0 || e->uid > UINT32_MAX
 		   ? BBX_J_NOBODY_UID : (uint32_t)e->uid;
+	/* counts a sender chose: at most 2^32 - 1 each, so that the sums of
+	 * a group (at most as many entries as memory holds) cannot wrap */
 	g->suppressed = bbx_j_get_num(j, BBJ_SUPPRESSED, 0);
+	g->budget = bbx_j_get_num(j, BBJ_BUDGET_REMOVED, 0);
+	if (g->suppressed > UINT32_MAX)
+		g->suppressed = UINT32_MAX;
+	if (g->budget > UINT32_MAX)
+		g->budget = UINT32_MAX;
 	/* the strings: raw ones from the entry, escaped ones from @e */
 #define TAKE(field, name, max) \
 	((n = bbx_j_get(j, (name), buf, (max) + 1)), (g->field = pooled(gs, buf, n)) != NULL)
@@ -539,7 +546,9 @@ static int by_tfirst(const void *a, const void *b)
 struct group {
 	const size_t *idx;
 	size_t        n;
-	long long     suppressed;
+	long long     suppressed;   /* rate-limited deaths its entries tell of */
+	long long     budget;       /* deaths the crash-loop budget removed */
+	size_t        deaths;       /* n + suppressed + budget */
 };
 
 /*
@@ -785,7 +794,7 @@ static void group_text(struct bbx_out *o, const struct bbx_jgset *gs, const stru
 	char line[512], t1[BBX_TIME_MAX], t2[BBX_TIME_MAX];
 	struct wrap w;
 
-	snprintf(line, sizeof(line), "%s %7zu %6zu  %-*s  %-*s  %-9s ", last->sig.id, gr->n,
+	snprintf(line, sizeof(line), "%s %7zu %6zu  %-*s  %-*s  %-9s ", last->sig.id, gr->deaths,
 		 v->hosts.n, wide ? 30 : 19, short_time(first->usec, wide, t1),
 		 wide ? 30 : 19, short_time(last->usec, wide, t2), how_died(last));
 	bbx_out_str(o, line);
@@ -862,9 +871,13 @@ static void group_text(struct bbx_out *o, const struct bbx_jgset *gs, const stru
 				  ? v->hosts.v[i].extra : v->hosts.v[i].v, tail);
 		}
 	}
-	if (gr->suppressed) {
+	if (gr->suppressed || gr->budget) {
 		snprintf(line, sizeof(line), "\n    not reported: %lld more deaths (--journal-rate)",
 			 gr->suppressed);
+		if (gr->budget)
+			snprintf(line, sizeof(line), "\n    not reported: %lld more deaths "
+				 "(--journal-rate %lld, crash-loop budget %lld)",
+				 gr->suppressed + gr->budget, gr->suppressed, gr->budget);
 		bbx_out_str(o, line);
 	}
 	bbx_out_char(o, '\n');
@@ -909,8 +922,11 @@ static void group_struct(struct bbx_em *em, const struct bbx_jgset *gs, const st
 	if (last->reason[0])
 		bbx_em_kv_str(em, "reason", last->reason);
 	bbx_em_kv_str(em, "comm", last->comm);
+	/* every death: the entries, and those they say were not reported */
+	bbx_em_kv_u64(em, "deaths", gr->deaths);
 	bbx_em_kv_u64(em, "count", gr->n);
 	bbx_em_kv_i64(em, "suppressed", gr->suppressed);
+	bbx_em_kv_i64(em, "budget_removed", gr->budget);
 	bbx_em_kv_str(em, "first_seen", bbx_j_time(first->usec, tm));
 	bbx_em_kv_str(em, "last_seen", bbx_j_time(last->usec, tm));
 	bbx_em_kv_str(em, "top_frames", last->sig.top);
@@ -967,8 +983,8 @@ static int by_count(const void *a, const void *b)
 	const struct group *x = a, *y = b;
 	uint64_t lx = sort_gs->v[x->idx[x->n - 1]].usec, ly = sort_gs->v[y->idx[y->n - 1]].usec;
 
-	if (x->n != y->n)
-		return x->n > y->n ? -1 : 1;
+	if (x->deaths != y->deaths)
+		return x->deaths > y->deaths ? -1 : 1;
 	return lx > ly ? -1 : lx < ly;
 }
 
@@ -1000,6 +1016,9 @@ int bbx_j_print_groups(const struct bbx_jsel *s, const struct bbx_jsrcs *srcs,
 			grs[ng++] = (struct group){ .idx = &idx[i] };
 		grs[ng - 1].n++;
 		grs[ng - 1].suppressed += gs->v[idx[i]].suppressed;
+		grs[ng - 1].budget += gs->v[idx[i]].budget;
+		grs[ng - 1].deaths += 1 + (size_t)gs->v[idx[i]].suppressed +
+				      (size_t)gs->v[idx[i]].budget;
 	}
 	qsort(grs, ng, sizeof(*grs), by_count);
 	if (text) {

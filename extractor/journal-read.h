@@ -145,6 +145,7 @@ struct bbx_jgent {
 	const char        *reason;   /* BB_CRASH_REASON of a bb_crash_record() */
 	const char        *liveness, *signame, *uid_raw, *transport; /* escaped */
 	long long          pid, uid, starttime, signal, box_size, suppressed;
+	long long          budget;   /* BB_BUDGET_REMOVED: deaths the budget removed */
 	int                sigsig;   /* the signal the signature takes (bbx_signature()) */
 	bool               crashed, has_box, trusted, oom;
 	struct {

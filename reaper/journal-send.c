@@ -545,29 +545,45 @@ static void scan_ooms(size_t b)
  * a box that records no blackbox.pid_ns is of it. */
 #define INIT_PID_NS 0xEFFFFFFCu
 
-static int pidns_cb(const struct bb_state_entry *s, void *arg)
+/* A whole-number state key the library writes about its box. */
+struct ukey {
+	const char *key;
+	uint64_t    v;
+};
+
+static int ukey_cb(const struct bb_state_entry *s, void *arg)
 {
+	struct ukey *u = arg;
+	size_t n = strlen(u->key);
 	struct bb__cbor c;
 	const uint8_t *k;
 	size_t kn;
-	uint64_t n;
+	uint64_t items;
 
-	if (s->status != BB_SLOT_OK || s->key_len != 15 || memcmp(s->key, "blackbox.pid_ns", 15))
+	if (s->status != BB_SLOT_OK || s->key_len != n || memcmp(s->key, u->key, n))
 		return 0;
 	c = (struct bb__cbor){ .p = s->value, .end = s->value + s->value_len };
-	if (bb__cbor_container(&c, 4, &n) || n != 2 || bb__cbor_string(&c, 3, &k, &kn) ||
-	    bb__cbor_uint(&c, arg))
+	if (bb__cbor_container(&c, 4, &items) || items != 2 || bb__cbor_string(&c, 3, &k, &kn) ||
+	    bb__cbor_uint(&c, &u->v))
 		return 0;
 	return 1; /* found: stop */
+}
+
+/* The value of @key in @r's state table, or @dflt. */
+static uint64_t state_u64(struct bb_reader *r, const char *key, uint64_t dflt)
+{
+	struct ukey u = { key, dflt };
+
+	bb_reader_state(r, ukey_cb, &u, NULL);
+	return u.v;
 }
 
 /* Whether the owner of @r's box lived in another PID namespace than the
  * kernel's pids are of (the initial one). */
 static bool other_pidns(struct bb_reader *r)
 {
-	uint64_t ns = INIT_PID_NS;
+	uint64_t ns = state_u64(r, "blackbox.pid_ns", INIT_PID_NS);
 
-	bb_reader_state(r, pidns_cb, &ns, NULL);
 	return ns && ns != INIT_PID_NS;
 }
 
@@ -713,6 +729,7 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 	bool content = uid == 0 || c->o.journal_content == REAP_CONTENT_ALL;
 	struct bb_crash cr;
 	int oom = -1;
+	uint64_t n;
 
 	bb_reader_crash(r, &cr);
 	bb_escape_text(in->comm, strnlen(in->comm, sizeof(in->comm)), comm, sizeof(comm));
@@ -768,6 +785,11 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 	add_unit(e, in, uid);
 	if (!crashed && (oom = oom_killed(in, r)) >= 0)
 		add(e, BBJ_OOM_KILL, "%d", oom);
+	/* deaths whose boxes the crash-loop budget removed before this box
+	 * was created (libblackbox/budget.c counts them in the new box's
+	 * state key blackbox.budget_removed): a count, sent in every mode */
+	if ((n = state_u64(r, "blackbox.budget_removed", 0)))
+		add(e, BBJ_BUDGET_REMOVED, "%llu", (unsigned long long)n);
 	/* the owner's deaths since its last entry that no entry tells of */
 	if (reap_reported_suppressed(c, uid))
 		add(e, BBJ_SUPPRESSED, "%llu",

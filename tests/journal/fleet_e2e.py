@@ -19,8 +19,10 @@ debug files.  Then, on the collector:
     the filters (--comm, --state, --machine, --since, --until) choose the
     entries they say;
   - deaths whose boxes were removed while --journal-rate kept them out of
-    the journal are counted in the owner's next entry (BB_SUPPRESSED) and
-    added by --groups;
+    the journal are counted in the owner's next entry (BB_SUPPRESSED), and
+    those of a crash loop whose boxes the library's budget removed before
+    bb-reap ran in the last box (BB_BUDGET_REMOVED); --groups adds both
+    to its group's deaths;
   - an OOM kill of a process in a PID namespace of its own told as one
     (the kernel's pid is not the box's);
   - boxes shipped as zstd frames (BB_BOX_ENCODING=zstd, the default) and
@@ -202,11 +204,23 @@ class Fleet:
                   "web-03: pid %d over --journal-rate: %r" % (pid, mine))
         pids.append(self.die(bindir, boxes, "segv"))
         run(reap + ["--min-age", "0", "--journal-rate", "100"])
+        # a crash loop between two runs of bb-reap: each start's budget
+        # removes the boxes before it (BLACKBOX_BUDGET below one box), the
+        # last box counts them (blackbox.budget_removed: 3)
+        loop = boxes + "-loop"
+        os.mkdir(loop)
+        for _ in range(4):
+            last = self.die(bindir, loop, "segv", {"BLACKBOX_BUDGET": "4K"})
+        check(len(os.listdir(loop)) == 1, "crash loop: %r left" % os.listdir(loop))
+        pids.append(("api-gw.1", "segv-loop", last[2]))
+        run([loop if x == boxes else x for x in reap] +
+            ["--min-age", "0", "--journal-rate", "100"])
 
-    def die(self, bindir, boxes, mode):
+    def die(self, bindir, boxes, mode, env=None):
         exe = os.path.join(bindir, "api-gw")
         p = subprocess.Popen([exe, mode], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, env=dict(os.environ, BLACKBOX_DIR=boxes))
+                             stderr=subprocess.PIPE,
+                             env=dict(os.environ, BLACKBOX_DIR=boxes, **(env or {})))
         self.procs.append(p)
         pid = int(p.stdout.readline())
         check(p.wait(20) == -signal.SIGSEGV, "api-gw %s did not die of SIGSEGV" % mode)
@@ -246,7 +260,8 @@ class Fleet:
               {e["_HOSTNAME"].decode() for e in ents} == set(HOSTS),
               "hosts: %r" % {(e["_HOSTNAME"], e["_MACHINE_ID"]) for e in ents})
         segv = [x for x in p1 + p2 + p3 if x[1] == "segv"]
-        reported_segv = len(segv) - 2   # two withheld by --journal-rate
+        # two withheld by --journal-rate; and the crash loop's last box
+        reported_segv = len(segv) - 2 + 1
 
         g = self.groups("--debug-dir", self.store)
         byfirst = {}
@@ -260,6 +275,11 @@ class Fleet:
               gs["count"] == reported_segv and gs["machines"] == 3 and gs["kind"] == "app",
               "segv group: %r" % gs)
         check(gs["suppressed"] == 2, "segv: suppressed %r, expected 2" % gs["suppressed"])
+        # every death counted: entries, rate-limited, removed by the budget
+        check(gs["budget_removed"] == 3 and gs["deaths"] == reported_segv + 2 + 3,
+              "segv: deaths %r, budget %r" % (gs["deaths"], gs["budget_removed"]))
+        bud = [e for e in ents if "BB_BUDGET_REMOVED" in e]
+        check([e["BB_BUDGET_REMOVED"] for e in bud] == [b"3"], "BB_BUDGET_REMOVED: %r" % bud)
         sent = [e for e in ents if "BB_SUPPRESSED" in e]
         check(len(sent) == 1 and sent[0]["BB_SUPPRESSED"] == b"2" and
               sent[0]["_HOSTNAME"] == b"web-03", "BB_SUPPRESSED: %r" % sent)
@@ -320,11 +340,12 @@ class Fleet:
 
         # the text view says the same
         t = self.bx("--groups", "--debug-dir", self.store).stdout.decode()
-        check(re.search(r"^%s +%d +3 +\S+ \S+ +\S+ \S+ +SIGSEGV +api-gw$" % (gs["group"],
-                                                                          reported_segv), t, re.M)
+        check(re.search(r"^%s +%d +3 +\S+ \S+ +\S+ \S+ +SIGSEGV +api-gw$" % (
+            gs["group"], reported_segv + 5), t, re.M)
               and re.search(r"^    frames: parse_header \(fleet_svc\.c:\d+\) < handle_request < "
                             r"main$", t, re.M) and
-              "    not reported: 2 more deaths (--journal-rate)\n" in t, "--groups text:\n%s" % t)
+              "    not reported: 5 more deaths (--journal-rate 2, crash-loop budget 3)\n" in t,
+              "--groups text:\n%s" % t)
         check(max(len(x) for x in t.splitlines()) <= 120, "--groups wider than 120:\n%s" % t)
         t = self.bx("--list", "--no-symbols").stdout.decode()
         check(max(len(x) for x in t.splitlines()) <= 120, "--list wider than 120:\n%s" % t)

@@ -66,6 +66,7 @@
 	X(BBJ_STATE_JSON, "BB_STATE_JSON")                                    \
 	/* deaths not reported, and the box itself */                         \
 	X(BBJ_SUPPRESSED, "BB_SUPPRESSED")                                    \
+	X(BBJ_BUDGET_REMOVED, "BB_BUDGET_REMOVED")                            \
 	X(BBJ_BOX_ATTACHED, "BB_BOX_ATTACHED")                                \
 	X(BBJ_BOX_OMITTED, "BB_BOX_OMITTED")                                  \
 	X(BBJ_BOX_ENCODING, "BB_BOX_ENCODING")                                \
