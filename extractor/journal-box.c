@@ -277,11 +277,17 @@ static int find_claims(const struct bbx_jsel *s, const struct bbx_jsrcs *srcs, s
 			err[0] = '\0';
 			continue;
 		}
-		SD_JOURNAL_FOREACH(j) {
+		/* a cursor names one entry: the journal seeks to it, nothing
+		 * else is read (--group ID alone comes here) */
+		if (s->cursor ? sd_journal_seek_cursor(j, s->cursor) : sd_journal_seek_head(j)) {
+			bbx_j_close(j);
+			continue;
+		}
+		while (sd_journal_next(j) > 0) {
+			if (s->cursor && sd_journal_test_cursor(j, s->cursor) <= 0)
+				break;
 			bbx_j_read_entry(j, &e);
 			if (s->pid && e.pid != s->pid)
-				continue;
-			if (s->cursor && sd_journal_test_cursor(j, s->cursor) <= 0)
 				continue;
 			r = add_claim(l, i, j, &e);
 			if (r < 0) {

@@ -348,7 +348,10 @@ int bbx_j_take_gent(const struct bbx_jsel *s, size_t src, sd_journal *j,
 		if (!(g->message = strdup(buf)))
 			goto out;
 	}
-	if (sd_journal_get_cursor(j, &g->cursor) < 0)
+	/* the text of --list and --groups shows no cursor: 150 bytes an
+	 * entry not kept (NULL) */
+	if (!(s->opt && s->opt->fmt == BBX_FMT_TEXT && (s->opt->list || s->opt->groups)) &&
+	    sd_journal_get_cursor(j, &g->cursor) < 0)
 		goto out;
 	n = 0;
 	kinds[0] = kind[0] = '\0';

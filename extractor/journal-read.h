@@ -137,7 +137,7 @@ struct bbx_jstack {
 struct bbx_jgent {
 	size_t             src;
 	uint64_t           usec;
-	char              *cursor;
+	char              *cursor;   /* NULL for the text of --list and --groups */
 	char              *message;  /* MESSAGE, for --list --json only (else NULL) */
 	const struct bbx_jstack *stack; /* NULL: no BB_STACK */
 	uint32_t           owner;    /* whose privileges its symbols are parsed with */
