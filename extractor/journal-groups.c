@@ -70,6 +70,10 @@ struct bbx_jpool {
 };
 
 #define POOL_BLOCK ((size_t)64 << 10)
+/* Slots a lookup probes at most.  The keys are the senders' (hosts,
+ * units, stacks): keys made to collide get copies of their own past this,
+ * never a lookup whose work grows with the table. */
+#define POOL_PROBES 64
 
 struct bbx_jpool *bbx_jpool_new(void)
 {
@@ -139,18 +143,27 @@ static int pool_grow(struct bbx_jpool *p)
 const char *bbx_jpool_intern(struct bbx_jpool *p, const void *s, size_t n, void ***val)
 {
 	uint64_t h = bb__fnv1a64(BB__FNV64_INIT, s, n);
-	size_t k;
+	size_t k, probes = 0;
 	char *copy;
 
 	if (2 * (p->used + 1) > p->size && pool_grow(p) < 0)
 		return NULL;
-	for (k = (size_t)h & (p->size - 1); p->t[k].key; k = (k + 1) & (p->size - 1))
+	for (k = (size_t)h & (p->size - 1); p->t[k].key; k = (k + 1) & (p->size - 1)) {
 		if (p->t[k].h == h && p->t[k].len == n && !memcmp(p->t[k].key, s, n))
 			goto found;
+		if (++probes == POOL_PROBES)
+			break;
+	}
 	if (!(copy = pool_bytes(p, n)))
 		return NULL;
 	memcpy(copy, s, n);
 	copy[n] = '\0';
+	if (p->t[k].key) {
+		/* too many keys on this hash: a copy of its own, no slot */
+		if (val)
+			*val = NULL;
+		return copy;
+	}
 	p->t[k] = (struct pslot){ copy, n, h, NULL };
 	p->used++;
 found:
@@ -260,7 +273,7 @@ static int intern_stack(struct bbx_jgset *gs, struct bbx_jgent *g, struct bbx_sf
 	}
 	if (!bbx_jpool_intern(gs->pool, key, len, &slot))
 		goto out;
-	if (*slot) {
+	if (slot && *slot) {
 		bbx_stack_free(f, n);
 		g->stack = *slot;
 		r = 0;
@@ -273,7 +286,8 @@ static int intern_stack(struct bbx_jgset *gs, struct bbx_jgent *g, struct bbx_sf
 	}
 	*st = (struct bbx_jstack){ f, n };
 	gs->stacks[gs->nstacks++] = st;
-	*slot = st;
+	if (slot)
+		*slot = st;
 	g->stack = st;
 	r = want_symbols(gs, st, g->owner, exe,
 			 bbx_unhex(g->build, strlen(g->build), exe, sizeof(exe)));
@@ -625,6 +639,17 @@ static int by_prog_release(const void *a, const void *b)
 	return c ? c : strcmp(x->machine, y->machine);
 }
 
+/* By program, then the newest last death first. */
+static int by_prog_last(const void *a, const void *b)
+{
+	const struct prel *x = a, *y = b;
+	int c = strcmp(x->comm, y->comm);
+
+	if (c)
+		return c;
+	return x->last > y->last ? -1 : x->last < y->last;
+}
+
 /* Every (program, release) of the entries of @gs in @idx[0..n) with a
  * release.  0 or -ENOMEM. */
 static int prels_of(const struct bbx_jgset *gs, const size_t *idx, size_t n, struct prels *p)
@@ -658,21 +683,47 @@ static int prels_of(const struct bbx_jgset *gs, const size_t *idx, size_t n, str
 			r->last = g->usec;
 	}
 	free(v);
+	/* what not_seen() looks up: a program's releases, newest first */
+	qsort(p->v, p->n, sizeof(*p->v), by_prog_last);
 	return 0;
 }
 
-/* Whether @pr is a release of @gr's program that ran after the group's
- * first death (any of its deaths in any group came later) and had none
- * of the group's deaths: its bug did not show there. */
-static bool not_seen_in(const struct prel *pr, const struct bbx_jgent *first,
-			const struct bbx_jgent *last, const struct tally *releases)
+#define NOT_SEEN_MAX  8  /* releases a group's "not seen in" names at most */
+#define NOT_SEEN_SCAN 64 /* of its program's newest releases looked at */
+
+/*
+ * The releases of @last's program that ran after the group's first death
+ * (one of their deaths, in any group, came later) and had none of the
+ * group's deaths (@releases): its bug did not show there.  The newest
+ * first, into @out: their number.  Bounded (NOT_SEEN_SCAN, NOT_SEEN_MAX)
+ * whatever the senders' releases and groups number.
+ */
+static size_t not_seen(const struct prels *pr, const struct bbx_jgent *first,
+		       const struct bbx_jgent *last, const struct tally *releases,
+		       const struct prel **out)
 {
-	if (strcmp(pr->comm, last->comm) || pr->last <= first->usec)
-		return false;
-	for (size_t i = 0; i < releases->n; i++)
-		if (!strcmp(releases->v[i].v, pr->release))
-			return false;
-	return true;
+	size_t lo = 0, hi = pr->n, n = 0;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(pr->v[mid].comm, last->comm) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < pr->n && i - lo < NOT_SEEN_SCAN && n < NOT_SEEN_MAX &&
+	     !strcmp(pr->v[i].comm, last->comm); i++) {
+		bool hit = false;
+
+		if (pr->v[i].last <= first->usec)
+			break; /* the rest are older */
+		for (size_t k = 0; k < releases->n && !hit; k++)
+			hit = !strcmp(releases->v[k].v, pr->v[i].release);
+		if (!hit)
+			out[n++] = &pr->v[i];
+	}
+	return n;
 }
 
 static const char *kind_name(enum bbx_group_kind k)
@@ -795,7 +846,9 @@ static void group_text(struct bbx_out *o, const struct bbx_jgset *gs, const stru
 {
 	const struct bbx_jgent *first = v->first, *last = v->last;
 	char line[512], t1[BBX_TIME_MAX], t2[BBX_TIME_MAX];
+	const struct prel *ns[NOT_SEEN_MAX];
 	struct wrap w;
+	size_t nns;
 
 	snprintf(line, sizeof(line), "%s %7zu %6zu  %-*s  %-*s  %-9s ", last->sig.id, gr->deaths,
 		 v->hosts.n, wide ? 30 : 19, short_time(first->usec, wide, t1),
@@ -826,12 +879,11 @@ static void group_text(struct bbx_out *o, const struct bbx_jgset *gs, const stru
 			 short_time(r->first, wide, t1), short_time(r->last, wide, t2));
 		bbx_out_str(o, line);
 	}
-	for (size_t i = 0, k = 0; i < pr->n; i++) {
-		const struct prel *p = &pr->v[i];
+	nns = not_seen(pr, first, last, &v->releases, ns);
+	for (size_t i = 0; i < nns; i++) {
+		const struct prel *p = ns[i];
 
-		if (!not_seen_in(p, first, last, &v->releases))
-			continue;
-		bbx_out_str(o, k++ ? "\n                 " : "\n    not seen in: ");
+		bbx_out_str(o, i ? "\n                 " : "\n    not seen in: ");
 		bbx_j_put_esc(o, p->release);
 		snprintf(line, sizeof(line), " (%zu death%s of ", p->deaths, p->deaths == 1 ? "" : "s");
 		bbx_out_str(o, line);
@@ -913,7 +965,9 @@ static void group_struct(struct bbx_em *em, const struct bbx_jgset *gs, const st
 			 const struct bbx_jsrcs *srcs)
 {
 	const struct bbx_jgent *first = v->first, *last = v->last;
+	const struct prel *ns[NOT_SEEN_MAX];
 	char tm[BBX_TIME_MAX];
+	size_t nns;
 
 	bbx_em_map(em);
 	bbx_em_kv_str(em, "group", last->sig.id);
@@ -943,13 +997,12 @@ static void group_struct(struct bbx_em *em, const struct bbx_jgset *gs, const st
 	tally_struct(em, "releases", "release", NULL, &v->releases, true);
 	bbx_em_key(em, "not_seen_in");
 	bbx_em_array(em);
-	for (size_t i = 0; i < pr->n; i++) {
-		if (!not_seen_in(&pr->v[i], first, last, &v->releases))
-			continue;
+	nns = not_seen(pr, first, last, &v->releases, ns);
+	for (size_t i = 0; i < nns; i++) {
 		bbx_em_map(em);
-		bbx_em_kv_str(em, "release", pr->v[i].release);
-		bbx_em_kv_u64(em, "deaths", pr->v[i].deaths);
-		bbx_em_kv_u64(em, "hosts", pr->v[i].hosts);
+		bbx_em_kv_str(em, "release", ns[i]->release);
+		bbx_em_kv_u64(em, "deaths", ns[i]->deaths);
+		bbx_em_kv_u64(em, "hosts", ns[i]->hosts);
 		bbx_em_end(em);
 	}
 	bbx_em_end(em);

@@ -117,8 +117,9 @@ struct bbx_jentry {
  * a fleet's entries name a few hundred hosts, releases and units and a
  * few thousand stacks.  bbx_jpool_intern() returns the pool's copy of the
  * @n bytes at @s (NUL-terminated) and, in *@val when @val is given, the
- * slot of a value that belongs to it (NULL at first); NULL when out of
- * memory.
+ * slot of a value that belongs to it (holding NULL at first; valid until
+ * the next call; NULL itself for a key given a copy of its own because
+ * too many keys share its hash); NULL when out of memory.
  */
 struct bbx_jpool;
 struct bbx_jpool *bbx_jpool_new(void);
