@@ -766,32 +766,42 @@ struct wrap {
 	struct bbx_out *o;
 	size_t          col;
 	bool            first;
+	const char     *sep;   /* between items: ", " or " < " */
 };
 
-static void wrap_start(struct wrap *w, struct bbx_out *o, const char *label)
+static void wrap_start(struct wrap *w, struct bbx_out *o, const char *label, const char *sep)
 {
-	*w = (struct wrap){ o, 4 + strlen(label), true };
+	*w = (struct wrap){ o, 4 + strlen(label), true, sep };
 	bbx_out_str(o, "    ");
 	bbx_out_str(o, label);
 }
 
-/* One item, escaped (@s) then as is (@tail). */
-static void wrap_item(struct wrap *w, const char *s, const char *tail)
+/* One item, escaped (@s, @len bytes, at most 256) then as is (@tail); on
+ * a line of its own, indented, when it would end past column 120. */
+static void wrap_put(struct wrap *w, const char *s, size_t len, const char *tail)
 {
 	char esc[4 * 256 + 1];
-	size_t n = bb_escape_text(s, strnlen(s, 256), esc, sizeof(esc)), k = n + strlen(tail);
+	size_t n = bb_escape_text(s, len < 256 ? len : 256, esc, sizeof(esc)),
+	       k = n + strlen(tail), sl = strlen(w->sep);
 
-	if (!w->first && w->col + 2 + k > 120) {
-		bbx_out_str(w->o, ",\n      ");
+	if (!w->first && w->col + sl + k > 120) {
+		/* the separator ends the line ("," or " <") */
+		bbx_out_put(w->o, w->sep, w->sep[sl - 1] == ' ' ? sl - 1 : sl);
+		bbx_out_str(w->o, "\n      ");
 		w->col = 6;
 	} else if (!w->first) {
-		bbx_out_str(w->o, ", ");
-		w->col += 2;
+		bbx_out_str(w->o, w->sep);
+		w->col += sl;
 	}
 	bbx_out_put(w->o, esc, n);
 	bbx_out_str(w->o, tail);
 	w->col += k;
 	w->first = false;
+}
+
+static void wrap_item(struct wrap *w, const char *s, const char *tail)
+{
+	wrap_put(w, s, strlen(s), tail);
 }
 
 struct gview {
@@ -826,19 +836,20 @@ static int gview_of(const struct bbx_jgset *gs, const struct group *gr, struct g
 }
 
 /* The top frames with the first one's file:line after it. */
+/* The top frames, wrapped at 120 columns, with the first one's file:line
+ * after it. */
 static void put_top(struct bbx_out *o, const char *top, const char *where)
 {
-	const char *lt = strstr(top, " < ");
-	size_t k = lt ? (size_t)(lt - top) : strlen(top);
+	char tail[160] = "";
+	struct wrap w;
 
-	bbx_put_escaped(o, top, k);
-	if (where[0]) {
-		bbx_out_str(o, " (");
-		bbx_j_put_esc(o, where);
-		bbx_out_char(o, ')');
+	wrap_start(&w, o, "frames: ", " < ");
+	if (where[0])
+		snprintf(tail, sizeof(tail), " (%.120s)", where);
+	for (const char *s = top, *lt; *s; s = lt ? lt + 3 : s + strlen(s)) {
+		lt = strstr(s, " < ");
+		wrap_put(&w, s, lt ? (size_t)(lt - s) : strlen(s), s == top ? tail : "");
 	}
-	if (lt)
-		bbx_j_put_esc(o, lt);
 }
 
 static void group_text(struct bbx_out *o, const struct bbx_jgset *gs, const struct group *gr,
@@ -854,21 +865,32 @@ static void group_text(struct bbx_out *o, const struct bbx_jgset *gs, const stru
 		 v->hosts.n, wide ? 30 : 19, short_time(first->usec, wide, t1),
 		 wide ? 30 : 19, short_time(last->usec, wide, t2), how_died(last));
 	bbx_out_str(o, line);
-	bbx_j_put_esc(o, last->comm[0] ? last->comm : "-");
-	bbx_out_str(o, "\n    frames: ");
+	/* within 120 columns: a command name longer than the room left is cut,
+	 * marked with a '+' (15 bytes is what the kernel keeps of one) */
+	if (wide || strlen(last->comm) <= 34) {
+		bbx_j_put_esc(o, last->comm[0] ? last->comm : "-");
+	} else {
+		bbx_put_escaped(o, last->comm, 33);
+		bbx_out_char(o, '+');
+	}
+	bbx_out_char(o, '\n');
 	if (last->sig.top[0])
 		put_top(o, last->sig.top, last->sig.where);
 	else
-		bbx_out_str(o, last->oom ? "(killed by the OOM killer: no stack)"
+		bbx_out_str(o, last->oom ? "    frames: (killed by the OOM killer: no stack)"
 			    : last->sig.kind == BBX_GROUP_ORPHANED
-			    ? "(died without a word: no stack)" : "(no stack)");
+			    ? "    frames: (died without a word: no stack)" : "    frames: (no stack)");
 	if (last->sig.kind == BBX_GROUP_SYSTEM)
 		bbx_out_str(o, "  [no in-app frame]");
 	else if (last->sig.kind == BBX_GROUP_APP && !last->sig.named)
 		bbx_out_str(o, "  [not all named: by offset, one build]");
 	if (last->reason[0]) {
+		size_t k = strlen(last->reason);
+
 		bbx_out_str(o, "\n    reason: ");
-		bbx_j_put_esc(o, last->reason);
+		bbx_put_escaped(o, last->reason, wide || k <= 108 ? k : 107);
+		if (!wide && k > 108)
+			bbx_out_char(o, '+');
 	}
 	for (size_t i = 0; i < v->releases.n; i++) {
 		const struct tval *r = &v->releases.v[i];
@@ -895,7 +917,7 @@ static void group_text(struct bbx_out *o, const struct bbx_jgset *gs, const stru
 		bbx_out_str(o, line);
 	}
 	bbx_out_char(o, '\n');
-	wrap_start(&w, o, "builds: ");
+	wrap_start(&w, o, "builds: ", ", ");
 	for (size_t i = 0; i < v->builds.n; i++) {
 		const struct tval *b = &v->builds.v[i];
 		char id[16], tail[160];
@@ -910,14 +932,14 @@ static void group_text(struct bbx_out *o, const struct bbx_jgset *gs, const stru
 	if (!v->builds.n)
 		bbx_out_char(o, '-');
 	bbx_out_char(o, '\n');
-	wrap_start(&w, o, "units: ");
+	wrap_start(&w, o, "units: ", ", ");
 	for (size_t i = 0; i < v->units.n; i++)
 		wrap_item(&w, v->units.v[i].v, "");
 	if (!v->units.n)
 		bbx_out_char(o, '-');
 	if (wide) {
 		bbx_out_char(o, '\n');
-		wrap_start(&w, o, "hosts: ");
+		wrap_start(&w, o, "hosts: ", ", ");
 		for (size_t i = 0; i < v->hosts.n; i++) {
 			char tail[32];
 
