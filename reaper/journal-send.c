@@ -791,9 +791,9 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 	if ((n = state_u64(r, "blackbox.budget_removed", 0)))
 		add(e, BBJ_BUDGET_REMOVED, "%llu", (unsigned long long)n);
 	/* the owner's deaths since its last entry that no entry tells of */
-	if (reap_reported_suppressed(c, uid))
+	if (reap_reported_suppressed(c, uid, in->comm))
 		add(e, BBJ_SUPPRESSED, "%llu",
-		    (unsigned long long)reap_reported_suppressed(c, uid));
+		    (unsigned long long)reap_reported_suppressed(c, uid, in->comm));
 	if (read_all) {
 		uint64_t total;
 
@@ -968,7 +968,7 @@ int reap_journal_box(struct reap_ctx *c, struct bb_reader *r, const struct stat 
 	}
 	c->reported++;
 	ev.decision = "reported";
-	reap_reported_clear_suppressed(c, uid); /* told by this entry */
+	reap_reported_clear_suppressed(c, uid, bb_reader_info(r)->comm); /* told by this entry */
 	ret = reap_reported_add(c, &k, attach ? box_bytes : 0);
 	if (ret < 0) {
 		/* sent, but a later run may send it again */

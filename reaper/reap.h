@@ -230,11 +230,13 @@ void reap_reported_usage(const struct reap_ctx *c, uint32_t uid, unsigned *last_
 			 uint64_t *bytes_last_day);
 int  reap_reported_add(struct reap_ctx *c, const struct reap_key *k, uint64_t bytes);
 int  reap_reported_close(struct reap_ctx *c);   /* compact, rewrite, unlock */
-/* Deaths of @uid that went unreported (a box removed while --journal-rate
- * withheld it): counted, told (BB_SUPPRESSED of its next entry), cleared. */
-void reap_reported_suppress(struct reap_ctx *c, uint32_t uid);
-uint64_t reap_reported_suppressed(const struct reap_ctx *c, uint32_t uid);
-void reap_reported_clear_suppressed(struct reap_ctx *c, uint32_t uid);
+/* Deaths of @uid's program @comm (the box header's) that went unreported
+ * (a box removed while --journal-rate withheld it): counted, told
+ * (BB_SUPPRESSED of the next entry of that owner and program, with what
+ * an older bb-reap counted for the owner alone), cleared. */
+void reap_reported_suppress(struct reap_ctx *c, uint32_t uid, const char *comm);
+uint64_t reap_reported_suppressed(const struct reap_ctx *c, uint32_t uid, const char *comm);
+void reap_reported_clear_suppressed(struct reap_ctx *c, uint32_t uid, const char *comm);
 
 /* unitcheck.c: may an entry carry OBJECT_SYSTEMD_UNIT for @in->unit?
  * @why says why (not). */
