@@ -163,6 +163,11 @@ struct reap_cand {
 /* options.c: fill @o from the command line; -1 after saying what is wrong
  * (exits after --help and --version). */
 int  reap_parse_opts(int argc, char **argv, struct reap_opts *o);
+/* watchlock.c: the lock by which libblackbox's budget leaves dead boxes to
+ * a running --watch: a descriptor holding it (its name in @name), or
+ * -errno; reap_watch_release() drops it and removes the name. */
+int  reap_watch_claim(int dirfd, char *name, size_t len);
+void reap_watch_release(int dirfd, int fd, const char *name);
 /* options.c: digits, then an optional suffix from @suffixes (times @mult) */
 int  reap_parse_num(const char *s, const char *suffixes, const uint64_t *mult,
 		    uint64_t *out);

@@ -68,6 +68,8 @@ struct watched {
 struct watch {
 	struct reap_ctx *c;
 	int ep, in, sig;
+	int lock;              /* reap_watch_claim(): the budget's sign */
+	char lock_name[64];
 	struct watched *v;
 	size_t n, cap;         /* slots used (free ones have name "") */
 	size_t *hash;          /* open addressing, index + 1 (0: empty) */
@@ -499,13 +501,19 @@ static int setup(struct watch *w)
 
 int reap_watch(struct reap_ctx *c)
 {
-	struct watch w = { .c = c, .ep = -1, .in = -1, .sig = -1 };
+	struct watch w = { .c = c, .ep = -1, .in = -1, .sig = -1, .lock = -1 };
 	int r = setup(&w);
 
 	if (r < 0) {
 		reap_log("error: --watch %s: %s", c->o.dir, strerror(-r));
 		goto out;
 	}
+	/* libblackbox's budget leaves dead boxes to us from now on (a dry
+	 * run removes nothing: the budget still does) */
+	if (!c->o.dry_run &&
+	    (w.lock = reap_watch_claim(c->dirfd, w.lock_name, sizeof(w.lock_name))) < 0)
+		reap_log("warning: --watch %s: no lock for the crash-loop budget: %s", c->o.dir,
+			 strerror(-w.lock));
 	if (c->o.verbose)
 		reap_log("watching %s (a full pass every %llu s)", c->o.dir,
 			 (unsigned long long)c->o.rescan_s);
@@ -540,6 +548,7 @@ int reap_watch(struct reap_ctx *c)
 	}
 	r = 0;
 out:
+	reap_watch_release(c->dirfd, w.lock, w.lock_name);
 	for (size_t i = 0; i < w.n; i++)
 		if (w.v[i].pidfd >= 0)
 			close(w.v[i].pidfd);
