@@ -309,40 +309,6 @@ static void add_release(struct entry *e, struct bb_reader *r)
 		add(e, BBJ_RELEASE, "%s", rel.text);
 }
 
-/*
- * BB_BUDGET_REMOVED: the deaths of this box's program that libblackbox's
- * crash-loop budget removed before this box was created (its state key
- * "blackbox.budget_removed", bb_init(3) CRASH LOOPS): each was a box like
- * this one, gone unreported, so a fleet's count of this program's deaths
- * adds it to this entry's one.  Sent when not 0.
- */
-static int budget_cb(const struct bb_state_entry *s, void *arg)
-{
-	static const char key[] = "blackbox.budget_removed";
-	struct bb__cbor c;
-	const uint8_t *k;
-	size_t kn;
-	uint64_t n;
-
-	if (s->status != BB_SLOT_OK || s->key_len != sizeof(key) - 1 ||
-	    memcmp(s->key, key, sizeof(key) - 1))
-		return 0;
-	c = (struct bb__cbor){ .p = s->value, .end = s->value + s->value_len };
-	if (bb__cbor_container(&c, 4, &n) || n != 2 || bb__cbor_string(&c, 3, &k, &kn) ||
-	    bb__cbor_uint(&c, arg))
-		*(uint64_t *)arg = 0;
-	return 1; /* found: stop */
-}
-
-static void add_budget_removed(struct entry *e, struct bb_reader *r)
-{
-	uint64_t n = 0;
-
-	bb_reader_state(r, budget_cb, &n, NULL);
-	if (n)
-		add(e, BBJ_BUDGET_REMOVED, "%llu", (unsigned long long)n);
-}
-
 static void add_state(struct entry *e, struct bb_reader *r)
 {
 	struct jsonbuf j;
@@ -816,13 +782,15 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 	}
 	add_build_id(e, r);
 	add_release(e, r);
-	add_budget_removed(e, r);
 	add_unit(e, in, uid);
 	if (!crashed && (oom = oom_killed(in, r)) >= 0)
 		add(e, BBJ_OOM_KILL, "%d", oom);
-	/* deaths whose boxes the crash-loop budget removed before this box
-	 * was created (libblackbox/budget.c counts them in the new box's
-	 * state key blackbox.budget_removed): a count, sent in every mode */
+	/* BB_BUDGET_REMOVED: the deaths of this box's program that the
+	 * library's crash-loop budget removed, unreported, before this box
+	 * was created (its state key blackbox.budget_removed, bb_init(3) CRASH
+	 * LOOPS; libblackbox/budget.c): each a box like this one, so a fleet's
+	 * count of the program's deaths adds it to this entry's.  A count,
+	 * sent in every mode whoever owns the box, when not 0. */
 	if ((n = state_u64(r, "blackbox.budget_removed", 0)))
 		add(e, BBJ_BUDGET_REMOVED, "%llu", (unsigned long long)n);
 	/* the owner's deaths since its last entry that no entry tells of */
