@@ -305,6 +305,26 @@ static const char *pooled(struct bbx_jgset *gs, const char *s, size_t n)
 	return bbx_jpool_intern(gs->pool, s, n, NULL);
 }
 
+/*
+ * BB_BUILD_ID into @g->build: a build id is an even number of hex digits
+ * (at most 64 bytes); anything else is anyone's bytes: "invalid", never
+ * printed raw nor used to look a file up (one byte more is read to see a
+ * longer one).  @buf: room for BBX_J_FIELD_MAX bytes.  false: out of
+ * memory.
+ */
+static bool take_build(struct bbx_jgset *gs, sd_journal *j, char *buf, struct bbx_jgent *g)
+{
+	uint8_t exe[64];
+	size_t n = bbx_j_get(j, BBJ_BUILD_ID, buf, 2 * sizeof(exe) + 2);
+	size_t len = n <= 2 * sizeof(exe) ? bbx_unhex(buf, n, exe, sizeof(exe)) : 0;
+
+	if (len)
+		g->build = pooled(gs, buf, n);
+	else
+		g->build = pooled(gs, n ? "invalid" : "", n ? 7 : 0);
+	return g->build != NULL;
+}
+
 /* The entry at @j into @g (its stack parsed and interned, nothing
  * symbolised yet). */
 int bbx_j_take_gent(const struct bbx_jsel *s, size_t src, sd_journal *j,
@@ -346,7 +366,7 @@ int bbx_j_take_gent(const struct bbx_jsel *s, size_t src, sd_journal *j,
 	((n = bbx_j_get(j, (name), buf, (max) + 1)), (g->field = pooled(gs, buf, n)) != NULL)
 	if (!TAKE(comm, BBJ_COMM, 64) || !TAKE(host, "_HOSTNAME", 64) ||
 	    !TAKE(unit, BBJ_UNIT, 256) || !TAKE(release, BBJ_RELEASE, 128) ||
-	    !TAKE(build, BBJ_BUILD_ID, 128) ||
+	    !take_build(gs, j, buf, g) ||
 	    !(g->machine = pooled(gs, e->machine, strlen(e->machine))) ||
 	    !(g->boot = pooled(gs, e->boot, strlen(e->boot))) ||
 	    !(g->liveness = pooled(gs, e->liveness, strlen(e->liveness))) ||
