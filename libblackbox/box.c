@@ -825,7 +825,7 @@ int bb__nobox(void)
  * with none writes to the shared ring (counted).  docs/DESIGN.md §10 says
  * why.
  *
- * Handing a segment over (bb__seg_take()) is a seqlock write: the owner
+ * Handing a segment over (bb__seg_use()) is a seqlock write: the owner
  * word goes CLAIMING with the next generation, a release fence, the
  * descriptor's start, head and names, the owner word OPEN with release,
  * and only then the first record.  A reader compares the owner word

@@ -222,7 +222,8 @@ static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
 	}
 
 	/* every record takes 16 bytes at least: reserve for the most this
-	 * ring can hold (a failure here is not one: keep() grows as it goes) */
+	 * ring can hold (a failure here is not one: bb__rdr_keep() grows as
+	 * it goes) */
 	if (bb__pos_diff(head, pos) > 0)
 		(void)grow_ents(r, r->nents + (size_t)((head - pos) / BB_RECORD_HDR_SIZE) + 1);
 	while (bb__pos_diff(head, pos) > 0) {
@@ -437,8 +438,9 @@ static int deliver_one(struct bb_reader *r, size_t k, bb_record_fn fn, void *arg
 	struct rring *rr = &r->rings[e->ring];
 	struct bb_record rec;
 
-	/* member by member: an initializer zeroes the whole struct first
-	 * (16 instructions more per record, callgrind) */
+	/* member by member: an initializer zeroes the whole struct first,
+	 * which costs on every record (BENCHMARKS.md "Choices in the code,
+	 * measured") */
 	rec.ring = e->ring;
 	rec.tid = e->tid;
 	rec.thread_name = r->names[e->name];

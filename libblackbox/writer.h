@@ -172,8 +172,8 @@ struct bb__w {
 
 /*
  * bb__begin - pick the ring for this write and enter the nesting section.
- * Returns 0 (then bb__end() must follow) or a negative errno / 0-for-disabled
- * through *ret with false.
+ * Returns true (then bb__leave() must follow, or bb__commit(), which calls
+ * it), or false with a negative errno / 0-for-disabled in *ret.
  */
 static inline bool bb__begin(struct bb__w *w, int *ret)
 {
@@ -276,8 +276,9 @@ void bb__seal(struct bb__w *w, uint8_t tag, uint64_t ts, bool big)
 		 * bb__ring_publish(), which orders it with every other byte
 		 * of the record.  (bb__ring_seal() is this with the first
 		 * branch only: the inline path runs on BB__CRC_HW boxes.
-		 * Calling it here measured +16 instructions per record,
-		 * callgrind: the compiler keeps fewer values in registers.) */
+		 * Calling it here costs instructions on every record, the
+		 * compiler keeping fewer values in registers: BENCHMARKS.md
+		 * "Choices in the code, measured".) */
 		uint32_t crc, off = (uint32_t)(w->len - BB_CRC_SIZE);
 #if defined(__x86_64__) && defined(__LP64__)
 		if (bb_likely(fb->crc == BB__CRC_HW)) {
@@ -318,9 +319,10 @@ static inline void bb__leave(struct bb__w *w)
 static inline __attribute__((always_inline)) void bb__commit(struct bb__w *w, uint8_t tag)
 {
 	/* Stamped here, after the value is encoded.  Stamping in
-	 * bb__reserve() instead (to overlap rdtsc with the encoding) was
-	 * measured: TSC mode unchanged, the default clock slower (the
-	 * write state is spilled across the clock_gettime() call). */
+	 * bb__reserve() instead (to overlap rdtsc with the encoding) made
+	 * the default clock slower, the write state spilled across the
+	 * clock_gettime() call (BENCHMARKS.md "Choices in the code,
+	 * measured"). */
 	bb__seal(w, tag, bb__now(&w->box->f), false);
 	bb__leave(w);
 }
@@ -365,7 +367,7 @@ static inline bool bb__strn_ok(const char **s, size_t n)
 }
 
 /* Crash handler, state table, module area (crash.c, modules.c).  Not
- * AS-safe; called from bb_init_opts(), bb__open(), bb__claim() and the TLS
+ * AS-safe; called from bb_init_opts(), bb__open(), bb__begin_slow() and the TLS
  * destructor. */
 int bb__crash_init(const struct bb_options *o);
 /* bb__crash_thread_start(): 0 (an alternate stack given, one there

@@ -489,8 +489,8 @@ static inline uint32_t bb__cbor_head(uint64_t n)
  * Inline rather than libcbor's cbor_encode_uint/negint/string_start/...:
  * those are PLT calls into a second library that re-dispatch on the size
  * (cbor_encode_string_start -> _cbor_encode_uint -> _cbor_encode_uint8),
- * about 19 instructions for a 1-byte head, against 2-3 here (callgrind,
- * bench/callgrind.sh, BENCHMARKS.md).  A head is one byte or a byte plus a
+ * many more instructions for a 1-byte head than the 2-3 moves here
+ * (BENCHMARKS.md "Choices in the code, measured").  A head is one byte or a byte plus a
  * big-endian argument of 1, 2, 4 or 8 bytes (RFC 8949 §3): trivial.
  */
 static inline uint8_t *bb__cbor_put_head(unsigned major, uint64_t n, uint8_t *p)
@@ -587,8 +587,9 @@ static inline uint8_t *bb__cbor_put_f64(uint8_t *p, uint64_t bits)
 /*
  * bb__copy16 - copy @n bytes, n <= 16: two overlapping loads and stores of
  * 8 or 4 bytes, or three bytes, never reading or writing outside [0, n).
- * A few moves where a PLT call into libc's memcpy costs ~14 instructions
- * more (callgrind); for a constant @n the compiler emits the exact moves.
+ * A few moves where a PLT call into libc's memcpy costs more (BENCHMARKS.md
+ * "Choices in the code, measured"); for a constant @n the compiler emits
+ * the exact moves.
  * The library's writers use it for short strings (write.c).
  */
 static inline void bb__copy16(uint8_t *d, const void *src, size_t n)
@@ -646,7 +647,8 @@ void bb__copy_small(uint8_t *d, const void *src, size_t n)
  * bb__copy - copy @n bytes, the library writers' copy: inline moves up to
  * 16 (bb__copy16(): keys and values are mostly short), libc's memcpy above
  * (the inline paths' copies up to 64 made the library's writers bigger
- * than GCC inlines well, measured).  Never reads or writes outside
+ * than GCC inlines well: BENCHMARKS.md "Choices in the code, measured").
+ * Never reads or writes outside
  * [0, n).
  */
 static inline void bb__copy(uint8_t *d, const void *src, size_t n)
