@@ -219,6 +219,10 @@ int bb__rdr_note_gap(struct bb_reader *r, uint32_t ring, uint64_t pos, uint64_t 
 		     bool *have_expect);
 const uint8_t *bb__rdr_read_fixed(struct bb_reader *r, const struct bb__extent *v,
 				  uint64_t pos, uint64_t head, uint32_t *lenp, enum bb__rd *rd);
+/* reader_walk.c: the collect loop of a ring and of a log's segment */
+int bb__rdr_collect_extent(struct bb_reader *r, uint32_t i, const struct bb__extent *v,
+			   uint64_t *posp, uint64_t head, bool copy, uint64_t *expect,
+			   bool *have_expect, bool *kept);
 
 /* reader_liveness.c */
 int bb__rdr_maps_has(pid_t pid, uint64_t dev, uint64_t ino);
