@@ -325,6 +325,7 @@ struct stacks {
 	struct bb_crash *v;
 	size_t *first;       /* index of each one's frame 0 in the frames */
 	uint32_t n, asked;
+	uint32_t threads;    /* the process's threads at the crash; 0 unknown */
 };
 
 /* Text: "*** thread 42 (w), at T:" and its frames; "*** thread 43 (x): no
@@ -360,6 +361,11 @@ static void text_stacks(struct bbx_out *o, const struct stacks *s, const struct 
 	if (s->asked > s->n) {
 		n = snprintf(line, sizeof(line), "*** %u more threads not asked for their stacks: "
 			     "the box has room for %u\n", s->asked - s->n, s->n);
+		bbx_out_put(o, line, (size_t)n);
+	}
+	if (s->threads) {
+		n = snprintf(line, sizeof(line), "*** %u threads at the crash, the crashing one "
+			     "included\n", s->threads);
 		bbx_out_put(o, line, (size_t)n);
 	}
 }
@@ -405,6 +411,8 @@ static void struct_stacks(struct bbx_em *em, const struct stacks *s, const struc
 	bbx_em_end(em);
 	if (s->asked > s->n)
 		bbx_em_kv_u64(em, "threads_not_asked", s->asked - s->n);
+	if (s->threads)
+		bbx_em_kv_u64(em, "threads_at_crash", s->threads);
 }
 
 /* JSON / CBOR: one {"type":"crash"} record; what a kind has (FORMAT.md
@@ -505,6 +513,7 @@ static int emit_crash(struct ctx *c)
 	/* the other threads' stacks (3.1), symbolised with the crashing
 	 * thread's in one call */
 	bb_reader_crash_stacks(c->r, &s.n, &s.asked);
+	bb_reader_crash_threads(c->r, &s.threads);
 	if (s.n && (!(s.v = calloc(s.n, sizeof(*s.v))) || !(s.first = calloc(s.n, sizeof(*s.first))))) {
 		rc = -ENOMEM;
 		goto out;

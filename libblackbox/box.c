@@ -245,7 +245,7 @@ struct bb__layout {
 	uint64_t state_off;
 	uint64_t mod_off;
 	uint64_t stk_off;     /* the crash stacks (3.1) */
-	uint32_t nstk;
+	uint32_t nstk;        /* their slots: bb__stacks() */
 	uint64_t data_off;    /* the rings */
 	uint64_t seg_data_off;
 	uint64_t box_size;
@@ -267,7 +267,25 @@ static uint32_t bb__slots(uint32_t n)
 	return n > BB_SEG_MAX_COUNT / 2 ? BB_SEG_MAX_COUNT : 2 * n;
 }
 
-/* Fill the offsets of @l for @n segments; returns the bytes they need. */
+/*
+ * Crash stack slots for a box of @size bytes (0: sized by its segments,
+ * @nslots thread slots): one per 16 KiB of box, so that they take at most
+ * an eighth of it, at least 8 and at most BB_CRASH_STACKS_MAX (256, from
+ * a 4 MiB box: the default).  Threads need no thread slot to be asked
+ * (crash.c bb__crash_ask_all() lists the process's threads), so the
+ * count does not follow the thread table.
+ */
+static uint32_t bb__stacks(uint64_t size, uint32_t nslots)
+{
+	uint64_t n = size ? size / (8u * BB_CRASH_SIZE) : nslots;
+
+	if (n < 8)
+		n = 8;
+	return n > BB_CRASH_STACKS_MAX ? BB_CRASH_STACKS_MAX : (uint32_t)n;
+}
+
+/* Fill the offsets of @l for @n segments (l->nstk set by the caller);
+ * returns the bytes they need. */
 static uint64_t bb__layout_for(struct bb__layout *l, uint32_t n, uint64_t page)
 {
 	l->nsegs = n;
@@ -277,9 +295,7 @@ static uint64_t bb__layout_for(struct bb__layout *l, uint32_t n, uint64_t page)
 	l->seg_off = l->slot_off + (uint64_t)l->nslots * BB_THREAD_SLOT_SIZE;
 	l->state_off = l->seg_off + (uint64_t)n * BB_SEG_DESC_SIZE;
 	l->mod_off = l->state_off + (uint64_t)BB__STATE_SLOTS * BB__STATE_SLOT_SIZE;
-	/* a crash stack slot per thread slot, up to BB_CRASH_STACKS_MAX */
 	l->stk_off = l->mod_off + BB__MODULES_SIZE;
-	l->nstk = l->nslots < BB_CRASH_STACKS_MAX ? l->nslots : BB_CRASH_STACKS_MAX;
 	l->data_off = bb__round_up(l->stk_off + (uint64_t)l->nstk * BB_CRASH_SIZE, page);
 	l->seg_data_off = l->data_off + BB__RINGS * l->ring_size;
 	return l->seg_data_off + (uint64_t)n * l->seg_size;
@@ -320,6 +336,7 @@ static int bb__plan(size_t size, unsigned nsegs, size_t seg_size, struct bb__lay
 	if (nsegs) {
 		if (nsegs > BB_SEG_MAX_COUNT)
 			return -EINVAL;
+		l->nstk = bb__stacks(size, bb__slots(nsegs));
 		need = bb__layout_for(l, nsegs, page);
 		if (size && need > size)
 			return -EINVAL;
@@ -329,6 +346,7 @@ static int bb__plan(size_t size, unsigned nsegs, size_t seg_size, struct bb__lay
 	if (!size)
 		return -EINVAL;
 	size = size / page * page;
+	l->nstk = bb__stacks(size, 0);
 	need = bb__layout_for(l, 0, page);
 	if (size <= need)
 		return -EINVAL;

@@ -19,6 +19,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -639,8 +640,11 @@ static void bb__crash_handler(int sig, siginfo_t *si, void *ucv)
 /* ---- every thread's stack ------------------------------------------------- */
 
 /*
- * The crash stacks (FORMAT.md §11, 3.1).  The thread that wrote the crash
- * record asks every other thread holding a thread slot for its stack: a
+ * The crash stacks (FORMAT.md §11, 3.1; every thread of the process since
+ * 3.2).  The thread that wrote the crash record lists the process's
+ * threads (bb__crash_ask_listed(): /proc/self/task read with getdents64;
+ * without /proc, the threads holding a thread slot) and asks every other
+ * one for its stack, whether or not it ever called the library: a
  * real-time signal (bb__stack_sig, chosen at bb_init()) queued to the
  * thread with rt_tgsigqueueinfo(), whose value names the slot of the
  * crash stacks area to write.  The thread's handler (bb__stack_handler())
@@ -663,21 +667,167 @@ static uint64_t bb__mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Ask thread @t (named @name, 16 bytes NUL-padded) for its stack into
+ * crash stack slot @k. */
+static void bb__crash_ask(struct bb__box *box, uint32_t k, int32_t t, const char *name, int sig,
+			  pid_t pid)
+{
+	uint8_t *area = box->stacks + (size_t)k * BB_CRASH_SIZE;
+	siginfo_t si;
+
+	memcpy(area + BB_RECORD_HDR_SIZE, &t, sizeof(t));
+	memcpy(area + BB_RECORD_HDR_SIZE + 4, name, 16);
+	/* Release: the tid and name above are there for the thread that
+	 * loads ASKED with acquire (bb__stack_handler()) and for a reader. */
+	BB__STORE_RELEASE((uint32_t *)(void *)area, (uint32_t)BB_CRASH_SEQ_ASKED);
+	memset(&si, 0, sizeof(si));
+	si.si_signo = sig;
+	si.si_code = SI_QUEUE;
+	si.si_pid = pid;
+	si.si_uid = getuid();   /* AS-safe */
+	si.si_value.sival_int = (int)k;
+	/* rt_tgsigqueueinfo: a system call, AS-safe; a thread may queue any
+	 * si_code to a thread of its own process.  ESRCH: the thread ended
+	 * since it was listed. */
+	if (syscall(SYS_rt_tgsigqueueinfo, pid, t, sig, &si) < 0) {
+		uint32_t expect = BB_CRASH_SEQ_ASKED;
+
+		(void)BB__CAS_ACQUIRE((uint32_t *)(void *)area, &expect,
+				      (uint32_t)BB_CRASH_SEQ_NO_ANSWER);
+	}
+}
+
+/* The name of thread @t: its comm under the open /proc/self/task @dir
+ * (openat, read, close: system calls, AS-safe), else the name its thread
+ * slot holds, else empty.  @name: 16 bytes, NUL-padded. */
+static void bb__crash_thread_name(struct bb__box *box, int dir, int32_t t, char *name)
+{
+	char path[24] = "";   /* "<tid>/comm" */
+	char digits[12];
+	int nd = 0, fd;
+	ssize_t n = -1;
+	uint32_t v = (uint32_t)t;
+
+	memset(name, 0, 16);
+	do
+		digits[nd++] = (char)('0' + v % 10);
+	while ((v /= 10) && nd < (int)sizeof(digits));
+	for (int i = 0; i < nd; i++)
+		path[i] = digits[nd - 1 - i];
+	memcpy(path + nd, "/comm", 6);
+	fd = dir >= 0 ? openat(dir, path, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd >= 0) {
+		n = read(fd, name, 15);
+		close(fd);
+	}
+	if (n > 0) {
+		if (name[n - 1] == '\n')   /* the kernel ends comm with one */
+			name[n - 1] = '\0';
+		return;
+	}
+	memset(name, 0, 16);
+	for (uint32_t i = 0; i < box->nslots; i++) {
+		struct bb_thread_slot *s = &box->slots[i];
+
+		/* Acquire pairs with the release CAS/stores of claim: the
+		 * slot's tid and name are its holder's. */
+		if (BB__LOAD_ACQUIRE(&s->claim) == BB_RING_OWNED &&
+		    BB__LOAD_RELAXED(&s->tid) == t) {
+			memcpy(name, s->thread_name, 15);
+			return;
+		}
+	}
+}
+
+/* A directory entry's name as a thread id; 0 when it is none. */
+static int32_t bb__crash_tid_of(const char *d)
+{
+	int64_t v = 0;
+
+	if (!*d)
+		return 0;
+	for (; *d; d++) {
+		if (*d < '0' || *d > '9' || v > INT32_MAX / 10)
+			return 0;
+		v = v * 10 + (*d - '0');
+	}
+	return v <= INT32_MAX ? (int32_t)v : 0;
+}
+
+/*
+ * Every thread of the process but the calling one: read /proc/self/task
+ * with the getdents64 system call (what readdir() wraps, minus its
+ * malloc) and ask each thread listed, up to the box's crash stack slots;
+ * *@threads is the count listed, the caller included.  Returns the
+ * threads asked (more than box->nstacks: the others had no room), or -1
+ * when /proc/self/task cannot be opened (no /proc, no file descriptor
+ * left): the caller falls back on the thread table.  open, getdents64,
+ * close: system calls, AS-safe.
+ */
+struct bb__dirent64 {
+	uint64_t d_ino;
+	int64_t  d_off;
+	uint16_t d_reclen;
+	uint8_t  d_type;
+	char     d_name[];
+};
+
+static int64_t bb__crash_ask_listed(struct bb__box *box, int32_t tid, int sig, pid_t pid,
+				    uint32_t *k, uint32_t *threads)
+{
+	/* 8-aligned: the kernel lays out struct linux_dirent64 records at
+	 * 8-byte boundaries of the buffer. */
+	_Alignas(8) char buf[2048];
+	int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	uint32_t asked = 0;
+	long n;
+
+	*threads = 0;
+	if (dir < 0)
+		return -1;
+	while ((n = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0) {
+		for (long off = 0; off < n;) {
+			const struct bb__dirent64 *d = (const void *)(buf + off);
+			int32_t t = bb__crash_tid_of(d->d_name);
+			char name[16];
+
+			if (d->d_reclen == 0)
+				break;
+			off += d->d_reclen;
+			if (t <= 0)
+				continue;   /* "." and ".." */
+			++*threads;
+			if (t == tid)
+				continue;
+			asked++;
+			if (*k == box->nstacks)
+				continue;   /* no room: counted in crash_stacks_asked */
+			bb__crash_thread_name(box, dir, t, name);
+			bb__crash_ask(box, (*k)++, t, name, sig, pid);
+		}
+	}
+	close(dir);
+	return asked;
+}
+
 static void bb__crash_ask_all(struct bb__box *box, int32_t tid)
 {
 	/* Relaxed: set once at bb_init(), before the handler that reads it
 	 * could run (sigaction is the barrier, as for bb__prev). */
 	int sig = BB__LOAD_RELAXED(&bb__stack_sig);
 	pid_t pid = getpid();   /* AS-safe */
-	uint32_t asked = 0, k = 0;
+	uint32_t asked = 0, k = 0, threads = 0;
+	int64_t listed;
 	uint64_t start;
 
 	if (!sig || !box->nstacks)
 		return;
-	for (uint32_t i = 0; i < box->nslots; i++) {
+	listed = bb__crash_ask_listed(box, tid, sig, pid, &k, &threads);
+	if (listed >= 0)
+		asked = (uint32_t)listed;
+	for (uint32_t i = 0; listed < 0 && i < box->nslots; i++) {
+		/* No /proc: the threads that hold a thread slot. */
 		struct bb_thread_slot *s = &box->slots[i];
-		uint8_t *area;
-		siginfo_t si;
 		int32_t t;
 
 		/* Acquire pairs with the release CAS/stores of claim: the
@@ -690,30 +840,11 @@ static void bb__crash_ask_all(struct bb__box *box, int32_t tid)
 		asked++;
 		if (k == box->nstacks)
 			continue;   /* no room: counted in crash_stacks_asked */
-		area = box->stacks + (size_t)k * BB_CRASH_SIZE;
-		memcpy(area + BB_RECORD_HDR_SIZE, &t, sizeof(t));
-		memcpy(area + BB_RECORD_HDR_SIZE + 4, s->thread_name, 16);
-		/* Release: the tid and name above are there for the thread
-		 * that loads ASKED with acquire (bb__stack_handler()) and for
-		 * a reader. */
-		BB__STORE_RELEASE((uint32_t *)(void *)area, (uint32_t)BB_CRASH_SEQ_ASKED);
-		memset(&si, 0, sizeof(si));
-		si.si_signo = sig;
-		si.si_code = SI_QUEUE;
-		si.si_pid = pid;
-		si.si_uid = getuid();   /* AS-safe */
-		si.si_value.sival_int = (int)k;
-		/* rt_tgsigqueueinfo: a system call, AS-safe; a thread may
-		 * queue any si_code to a thread of its own process. */
-		if (syscall(SYS_rt_tgsigqueueinfo, pid, t, sig, &si) < 0) {
-			uint32_t expect = BB_CRASH_SEQ_ASKED;
-
-			(void)BB__CAS_ACQUIRE((uint32_t *)(void *)area, &expect,
-					      (uint32_t)BB_CRASH_SEQ_NO_ANSWER);
-		}
-		k++;
+		bb__crash_ask(box, k++, t, s->thread_name, sig, pid);
 	}
-	/* Nothing is ordered by it: a reader takes the count as it is. */
+	/* Nothing is ordered by these: a reader takes the counts as they
+	 * are. */
+	BB__STORE_RELAXED(&box->hdr->crash_threads, threads);
 	BB__STORE_RELAXED(&box->hdr->crash_stacks_asked, asked);
 	/* The wait, bounded in all: clock_gettime() and sched_yield() are
 	 * system calls, AS-safe; nothing here waits for a lock. */

@@ -269,6 +269,22 @@ BB_EXPORT int bb_reader_crash_stacks(struct bb_reader *r, uint32_t *slots, uint3
 	return 0;
 }
 
+BB_EXPORT int bb_reader_crash_threads(struct bb_reader *r, uint32_t *threads)
+{
+	const struct bb_header *hd;
+
+	if (!r || !threads)
+		return -EINVAL;
+	if (r->fd >= 0)
+		(void)bb__rdr_fetch(r, 0, BB_HEADER_SIZE);
+	hd = (const struct bb_header *)(const void *)r->base;
+	/* 3.2 and later: before, the bytes were reserved.  Relaxed: a
+	 * count, ordered with nothing. */
+	*threads = hd->version_major > 3 || (hd->version_major == 3 && hd->version_minor >= 2) ?
+		BB__LOAD_RELAXED((uint32_t *)(uintptr_t)&hd->crash_threads) : 0;
+	return 0;
+}
+
 BB_EXPORT int bb_reader_crash_stack(struct bb_reader *r, uint32_t i, struct bb_crash *out)
 {
 	if (!r || !out)

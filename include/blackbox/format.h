@@ -25,7 +25,7 @@ extern "C" {
 /* "BLACKBOX" read as a little-endian u64: bytes 42 4c 41 43 4b 42 4f 58. */
 #define BB_MAGIC            UINT64_C(0x584f424b43414c42)
 #define BB_FORMAT_MAJOR     3   /* a reader refuses a newer major */
-#define BB_FORMAT_MINOR     1   /* a reader reads any minor of its major */
+#define BB_FORMAT_MINOR     2   /* a reader reads any minor of its major */
 #define BB_FORMAT_MAJOR_OLDEST 2 /* the oldest major a reader still reads (2.x:
                                   * private rings, no segments) */
 #define BB_BYTE_ORDER_MARK  UINT32_C(0x01020304) /* stored in writer order */
@@ -62,7 +62,7 @@ extern "C" {
                                  * 20..35 its name (NUL-padded) */
 #define BB_CRASH_SEQ_NO_ANSWER 4u /* as ASKED; the crashing thread stopped
                                    * waiting for the answer */
-#define BB_CRASH_STACKS_MAX 32u /* slots at most */
+#define BB_CRASH_STACKS_MAX 256u /* slots at most (32 before 3.2) */
 
 /* Box file name: <BB_NAME_PREFIX><pid>.<starttime>.<n>, n = 0, 1, ... */
 #define BB_NAME_PREFIX      "blackbox."
@@ -207,7 +207,13 @@ struct bb_header {
 	uint32_t crash_stacks_count; /* 1224 at most BB_CRASH_STACKS_MAX */
 	uint32_t crash_stacks_asked; /* 1228 threads asked (may exceed count: those
 	                              *      beyond it were not asked, no room) */
-	uint8_t  reserved[BB_CRASH_OFFSET - 1232];
+	/*
+	 * Format 3.2: the threads the process had at a crash, the crashing
+	 * one included, as it found them (/proc/self/task); 0: not counted
+	 * (a writer before 3.2, or no /proc).
+	 */
+	uint32_t crash_threads;      /* 1232 */
+	uint8_t  reserved[BB_CRASH_OFFSET - 1236];
 
 	/* The crash area: written once by the crash handler (first fatal
 	 * signal wins), a record envelope + value exactly like a ring record,
@@ -428,6 +434,7 @@ BB__FORMAT_ASSERT(offsetof(struct bb_header, cgroup) == 616, header_cgroup);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, seg_count) == 1128, header_seg_count);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, overflow) == 1208, header_overflow);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, crash_stacks_offset) == 1216, header_crash_stacks);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, crash_threads) == 1232, header_crash_threads);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, crash) == BB_CRASH_OFFSET, header_crash_area);
 BB__FORMAT_ASSERT(sizeof(struct bb_seg_desc) == BB_SEG_DESC_SIZE, segment_descriptor_size);
 BB__FORMAT_ASSERT(sizeof(struct bb_thread_slot) == BB_THREAD_SLOT_SIZE, thread_slot_size);
