@@ -88,6 +88,22 @@ _Static_assert(BB_RECORD_HDR_SIZE + 1 +
 	       BB_CRC_SIZE <= BB_CRASH_SIZE,
 	       "crash record fits the crash area");
 
+/* A crash slot's "thread" record (another thread's stack): the innermost
+ * BB__SLOT_FIRST and the outermost BB__SLOT_LAST of the frames kept,
+ * so that it fits a slot of BB_CRASH_SLOT_SIZE bytes. */
+#define BB__SLOT_FIRST 48u
+#define BB__SLOT_LAST  40u
+_Static_assert(BB__SLOT_FIRST <= BB__CRASH_FIRST && BB__SLOT_LAST <= BB__CRASH_LAST,
+	       "a slot keeps a part of what the walk keeps");
+_Static_assert(BB_RECORD_HDR_SIZE + 1 +
+	       BB__KEY("kind") + 7 + BB__KEY("sp") + 9 +
+	       BB__KEY("tid") + 5 + BB__KEY("thread") + 16 +
+	       BB__KEY("frames") + 3 + (BB__SLOT_FIRST + BB__SLOT_LAST) * 9 +
+	       BB__KEY("omitted") + 1 + 5 + 9 +
+	       BB__KEY("trampolines") + 1 + BB__CRASH_TRAMPS * 2 +
+	       BB_CRC_SIZE <= BB_CRASH_SLOT_SIZE,
+	       "a thread's record fits a crash slot");
+
 static int32_t bb__tid(void)
 {
 	return (int32_t)syscall(SYS_gettid);
@@ -469,6 +485,28 @@ static void bb__crash_fill(struct bb__box *box, uint8_t *area, const struct bb__
 		if (k >= 0 && (uint32_t)k < nf)
 			tramps[ntramps++] = k;
 	}
+	if (in->thread && nf > BB__SLOT_FIRST + BB__SLOT_LAST) {
+		/* A crash slot: drop the frames between the innermost and
+		 * the outermost ones.  The walk's own gap (at index
+		 * BB__CRASH_FIRST) lies among them: one gap, both counted. */
+		uint32_t cut = nf - BB__SLOT_FIRST - BB__SLOT_LAST;
+		uint32_t n = 0;
+
+		memmove(&frames[BB__SLOT_FIRST], &frames[nf - BB__SLOT_LAST],
+			BB__SLOT_LAST * sizeof(frames[0]));
+		for (uint32_t i = 0; i < ntramps; i++) {
+			uint32_t k = (uint32_t)tramps[i];
+
+			if (k < BB__SLOT_FIRST)
+				tramps[n++] = (int)k;
+			else if (k >= nf - BB__SLOT_LAST)
+				tramps[n++] = (int)(k - cut);
+		}
+		ntramps = n;
+		omit_at = BB__SLOT_FIRST;
+		omitted += cut;
+		nf = BB__SLOT_FIRST + BB__SLOT_LAST;
+	}
 
 	/* Orders the BUSY mark (the CAS) before the bytes below, as the
 	 * release fence after a record's busy seq in bb__reserve(): a live
@@ -672,7 +710,7 @@ static uint64_t bb__mono_ns(void)
 static void bb__crash_ask(struct bb__box *box, uint32_t k, int32_t t, const char *name, int sig,
 			  pid_t pid)
 {
-	uint8_t *area = box->stacks + (size_t)k * BB_CRASH_SIZE;
+	uint8_t *area = box->stacks + (size_t)k * BB_CRASH_SLOT_SIZE;
 	siginfo_t si;
 
 	memcpy(area + BB_RECORD_HDR_SIZE, &t, sizeof(t));
@@ -856,7 +894,7 @@ static void bb__crash_ask_all(struct bb__box *box, int32_t tid)
 			/* Acquire pairs with the answer's release store of
 			 * DONE (bb__crash_fill()). */
 			uint32_t q = BB__LOAD_ACQUIRE((uint32_t *)(void *)(box->stacks +
-							(size_t)i * BB_CRASH_SIZE));
+							(size_t)i * BB_CRASH_SLOT_SIZE));
 
 			waiting += q == BB_CRASH_SEQ_ASKED || q == BB_CRASH_SEQ_BUSY;
 		}
@@ -869,7 +907,7 @@ static void bb__crash_ask_all(struct bb__box *box, int32_t tid)
 
 		/* From ASKED only: a thread that took its slot (BUSY) keeps
 		 * it; one that comes later finds NO_ANSWER and leaves. */
-		(void)BB__CAS_ACQUIRE((uint32_t *)(void *)(box->stacks + (size_t)i * BB_CRASH_SIZE),
+		(void)BB__CAS_ACQUIRE((uint32_t *)(void *)(box->stacks + (size_t)i * BB_CRASH_SLOT_SIZE),
 				      &expect, (uint32_t)BB_CRASH_SEQ_NO_ANSWER);
 	}
 }
@@ -900,7 +938,7 @@ static void bb__stack_handler(int sig, siginfo_t *si, void *ucv)
 	k = si->si_value.sival_int;
 	if (k < 0 || (uint32_t)k >= box->nstacks)
 		goto out;
-	area = box->stacks + (size_t)k * BB_CRASH_SIZE;
+	area = box->stacks + (size_t)k * BB_CRASH_SLOT_SIZE;
 	/* Acquire pairs with the asker's release store of ASKED: the tid
 	 * read next is the one it wrote. */
 	if (BB__LOAD_ACQUIRE((uint32_t *)(void *)area) != BB_CRASH_SEQ_ASKED)
@@ -1019,6 +1057,13 @@ int bb__crash_thread_start(struct bb__tls *t)
 	return 0;
 }
 
+bool bb__crash_altstacks_on(void)
+{
+	/* Relaxed: set once by bb_init() (bb__crash_init()); a thread
+	 * created as it is set may or may not get a stack. */
+	return BB__LOAD_RELAXED(&bb__altstacks);
+}
+
 void bb__crash_thread_exit(struct bb__tls *t)
 {
 	stack_t cur, off = { .ss_flags = SS_DISABLE };
@@ -1116,7 +1161,8 @@ int bb__crash_init(const struct bb_options *o)
 		if ((ret = bb__install()) < 0)
 			return ret;
 		bb__installed = true;
-		bb__altstacks = true;
+		/* Relaxed: see bb__crash_altstacks_on(). */
+		BB__STORE_RELAXED(&bb__altstacks, true);
 		bb__stack_install();
 	}
 	(void)bb__crash_thread_start(&bb__tls);

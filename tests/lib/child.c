@@ -11,7 +11,9 @@
  *                     address 16), bus (truncated mmap), abort, overflow
  *                     (infinite recursion), pool-overflow (the same in a
  *                     thread "pool-worker" that never writes but calls
- *                     bb_thread_init() first), threads (three threads
+ *                     bb_thread_init() first), silent-overflow (the same
+ *                     in a thread "silent-worker" that never calls the
+ *                     library), threads (three threads
  *                     blocked in blocked_in_read, in_cond_wait and
  *                     in_nanosleep, printed as "fn NAME 0x...", the
  *                     main thread then faults), silent-threads (the same
@@ -364,6 +366,16 @@ static void *pool_thread(void *arg)
 	exit(recurse(0));
 }
 
+/* A thread that never calls the library overflows its stack. */
+static void *silent_overflow_thread(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "silent-worker");
+	printf("tid %ld\n", (long)gettid());
+	say_addr(NULL);
+	exit(recurse(0));
+}
+
 static int crash(const char *kind)
 {
 	struct rlimit no_core = { 0, 0 };
@@ -442,10 +454,11 @@ static int crash(const char *kind)
 		usleep(200 * 1000);   /* into their system calls */
 		say_addr((void *)bad);
 		*(volatile int *)bad = 1;
-	} else if (!strcmp(kind, "pool-overflow")) {
+	} else if (!strcmp(kind, "pool-overflow") || !strcmp(kind, "silent-overflow")) {
 		pthread_t th;
 
-		if (pthread_create(&th, NULL, pool_thread, NULL))
+		if (pthread_create(&th, NULL, kind[0] == 'p' ? pool_thread : silent_overflow_thread,
+				   NULL))
 			return 5;
 		pthread_join(th, NULL);
 #if defined(__x86_64__)

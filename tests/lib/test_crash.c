@@ -381,6 +381,17 @@ Test(crash, stack_overflow_in_a_thread_that_only_called_bb_thread_init)
 		  (unsigned long long)v.rc.sp);
 }
 
+Test(crash, stack_overflow_in_a_thread_that_never_called_the_library)
+{
+	static struct seen v;
+
+	/* The thread was started after bb_init() by pthread_create(), which
+	 * libblackbox's own (thread_start.c) gave an alternate stack. */
+	check_crash_in("silent-overflow", SIGSEGV, SEGV_ACCERR, false, "silent-worker", &v);
+	cr_assert(v.rc.stack_overflow, "addr %#llx sp %#llx", (unsigned long long)v.rc.addr,
+		  (unsigned long long)v.rc.sp);
+}
+
 /* A frame of @st lies in [@fn, @end): the function at @fn (the child
  * printed the addresses; @end the next of them, or fn + 1 KiB). */
 static bool stack_names(const struct bb_crash *st, uint64_t fn, uint64_t end)
@@ -416,7 +427,7 @@ static void check_every_thread(const char *kind, uint32_t idle)
 	cr_assert_eq(threads, 4 + idle, "threads at the crash: %u", threads);
 	cr_assert_eq(asked, 3 + idle, "every other thread was asked: %u", asked);
 	/* the default 4 MiB box: 256 slots */
-	cr_assert_eq(slots, BB_CRASH_STACKS_MAX);
+	cr_assert_eq(slots, BB_CRASH_SLOTS_MAX);
 	cr_assert_eq(bb_reader_crash_stack(r, slots, &st), -ENOENT);
 	for (int k = 0; k < 3; k++) {
 		const char *at = strstr(v.on.out, fns[k]);
