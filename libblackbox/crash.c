@@ -333,6 +333,70 @@ static int bb__kept_index(const struct bb__walk *w, uint32_t d)
 	return -1;
 }
 
+/* ---- glibc's abort message ---------------------------------------------------- */
+
+/*
+ * glibc's assert() (and __libc_fatal(): a heap check, a stack smash)
+ * writes its message, "prog: file.c:12: fn: Assertion `x > 0' failed.",
+ * into a buffer it maps and publishes in __abort_msg before it calls
+ * abort(), for a debugger to find in a core.  That is the assertion's own
+ * words: a SIGABRT record takes them as its reason.  __abort_msg is
+ * GLIBC_PRIVATE: found with dlsym() at bb_init() (bb__abort_load()), NULL
+ * with another libc, and read with process_vm_readv() (a system call that
+ * returns EFAULT where a load would fault), so a layout that changed
+ * yields no reason, never a fault.
+ */
+struct bb__abort_msg {
+	uint32_t size;   /* bytes of the mapping, this header included */
+	char msg[];      /* NUL-terminated */
+};
+
+static struct bb__abort_msg *const *bb__abort_msgp;
+
+static void bb__abort_load(void)
+{
+	void *p = dlsym(RTLD_DEFAULT, "__abort_msg");
+
+	/* Relaxed: set before the handler is installed (sigaction is the
+	 * barrier, as for bb__prev). */
+	BB__STORE_RELAXED(&bb__abort_msgp, (struct bb__abort_msg *const *)p);
+}
+
+/* Copy @n bytes at @from into @to with process_vm_readv() on ourselves
+ * (AS-safe: a system call); false when any of them cannot be read. */
+static bool bb__peek(void *to, const void *from, size_t n)
+{
+	struct iovec here = { to, n }, there = { (void *)(uintptr_t)from, n };
+
+	return syscall(SYS_process_vm_readv, getpid(), &here, 1UL, &there, 1UL, 0UL) == (long)n;
+}
+
+/* glibc's abort message into @buf (BB_CRASH_REASON_MAX + 1 bytes), its
+ * trailing newline dropped, cut at a character boundary; its length, 0
+ * when there is none. */
+static size_t bb__abort_reason(char *buf)
+{
+	struct bb__abort_msg *const *pp = BB__LOAD_RELAXED(&bb__abort_msgp);
+	struct bb__abort_msg *m;
+	uint32_t size;
+	size_t n, len;
+
+	if (!pp || !bb__peek(&m, pp, sizeof(m)) || !m ||
+	    !bb__peek(&size, &m->size, sizeof(size)) || size <= sizeof(*m))
+		return 0;
+	n = size - sizeof(*m);
+	if (n > BB_CRASH_REASON_MAX)
+		n = BB_CRASH_REASON_MAX;
+	/* the mapping may end before a page does: read what can be read */
+	while (n && !bb__peek(buf, m->msg, n))
+		n = n > 64 ? n / 2 : 0;
+	buf[n] = '\0';
+	len = strnlen(buf, n);
+	while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+		len--;
+	return bb__utf8_cut(buf, len);
+}
+
 /* ---- the record -------------------------------------------------------------- */
 
 /* What a crash record says; the rest (thread, time, stack) is taken where
@@ -344,7 +408,8 @@ struct bb__crash_in {
 	const siginfo_t *si;
 	const ucontext_t *uc;
 	void *tramp;              /* the handler's return address */
-	const char *reason;       /* fatal: NULL or the reason, cut */
+	const char *reason;       /* NULL or the reason, cut: fatal, or a
+	                           * SIGABRT's from glibc (bb__abort_reason()) */
 	size_t reason_len;
 	uint64_t from;            /* fatal: the return address into the caller */
 };
@@ -513,7 +578,7 @@ static void bb__crash_fill(struct bb__box *box, uint8_t *area, const struct bb__
 	 * reader whose copy saw them sees BUSY on its re-read. */
 	BB__FENCE_RELEASE();
 	nkeys = 4 + (in->fatal ? (in->reason ? 1u : 0u) :
-		     in->thread ? (sp != 0) : 2u + has_addr + (sp != 0)) +
+		     in->thread ? (sp != 0) : 2u + has_addr + (sp != 0) + (in->reason_len != 0)) +
 		(omitted != 0) + (ntramps != 0);
 	p = area + BB_RECORD_HDR_SIZE;
 	p = bb__cbor_put_head(5, nkeys, p);
@@ -543,6 +608,10 @@ static void bb__crash_fill(struct bb__box *box, uint8_t *area, const struct bb__
 		if (sp) {
 			p = bb__crash_text(p, "sp", 2);
 			p = bb__cbor_put_head(0, sp, p);
+		}
+		if (in->reason_len) {   /* 3.2: glibc's abort message */
+			p = bb__crash_text(p, "reason", 6);
+			p = bb__crash_text(p, in->reason, in->reason_len);
 		}
 	}
 	p = bb__crash_text(p, "tid", 3);
@@ -668,7 +737,12 @@ static void bb__crash_handler(int sig, siginfo_t *si, void *ucv)
 	box = BB__LOAD_ACQUIRE(&bb__box);
 	if (box && box->pid == getpid()) {   /* getpid: AS-safe */
 		struct bb__crash_in in = { .sig = sig, .si = si, .uc = ucv, .tramp = tramp };
+		char why[BB_CRASH_REASON_MAX + 1];
 
+		if (sig == SIGABRT) {
+			in.reason_len = bb__abort_reason(why);
+			in.reason = why;
+		}
 		(void)bb__crash_write(box, &in);
 	}
 	bb__step_aside(sig, &prev, si, ucv);
@@ -1148,6 +1222,7 @@ int bb__crash_init(const struct bb_options *o)
 	memset(&warm, 0, sizeof(warm));
 	warm.from_signal = true;   /* no signal frame: passes our frames only */
 	bb__walk(&warm);
+	bb__abort_load();
 	if (!bb__env_on(o))
 		return 0;
 	if (!bb__installed) {

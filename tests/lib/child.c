@@ -9,7 +9,8 @@
  *   child crash KIND  RLIMIT_CORE 0, bb_init (crash handler as the
  *                     environment says), then die of KIND: segv (store to
  *                     address 16), bus (truncated mmap), abort, overflow
- *                     (infinite recursion), pool-overflow (the same in a
+ *                     (infinite recursion), assert (glibc's assert(never >
+ *                     0) fails in crash()), pool-overflow (the same in a
  *                     thread "pool-worker" that never writes but calls
  *                     bb_thread_init() first), silent-overflow (the same
  *                     in a thread "silent-worker" that never calls the
@@ -43,6 +44,8 @@
  *                     then abort), fatal-long (a 300-byte reason).  Prints
  *                     "fn 0x..." (check_failed's address) and "record N".
  */
+#undef NDEBUG   /* the assert kind needs assert() */
+#include <assert.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -417,6 +420,9 @@ static int crash(const char *kind)
 	} else if (!strcmp(kind, "abort")) {
 		say_addr(NULL);
 		abort();
+	} else if (!strcmp(kind, "assert")) {
+		say_addr(NULL);
+		assert(never > 0);
 	} else if (!strcmp(kind, "overflow")) {
 		say_addr(NULL);
 		return recurse(0);

@@ -49,7 +49,7 @@ expect() {
 }
 
 run runtime_error
-expect "$tmp/out" "*** reason: uncaught exception std::runtime_error: config missing: foo"
+expect "$tmp/out" "*** aborted (SIGABRT) after: uncaught exception std::runtime_error: config missing: foo"
 expect "$tmp/out" 'terminate="std::runtime_error: config missing: foo"'
 expect "$tmp/out" 'loading=runtime_error'
 expect "$tmp/json" '"kind":"fatal"'
@@ -59,10 +59,10 @@ expect "$tmp/json" '"signal":6'
 echo "ok: std::runtime_error"
 
 run int
-expect "$tmp/out" "*** reason: uncaught exception int"
+expect "$tmp/out" "*** aborted (SIGABRT) after: uncaught exception int"
 expect "$tmp/json" '"reason":"uncaught exception int"'
 echo "ok: int"
 
 run none
-expect "$tmp/out" "*** reason: std::terminate without an active exception"
+expect "$tmp/out" "*** aborted (SIGABRT) after: std::terminate without an active exception"
 echo "ok: no exception"

@@ -310,6 +310,30 @@ Test(crash, abort)
 	cr_assert_eq(check_crash("abort", SIGABRT, SI_TKILL, true), 0);
 }
 
+Test(crash, glibc_assert_keeps_its_own_words)
+{
+	static struct seen v;
+	const struct bb_crash *c = &v.rc;
+
+	/* glibc's assert() aborts: a SIGABRT record whose reason is the
+	 * assertion's message (glibc's __abort_msg): expression, file, line
+	 * and function, as gdb shows them. */
+	check_crash_in("assert", SIGABRT, SI_TKILL, false, NULL, &v);
+	cr_assert_gt(c->reason_len, 0, "no reason in a SIGABRT record of a failed assert");
+	cr_assert(strstr(c->reason, "Assertion `never > 0' failed"), "reason: %s", c->reason);
+	cr_assert(strstr(c->reason, "child.c:"), "reason: %s", c->reason);
+	cr_assert(strstr(c->reason, ": crash: "), "the function: %s", c->reason);
+	cr_assert_neq(c->reason[c->reason_len - 1], '\n');
+}
+
+Test(crash, abort_without_assert_has_no_reason)
+{
+	static struct seen v;
+
+	check_crash_in("abort", SIGABRT, SI_TKILL, false, NULL, &v);
+	cr_assert_eq(v.rc.reason_len, 0, "reason: %s", v.rc.reason);
+}
+
 Test(crash, segv_in_a_second_thread)
 {
 	static struct seen v;
