@@ -22,7 +22,12 @@
 // string; a NULL const char * is -EINVAL, as in C.  Overloads: a string
 // literal or const char * is text (never bool); a signed integer is i64
 // and an unsigned one u64 (char types included: they are integers here);
-// float and double are f64; bool is a boolean.
+// float and double are f64; bool is a boolean; any other pointer (int *,
+// void *, nullptr) does not compile (a static_assert says so): pass the
+// value it points to, or the address as std::uintptr_t.
+//
+// Builds with -fno-exceptions and -fno-rtti include it as well (the
+// terminate handler then keeps the exception's type, not its what()).
 //
 // Zero cost: with GCC or Clang on x86-64, write(key, value) for text, i64,
 // u64 and f64 values takes <blackbox/inline.h>'s inline path, as
@@ -81,6 +86,17 @@ inline constexpr bool is_signed_int =
 template <class T>
 inline constexpr bool is_unsigned_int =
 	std::is_integral_v<T> && std::is_unsigned_v<T> && !std::is_same_v<T, bool>;
+// A pointer that is not text: as a value it would silently become a bool.
+template <class T>
+inline constexpr bool is_nontext_ptr =
+	(std::is_pointer_v<T> &&
+	 !std::is_same_v<std::remove_cv_t<std::remove_pointer_t<T>>, char>) ||
+	std::is_null_pointer_v<T>;
+template <class T>
+inline constexpr bool never = false;
+#define BB__CXX_NO_POINTER                                                              \
+	"blackbox: a pointer is not a value (it would be recorded as true); pass what it " \
+	"points to, or its address as reinterpret_cast<std::uintptr_t>(p)"
 
 BB__CXX_INLINE int kv_i64(std::string_view key, std::int64_t v) noexcept
 {
@@ -164,6 +180,10 @@ inline int init(std::size_t size = 0) noexcept
 
 inline int close() noexcept { return bb_close(); }
 
+// bb_thread_init(): the calling thread's slot and alternate signal stack
+// before its first record (blackbox.h).  Not AS-safe.
+inline int thread_init() noexcept { return bb_thread_init(); }
+
 // ---- records ----------------------------------------------------------------
 
 BB__CXX_INLINE int write(std::string_view s) noexcept { return bb_write_strn(s.data(), s.size()); }
@@ -174,6 +194,12 @@ template <class T, std::enable_if_t<detail::is_signed_int<T>, int> = 0>
 BB__CXX_INLINE int write(T v) noexcept { return bb_write_i64(v); }
 template <class T, std::enable_if_t<detail::is_unsigned_int<T>, int> = 0>
 BB__CXX_INLINE int write(T v) noexcept { return bb_write_u64(v); }
+template <class T, std::enable_if_t<detail::is_nontext_ptr<T>, int> = 0>
+int write(T) noexcept
+{
+	static_assert(detail::never<T>, BB__CXX_NO_POINTER);
+	return -EINVAL;
+}
 
 // key = value.  Text, i64, u64 and f64 take the inline path when the key
 // (and text) are at most 64 bytes.
@@ -194,6 +220,12 @@ template <class T, std::enable_if_t<detail::is_signed_int<T>, int> = 0>
 BB__CXX_INLINE int write(std::string_view key, T v) noexcept { return detail::kv_i64(key, v); }
 template <class T, std::enable_if_t<detail::is_unsigned_int<T>, int> = 0>
 BB__CXX_INLINE int write(std::string_view key, T v) noexcept { return detail::kv_u64(key, v); }
+template <class T, std::enable_if_t<detail::is_nontext_ptr<T>, int> = 0>
+int write(std::string_view, T) noexcept
+{
+	static_assert(detail::never<T>, BB__CXX_NO_POINTER);
+	return -EINVAL;
+}
 
 // bb_write_kv_important(): a text record that chatty traffic never evicts.
 BB__CXX_INLINE int write_important(std::string_view key, std::string_view value) noexcept
@@ -252,6 +284,11 @@ struct field {
 		f.type = BB_TYPE_U64;
 		f.v.u64 = v;
 	}
+	template <class T, std::enable_if_t<detail::is_nontext_ptr<T>, int> = 0>
+	field(const char *, T) noexcept : f()
+	{
+		static_assert(detail::never<T>, BB__CXX_NO_POINTER);
+	}
 };
 
 static_assert(std::is_standard_layout_v<field> && sizeof(field) == sizeof(::bb_field),
@@ -308,6 +345,12 @@ BB__CXX_INLINE int set(std::string_view key, T v) noexcept
 {
 	return bb_setn_u64(key.data(), key.size(), v);
 }
+template <class T, std::enable_if_t<detail::is_nontext_ptr<T>, int> = 0>
+int set(std::string_view, T) noexcept
+{
+	static_assert(detail::never<T>, BB__CXX_NO_POINTER);
+	return -EINVAL;
+}
 BB__CXX_INLINE int unset(std::string_view key) noexcept { return bb_unsetn(key.data(), key.size()); }
 
 // ---- dump -------------------------------------------------------------------
@@ -336,12 +379,16 @@ inline int dump(std::ostream &os) noexcept
 			ret = -errno;
 		if (n <= 0)
 			break;
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
 		// The stream may throw if the caller asked it to (exceptions()).
 		try {
 			os.write(buf, n);
 		} catch (...) {
 			ret = -EIO;
 		}
+#else
+		os.write(buf, n);   // -fno-exceptions: a stream cannot throw
+#endif
 		if (!os)
 			ret = -EIO;
 	}
@@ -394,6 +441,7 @@ inline void append(char *buf, std::size_t cap, std::size_t *len, const char *s) 
 
 		append(type, sizeof(type), &n, st == 0 && dm ? dm : ti->name());
 		std::free(dm);
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
 		if (std::exception_ptr ep = std::current_exception()) {
 			try {
 				std::rethrow_exception(ep);
@@ -402,6 +450,7 @@ inline void append(char *buf, std::size_t cap, std::size_t *len, const char *s) 
 			} catch (...) {
 			}
 		}
+#endif  // -fno-exceptions: this file cannot catch, the type alone is kept
 		append(text, sizeof(text), &tl, type);
 		if (what) {
 			append(text, sizeof(text), &tl, ": ");
@@ -435,5 +484,6 @@ inline int install_terminate_handler() noexcept
 } // namespace blackbox
 
 #undef BB__CXX_INLINE
+#undef BB__CXX_NO_POINTER
 
 #endif // BLACKBOX_HPP

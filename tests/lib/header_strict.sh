@@ -7,12 +7,15 @@
 # warnings as errors: a program built with -Wall -Wextra -Wpedantic
 # -Wconversion ..., and in C++ -Wold-style-cast
 # -Wzero-as-null-pointer-constant and (g++) -Wuseless-cast, must not see a
-# warning from the headers.  Exit 77 (skipped) when no compiler is found.
+# warning from the headers; <blackbox.hpp> also under -fno-exceptions
+# -fno-rtti.  Exit 77 (skipped) when no compiler is found.
 set -eu
 src=$1 cxxsrc=$2 inc=$3
 warn="-Wall -Wextra -Wpedantic -Wconversion -Wsign-conversion -Wshadow -Wcast-qual -Werror"
 cxxwarn="-Wold-style-cast -Wzero-as-null-pointer-constant"
 ran=0
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/bb-hstrict.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM
 for cc in cc clang; do
 	command -v "$cc" >/dev/null 2>&1 || continue
 	for std in c99 gnu17; do
@@ -42,6 +45,20 @@ for cxx in c++ clang++; do
 			echo "$cxx -std=$std $opt $extra (blackbox.hpp)"
 			"$cxx" -std=$std $opt $warn $extra -I"$inc" -c -o /dev/null "$cxxsrc"
 		done
+	done
+	# A program built without exceptions or RTTI includes it too.
+	echo "$cxx -std=c++17 -O2 -fno-exceptions -fno-rtti $extra (blackbox.hpp)"
+	"$cxx" -std=c++17 -O2 -fno-exceptions -fno-rtti $warn $extra -I"$inc" -c -o /dev/null "$cxxsrc"
+	# A pointer that is not text, as a value, does not compile: the
+	# static_assert's message, for write(v), write(k, v), set and event.
+	for call in 'blackbox::write(p)' 'blackbox::write("k", p)' 'blackbox::set("k", p)' \
+		'blackbox::event("e", {{"p", p}})' 'blackbox::write("k", nullptr)'; do
+		printf '#include <blackbox.hpp>\nint f(int *p) { return %s; }\n' "$call" >"$tmp/ptr.cpp"
+		echo "$cxx: $call must not compile"
+		if "$cxx" -std=c++17 -I"$inc" -c -o /dev/null "$tmp/ptr.cpp" 2>"$tmp/err"; then
+			echo "FAIL: $call compiled"; exit 1
+		fi
+		grep -q "a pointer is not a value" "$tmp/err" || { cat "$tmp/err"; exit 1; }
 	done
 done
 [ "$ran" = 1 ] || { echo "no compiler: skipped"; exit 77; }
