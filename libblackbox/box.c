@@ -1067,7 +1067,7 @@ publish:
 	BB__STORE_RELAXED(&r->desc->tail, tail);
 	/* Orders the new tail before the busy seq and the record bytes that
 	 * overwrite what it released.  Pairs with the acquire fence in
-	 * bb__span_read(): a reader that copied overwritten bytes sees this
+	 * bb__extent_read(): a reader that copied overwritten bytes sees this
 	 * tail and drops the copy. */
 	BB__FENCE_RELEASE();
 }
