@@ -20,9 +20,10 @@
  * guard page, an mprotect(), a sigaltstack(), and a munmap() at the
  * thread's exit (BENCHMARKS.md has the ratio to a bare pthread_create()).
  * Threads created before bb_init(), by a program linked against a glibc
- * before 2.34 (its calls name pthread_create@GLIBC_2.2.5), or when
- * libblackbox is dlopen()ed without RTLD_GLOBAL, are not seen: they get
- * their stack from bb_thread_init() or their first write, as before.
+ * before 2.34 (its calls name pthread_create@GLIBC_2.2.5), when
+ * libblackbox is dlopen()ed without RTLD_GLOBAL, or under
+ * ThreadSanitizer, are not seen: they get their stack from
+ * bb_thread_init() or their first write, as before.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -36,6 +37,10 @@ typedef int (*bb__create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void
 
 /* glibc's pthread_create, found at the first call; NULL until then. */
 static bb__create_fn bb__next_create;
+/* ThreadSanitizer is in the process: its interceptors must see a thread's
+ * start before any call of ours does (malloc, mmap), so threads pass
+ * through unchanged (and get their stack from a write, as before). */
+static bool bb__tsan;
 
 struct bb__start {
 	void *(*fn)(void *);
@@ -64,6 +69,9 @@ static bb__create_fn bb__create_next(void)
 	sym = dlsym(RTLD_NEXT, "pthread_create");
 	if (!sym)
 		return NULL;
+	/* Relaxed: ordered before the release store below, which the
+	 * acquire load above pairs with. */
+	BB__STORE_RELAXED(&bb__tsan, dlsym(RTLD_DEFAULT, "__tsan_init") != NULL);
 	/* memcpy: ISO C has no cast from dlsym()'s object pointer to a
 	 * function pointer (POSIX guarantees the representation). */
 	memcpy(&f, &sym, sizeof(f));
@@ -80,7 +88,7 @@ BB_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
 
 	if (!next)
 		return EAGAIN;   /* no glibc pthread_create: cannot happen in a linked program */
-	if (!bb__crash_altstacks_on() || !(s = malloc(sizeof(*s))))
+	if (!bb__crash_altstacks_on() || BB__LOAD_RELAXED(&bb__tsan) || !(s = malloc(sizeof(*s))))
 		return next(th, attr, fn, arg);
 	s->fn = fn;
 	s->arg = arg;
