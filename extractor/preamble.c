@@ -378,7 +378,7 @@ static void text_stacks(struct bbx_out *o, const struct stacks *s, const struct 
 			     "the box has room for %u\n", s->asked - s->n, s->n);
 		bbx_out_put(o, line, (size_t)n);
 	}
-	if (s->threads) {
+	if (s->threads > 1) {   /* a process of one thread: nothing to add */
 		n = snprintf(line, sizeof(line), "*** %u threads at the crash, the crashing one "
 			     "included\n", s->threads);
 		bbx_out_put(o, line, (size_t)n);
