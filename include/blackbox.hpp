@@ -405,30 +405,75 @@ namespace detail {
 
 inline std::terminate_handler previous_terminate = nullptr;
 
-// Append @s to @buf (capacity @cap, NUL kept) at *@len.
-inline void append(char *buf, std::size_t cap, std::size_t *len, const char *s) noexcept
-{
-	std::size_t n = std::strlen(s);
+// The mark that ends a text cut to fit: what the reader sees in the text
+// and the JSON output alike.
+inline constexpr char cut_mark[] = "...[cut]";
 
-	if (n > cap - 1 - *len)
-		n = cap - 1 - *len;
+// Append @s to @buf (capacity @cap, NUL kept) at *@len; a text that does
+// not fit is cut and ends with cut_mark, which leaves @buf full (later
+// appends add nothing).  Returns false when it was cut.
+inline bool append(char *buf, std::size_t cap, std::size_t *len, const char *s) noexcept
+{
+	std::size_t n = std::strlen(s), room = cap - 1 - *len, m = sizeof(cut_mark) - 1;
+
+	if (n <= room) {
+		std::memcpy(buf + *len, s, n);
+		*len += n;
+		buf[*len] = '\0';
+		return true;
+	}
+	n = room > m ? room - m : 0;
+	// back to a UTF-8 character's first byte, as bb_crash_record() cuts
+	while (n && (static_cast<unsigned char>(s[n]) & 0xc0) == 0x80)
+		n--;
 	std::memcpy(buf + *len, s, n);
 	*len += n;
+	room -= n;
+	m = m < room ? m : room;
+	std::memcpy(buf + *len, cut_mark, m);
+	*len += m;
 	buf[*len] = '\0';
+	return false;
 }
 
+// Nested exceptions (std::throw_with_nested) kept at most, after the outer
+// one: ": caused by <type>: <what>" each.
+inline constexpr int nested_max = 4;
+
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+// Append what @e wraps (std::nested_exception), down to @depth levels.
+inline void append_nested(char *buf, std::size_t cap, std::size_t *len, const std::exception &e,
+			  int depth) noexcept
+{
+	if (depth <= 0)
+		return;
+	try {
+		std::rethrow_if_nested(e);
+	} catch (const std::exception &inner) {
+		append(buf, cap, len, "; caused by: ");
+		append(buf, cap, len, inner.what());
+		append_nested(buf, cap, len, inner, depth - 1);
+	} catch (...) {
+		append(buf, cap, len, "; caused by: an exception that is no std::exception");
+	}
+}
+#endif
+
 // The terminate handler: the current exception's type (demangled) and,
-// for a std::exception, what(), as an important record ("terminate") and
-// as the crash record's reason; then the previous handler (by default
-// std::abort(), whose SIGABRT the crash handler also records: the box
-// says why and how the process died).
+// for a std::exception, what() and the exceptions it nests (up to
+// nested_max), as an important record ("terminate", up to 4 KiB) and as
+// the crash record's reason (up to BB_CRASH_REASON_MAX bytes); a text cut
+// to fit ends with cut_mark.  Once per process: when the box has a crash
+// record already (the same handler of another shared object, which
+// included this header too, ran first), it records nothing more.  Then
+// the previous handler (by default std::abort(), whose SIGABRT the crash
+// handler also records: the box says why and how the process died).
 [[noreturn]] inline void on_terminate() noexcept
 {
-	char type[128] = "";
-	char text[BB_CRASH_REASON_MAX + 1] = "";
+	char type[256] = "";
+	char text[4096] = "";
 	char reason[BB_CRASH_REASON_MAX + 1] = "uncaught exception ";
 	std::size_t tl = 0, rl = std::strlen(reason);
-	const char *what = nullptr;
 	std::type_info *ti = abi::__cxa_current_exception_type();
 
 	if (ti) {
@@ -442,27 +487,29 @@ inline void append(char *buf, std::size_t cap, std::size_t *len, const char *s) 
 		append(type, sizeof(type), &n, st == 0 && dm ? dm : ti->name());
 		std::free(dm);
 #if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+		append(text, sizeof(text), &tl, type);
 		if (std::exception_ptr ep = std::current_exception()) {
 			try {
 				std::rethrow_exception(ep);
 			} catch (const std::exception &e) {
-				what = e.what();
+				append(text, sizeof(text), &tl, ": ");
+				append(text, sizeof(text), &tl, e.what());
+				append_nested(text, sizeof(text), &tl, e, nested_max);
 			} catch (...) {
 			}
 		}
-#endif  // -fno-exceptions: this file cannot catch, the type alone is kept
+#else
 		append(text, sizeof(text), &tl, type);
-		if (what) {
-			append(text, sizeof(text), &tl, ": ");
-			append(text, sizeof(text), &tl, what);
-		}
+#endif  // -fno-exceptions: this file cannot catch, the type alone is kept
 	} else {
 		append(text, sizeof(text), &tl, "std::terminate without an active exception");
 		rl = 0;
 	}
-	bb_write_kvn_important("terminate", 9, text, tl);
 	append(reason, sizeof(reason), &rl, text);
-	bb_crash_record(reason);
+	// The crash record first: -EEXIST says another handler (or the
+	// program) recorded the death already, and the record is kept once.
+	if (bb_crash_record(reason) != -EEXIST)
+		bb_write_kvn_important("terminate", 9, text, tl);
 	if (previous_terminate)
 		previous_terminate();
 	std::abort();

@@ -66,3 +66,18 @@ echo "ok: int"
 run none
 expect "$tmp/out" "*** aborted (SIGABRT) after: std::terminate without an active exception"
 echo "ok: no exception"
+
+run nested
+expect "$tmp/out" "*** aborted (SIGABRT) after: uncaught exception std::_Nested_exception<std::logic_error>: starting; caused by: reading config; caused by: open: ENOENT"
+echo "ok: nested exceptions"
+
+run long
+expect "$tmp/out" "*** aborted (SIGABRT) after: uncaught exception std::runtime_error: xxxxxxxx"
+expect "$tmp/out" 'xxx...[cut]'
+expect "$tmp/json" '...[cut]"'
+echo "ok: a 1 MiB what() cut, and marked"
+
+run recorded
+expect "$tmp/out" "*** aborted (SIGABRT) after: own panic"
+if grep -q 'terminate=' "$tmp/out"; then cat "$tmp/out"; fail "recorded: a second terminate record"; fi
+echo "ok: recorded once"
