@@ -779,16 +779,39 @@ static uint64_t bb__mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static void bb__stack_handler(int sig, siginfo_t *si, void *ucv);
+
+/*
+ * Is bb__stack_sig still ours?  A program may install its own handler on
+ * it after bb_init(): then the signal would run that handler (or kill the
+ * process, if it set SIG_DFL), never bb__stack_handler().  sigaction() to
+ * read the disposition: AS-safe (POSIX).
+ */
+static bool bb__stack_sig_ours(int sig)
+{
+	struct sigaction cur;
+
+	return sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+	       cur.sa_sigaction == bb__stack_handler;
+}
+
 /* Ask thread @t (named @name, 16 bytes NUL-padded) for its stack into
- * crash stack slot @k. */
+ * crash slot @k; when the stack signal is not @ours any more, only say
+ * that it was not asked. */
 static void bb__crash_ask(struct bb__box *box, uint32_t k, int32_t t, const char *name, int sig,
-			  pid_t pid)
+			  bool ours, pid_t pid)
 {
 	uint8_t *area = box->stacks + (size_t)k * BB_CRASH_SLOT_SIZE;
 	siginfo_t si;
 
 	memcpy(area + BB_RECORD_HDR_SIZE, &t, sizeof(t));
 	memcpy(area + BB_RECORD_HDR_SIZE + 4, name, 16);
+	if (!ours) {
+		/* Release: the tid and name above are there for a reader
+		 * that loads the seq word with acquire. */
+		BB__STORE_RELEASE((uint32_t *)(void *)area, (uint32_t)BB_CRASH_SEQ_NOT_ASKED);
+		return;
+	}
 	/* Release: the tid and name above are there for the thread that
 	 * loads ASKED with acquire (bb__stack_handler()) and for a reader. */
 	BB__STORE_RELEASE((uint32_t *)(void *)area, (uint32_t)BB_CRASH_SEQ_ASKED);
@@ -884,8 +907,8 @@ struct bb__dirent64 {
 	char     d_name[];
 };
 
-static int64_t bb__crash_ask_listed(struct bb__box *box, int32_t tid, int sig, pid_t pid,
-				    uint32_t *k, uint32_t *threads)
+static int64_t bb__crash_ask_listed(struct bb__box *box, int32_t tid, int sig, bool ours,
+				    pid_t pid, uint32_t *k, uint32_t *threads)
 {
 	/* 8-aligned: the kernel lays out struct linux_dirent64 records at
 	 * 8-byte boundaries of the buffer. */
@@ -915,7 +938,7 @@ static int64_t bb__crash_ask_listed(struct bb__box *box, int32_t tid, int sig, p
 			if (*k == box->nstacks)
 				continue;   /* no room: counted in crash_stacks_asked */
 			bb__crash_thread_name(box, dir, t, name);
-			bb__crash_ask(box, (*k)++, t, name, sig, pid);
+			bb__crash_ask(box, (*k)++, t, name, sig, ours, pid);
 		}
 	}
 	close(dir);
@@ -931,10 +954,14 @@ static void bb__crash_ask_all(struct bb__box *box, int32_t tid)
 	uint32_t asked = 0, k = 0, threads = 0;
 	int64_t listed;
 	uint64_t start;
+	bool ours;
 
 	if (!sig || !box->nstacks)
 		return;
-	listed = bb__crash_ask_listed(box, tid, sig, pid, &k, &threads);
+	/* not ours any more: each thread's slot says it was not asked
+	 * (BB_CRASH_SEQ_NOT_ASKED), and nothing is sent */
+	ours = bb__stack_sig_ours(sig);
+	listed = bb__crash_ask_listed(box, tid, sig, ours, pid, &k, &threads);
 	if (listed >= 0)
 		asked = (uint32_t)listed;
 	for (uint32_t i = 0; listed < 0 && i < box->nslots; i++) {
@@ -952,7 +979,7 @@ static void bb__crash_ask_all(struct bb__box *box, int32_t tid)
 		asked++;
 		if (k == box->nstacks)
 			continue;   /* no room: counted in crash_stacks_asked */
-		bb__crash_ask(box, k++, t, s->thread_name, sig, pid);
+		bb__crash_ask(box, k++, t, s->thread_name, sig, ours, pid);
 	}
 	/* Nothing is ordered by these: a reader takes the counts as they
 	 * are. */

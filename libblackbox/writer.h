@@ -381,5 +381,8 @@ bool bb__crash_altstacks_on(void);
  * signal stack, freed at its exit (box.c). */
 void bb__thread_started(void);
 void bb__modules_gather(struct bb__box *box);
+/* The main program's GNU build id (as the module area records it, first
+ * object) into @out, at most @cap bytes: its length, 0 when it has none. */
+size_t bb__main_build_id(uint8_t *out, size_t cap);
 
 #endif /* BB_WRITER_H */
