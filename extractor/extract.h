@@ -76,6 +76,8 @@ struct bbx_thr {
 	char     name[16];
 	uint32_t claim;      /* enum bb_ring_claim of its log */
 	bool     shared_only;
+	bool     at_crash;   /* alive at the crash: the crash record's thread,
+	                      * or one asked for its stack (bbx_threads_ref()) */
 	uint64_t records;
 	bool     has_last, cut;
 	uint64_t ts;         /* its last record: box clock ns, */

@@ -118,8 +118,10 @@ struct bb_reader {
 	struct ikey *shown;    /* BB_WALK_FOLLOW: important records delivered */
 	size_t nshown, cshown;
 	uint64_t state_off, modules_off; /* validated areas (count/size 0: none) */
-	uint64_t stacks_off;  /* the crash stacks (3.1), nstacks slots */
+	uint64_t stacks_off;  /* the crash stacks (3.1) or slots (3.2), nstacks */
 	uint32_t nstacks;
+	uint32_t stack_size;  /* bytes per slot: BB_CRASH_SIZE (3.1), or the
+	                       * header's crash_slot_size (3.2) */
 	uint32_t slot_size;
 	uint8_t *slot;         /* one state slot copy */
 	uint8_t *modbuf;       /* module area copy */

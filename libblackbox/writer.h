@@ -71,7 +71,7 @@ struct bb__box {
 	char path[PATH_MAX];
 	uint8_t *state;            /* state table: BB__STATE_SLOTS slots */
 	uint8_t *modules;          /* module area: BB__MODULES_SIZE bytes */
-	uint8_t *stacks;           /* crash stacks: nstacks slots of BB_CRASH_SIZE */
+	uint8_t *stacks;           /* crash slots: nstacks of BB_CRASH_SLOT_SIZE */
 	uint32_t nstacks;
 	/* Segments (FORMAT.md §13, segment.c): the tables in the
 	 * header mapping, the data mapped once (records never span
@@ -349,6 +349,11 @@ int bb__crash_init(const struct bb_options *o);
  * already, or the handler off) or a negative errno. */
 int bb__crash_thread_start(struct bb__tls *t);
 void bb__crash_thread_exit(struct bb__tls *t);
+/* The crash handler is on: threads get an alternate signal stack. */
+bool bb__crash_altstacks_on(void);
+/* A thread pthread_create() started (thread_start.c): its alternate
+ * signal stack, freed at its exit (box.c). */
+void bb__thread_started(void);
 void bb__modules_gather(struct bb__box *box);
 /* The main program's GNU build id (as the module area records it, first
  * object) into @out, at most @cap bytes: its length, 0 when it has none. */

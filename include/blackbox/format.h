@@ -66,6 +66,11 @@ extern "C" {
                                    * had replaced the handler of the stack
                                    * signal (its own, or the default) */
 #define BB_CRASH_STACKS_MAX 32u /* slots at most */
+/* The crash slots (3.2): the crash stacks in slots of BB_CRASH_SLOT_SIZE
+ * bytes, seq words as above (docs/FORMAT.md §11).  A 3.2 writer fills
+ * these and leaves the 3.1 fields 0. */
+#define BB_CRASH_SLOT_SIZE  1024u
+#define BB_CRASH_SLOTS_MAX  256u  /* slots at most */
 
 /* Box file name: <BB_NAME_PREFIX><pid>.<starttime>.<n>, n = 0, 1, ... */
 #define BB_NAME_PREFIX      "blackbox."
@@ -210,7 +215,19 @@ struct bb_header {
 	uint32_t crash_stacks_count; /* 1224 at most BB_CRASH_STACKS_MAX */
 	uint32_t crash_stacks_asked; /* 1228 threads asked (may exceed count: those
 	                              *      beyond it were not asked, no room) */
-	uint8_t  reserved[BB_CRASH_OFFSET - 1232];
+	/*
+	 * Format 3.2: the threads the process had at a crash, the crashing
+	 * one included, as it found them (/proc/self/task); 0: not counted
+	 * (a writer before 3.2, or no /proc).  The crash slots: the crash
+	 * stacks in smaller slots, which a 3.1 reader does not know of (it
+	 * sees crash_stacks_count 0).
+	 */
+	uint32_t crash_threads;      /* 1232 */
+	uint32_t crash_slot_size;    /* 1236 BB_CRASH_SLOT_SIZE */
+	uint64_t crash_slots_offset; /* 1240 crash_slots_count slots of crash_slot_size */
+	uint32_t crash_slots_count;  /* 1248 at most BB_CRASH_SLOTS_MAX */
+	uint32_t reserved4;          /* 1252 */
+	uint8_t  reserved[BB_CRASH_OFFSET - 1256];
 
 	/* The crash area: written once by the crash handler (first fatal
 	 * signal wins), a record envelope + value exactly like a ring record,
@@ -441,6 +458,8 @@ BB__FORMAT_ASSERT(offsetof(struct bb_header, cgroup) == 616, header_cgroup);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, seg_count) == 1128, header_seg_count);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, overflow) == 1208, header_overflow);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, crash_stacks_offset) == 1216, header_crash_stacks);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, crash_threads) == 1232, header_crash_threads);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, crash_slots_offset) == 1240, header_crash_slots);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, crash) == BB_CRASH_OFFSET, header_crash_area);
 BB__FORMAT_ASSERT(sizeof(struct bb_seg_desc) == BB_SEG_DESC_SIZE, segment_descriptor_size);
 BB__FORMAT_ASSERT(sizeof(struct bb_thread_slot) == BB_THREAD_SLOT_SIZE, thread_slot_size);

@@ -70,7 +70,9 @@ static struct member header[] = {
 	M(struct bb_header, seg_stolen), M(struct bb_header, seg_restarted),
 	M(struct bb_header, overflow), M(struct bb_header, crash_stacks_offset),
 	M(struct bb_header, crash_stacks_count), M(struct bb_header, crash_stacks_asked),
-	M(struct bb_header, reserved),
+	M(struct bb_header, crash_threads), M(struct bb_header, crash_slot_size),
+	M(struct bb_header, crash_slots_offset), M(struct bb_header, crash_slots_count),
+	M(struct bb_header, reserved4), M(struct bb_header, reserved),
 	M(struct bb_header, crash),
 };
 
