@@ -119,6 +119,7 @@ static void list_one(const struct opts *o, struct bbx_out *out, struct bbx_em *e
 				bbx_em_kv_str(em, "signal_name", sig);
 		}
 		bbx_em_kv_str(em, "clock", bbx_clock_desc(in));
+		bbx_em_kv_str(em, "clock_reason", bbx_clock_reason(in, false));
 		bbx_em_kv_u64(em, "size", in->box_size);
 		bbx_em_kv_u64(em, "rings_used", in->rings_used);
 		bbx_em_kv_u64(em, "ring_count", in->ring_count);
