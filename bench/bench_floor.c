@@ -18,6 +18,8 @@
  *    lengths cost), and bb_write_kv_i64 of a constant (its size folded);
  *  - bb_write_kv_i64/_u64/_f64 with a literal key, bb_write_i64;
  *  - bb_write_event with 4 fields (2 strings, 2 i64);
+ *  - bb_set(k, v) of the run-time strings above (a state table update: the
+ *    target is the run-time record's cost) and bb_set_i64("inflight", v);
  *  - a 4 KiB value (bb_write_bytes) against the floor of what it must do
  *    anyway: memcpy() of 4 KiB plus the CRC32C of 4 KiB at the crc32
  *    instruction's throughput (the library's own multi-stream code,
@@ -101,6 +103,8 @@ BT_OP(op_kv_u64, ncalls, bad |= bb_write_kv_u64("n", 1000 + (uint64_t)i))
 BT_OP(op_kv_f64, ncalls, bad |= bb_write_kv_f64("x", (double)i * 0.25))
 BT_OP(op_i64, ncalls, bad |= bb_write_i64(1000 + (int64_t)i))
 BT_OP(op_event, ncalls, bad |= event4(i))
+BT_OP(op_set, ncalls, bad |= bb_set(dyn_key, dyn_value))
+BT_OP(op_set_i64, ncalls, bad |= bb_set_i64("inflight", (int64_t)i))
 BT_OP(op_copy4k, NBIG, copy4k())
 #if BT_HAVE_RDTSC
 BT_OP(op_crc4k_one, NBIG,
@@ -162,6 +166,7 @@ int main(int argc, char **argv)
 			struct bb_options o = { .clock = cfg[k].clock,
 						.flags = cfg[k].flags | BB_OPT_NO_ENV };
 			struct bt_stat3 clk, tck, kv, kvl, kvr, kvr64, kvk, kic, ki, ku, kf, i64, ev;
+			struct bt_stat3 st, sti;
 			struct bt_stat3 cp, crc1 = { 0, 0, 0 }, crc, flr, b4k;
 			int crc_on = !(cfg[k].flags & BB_OPT_NO_CRC);
 			int ret = bb_init_opts(&o);
@@ -186,6 +191,8 @@ int main(int argc, char **argv)
 			kf = measure(op_kv_f64);
 			i64 = measure(op_i64);
 			ev = measure(op_event);
+			st = measure(op_set);
+			sti = measure(op_set_i64);
 			cp = measure_big(op_copy4k);
 #if BT_HAVE_RDTSC
 			crc1 = measure_big(op_crc4k_one);
@@ -208,6 +215,10 @@ int main(int argc, char **argv)
 			row("bb_write_kv_f64(\"x\", v)", kf, &clk, &tck);
 			row("bb_write_i64(v)", i64, &clk, &tck);
 			row("bb_write_event, 4 fields", ev, &clk, &tck);
+			row("bb_set(k, v) run-time, 3 + 10 B", st, &clk, &tck);
+			printf("  %-38s %7s %7s %7s   %.2fx run-time kv\n", "", "", "", "",
+			       st.min / kvr.min);
+			row("bb_set_i64(\"inflight\", v)", sti, &clk, &tck);
 			row("memcpy 4 KiB", cp, NULL, NULL);
 			if (BT_HAVE_RDTSC)
 				row("CRC32C 4 KiB, one stream", crc1, NULL, NULL);
@@ -225,6 +236,8 @@ int main(int argc, char **argv)
 				target("bb_write_kv_i64 literal key / clock_gettime", ki.min / clk.min, 0.60);
 				target("bb_write_event 4 fields / clock_gettime", ev.min / clk.min, 1.0);
 				target("bb_write_kv literals / rdtsc", kv.min / tck.min, 1.5);
+				target("bb_set run-time strings / bb_write_kv run-time", st.min / kvr.min, 1.2);
+				target("bb_set_i64 / bb_write_kv run-time", sti.min / kvr.min, 1.2);
 			} else if (cfg[k].clock == BB_CLOCK_MONOTONIC) {
 				target("bb_write_kv literals / clock_gettime", kv.min / clk.min, 1.25);
 				target("bb_write_kv run-time strings / clock_gettime", kvr.min / clk.min, 1.20);
