@@ -47,25 +47,35 @@ _Static_assert(BB_STATE_KEY_MAX < 256 && BB_STATE_VALUE_MAX < 256, "2-byte CBOR 
 #define BB__STATE_RETRIES 4
 
 /*
- * The probe sequence's start for the key of @n bytes at @k in @box: the
- * key's CRC32C with the instruction in a box that checksums with it
- * (inline, a few instructions for a short key), else FNV-1a.  Only the
- * box's own writers use it (readers scan every slot), and a box's CRC mode
- * never changes, so a box never mixes the two.
+ * The probe sequence's start for the key of @n bytes at @k: the key's
+ * CRC32C with the instruction where bb__state_hw() (inline, a few
+ * instructions for a short key), else FNV-1a.  Only the box's own writers
+ * use it (readers scan every slot), and bb__state_hw() never changes for
+ * a box, so a box never mixes the two.
  */
-static inline uint32_t bb__key_hash(const struct bb__box *box, const char *k, uint32_t n)
+static inline uint32_t bb__key_hash(bool hw, const char *k, uint32_t n)
 {
 	uint32_t h = 2166136261u;
 
 #if defined(__x86_64__) && defined(__LP64__)
-	if (bb_likely(box->f.crc == BB__CRC_HW))
+	if (bb_likely(hw))
 		return (uint32_t)bb__crc32c_hw_update(h, (const uint8_t *)k, n);
 #else
-	(void)box;
+	(void)hw;
 #endif
 	for (uint32_t i = 0; i < n; i++)
 		h = (h ^ (uint8_t)k[i]) * 16777619u;
 	return h;
+}
+
+/* Is the instruction's CRC32C the state table's hash and checksum here?
+ * In a box that checksums with it, and in one without record checksums
+ * (the state table has them still) on a CPU that has it.  A box's answer
+ * never changes. */
+static inline bool bb__state_hw(const struct bb__box *box)
+{
+	return box->f.crc == BB__CRC_HW ||
+	       (box->f.crc == BB__CRC_NONE && bb__crc32c_have_hw());
 }
 
 static int bb__state_fail(struct bb__box *box, int err)
@@ -180,12 +190,11 @@ static inline uint64_t bb__crc_word(uint64_t c, uint64_t w, uint32_t n)
 static inline __attribute__((always_inline))
 void bb__slot_write(struct bb__box *box, uint8_t *s, uint32_t odd, bool bind,
 		    const uint8_t *kenc, uint32_t kh, const char *key, uint32_t klen,
-		    const struct bb__sval *v)
+		    const struct bb__sval *v, uint64_t ts, bool hw)
 {
 	struct bb_record_hdr *h = (struct bb_record_hdr *)(void *)s;
 	uint32_t next = odd + 1 ? odd + 1 : 2;   /* 0 means "never used": skip it */
 	uint8_t *p = s + BB_RECORD_HDR_SIZE + kh + klen;
-	uint64_t ts;
 
 	/* Orders the odd seq (our CAS) before the stores below: a slot is
 	 * overwritten in place, no tail releases it first, so unlike a ring
@@ -212,10 +221,9 @@ void bb__slot_write(struct bb__box *box, uint8_t *s, uint32_t odd, bool bind,
 		h->len = (uint16_t)len;
 		h->tag = BB_TAG_STATE;
 		h->flags = BB_RF_CRC;
-		ts = bb__now(&box->f);
 		h->ts = ts;
 #if defined(__x86_64__) && defined(__LP64__)
-		if (bb_likely(box->f.crc == BB__CRC_HW)) {
+		if (bb_likely(hw)) {
 			/* The checksum of records (bb__record_crc_hw()'s
 			 * order: seq, len/tag/flags, the bytes after the
 			 * envelope, the stamp), over the bytes' sources rather
@@ -242,7 +250,7 @@ void bb__slot_write(struct bb__box *box, uint8_t *s, uint32_t odd, bool bind,
 		c[3] = (uint8_t)(crc >> 24);
 	} else {
 		h->tag = BB_TAG_STATE;
-		h->ts = bb__now(&box->f);
+		h->ts = ts;
 		h->len = 0;     /* unset: readers skip the slot */
 		h->flags = 0;
 	}
@@ -251,12 +259,22 @@ void bb__slot_write(struct bb__box *box, uint8_t *s, uint32_t odd, bool bind,
 	bb__seqcount_write_end(&h->seq, next);
 }
 
-/* The length of the NUL-terminated @key for bb__state_put(), measured no
- * further than one byte past the bound (then it is -E2BIG); 0 for NULL,
- * which bb__state_put() refuses. */
-static size_t bb__key_len(const char *key)
+/* The length of the NUL-terminated @key for bb__state_put(), or some
+ * value above BB_STATE_KEY_MAX for a longer one (then it is -E2BIG): the
+ * inline paths' bounded scan (<blackbox/inline.h>), which reads no further
+ * than the string's own pages.  0 for NULL, which bb__state_put() refuses. */
+_Static_assert(BB_STATE_KEY_MAX < BB__INLINE_STR_MAX, "bb__strlen_upto() bounds a key");
+static inline size_t bb__key_len(const char *key)
 {
-	return key ? strnlen(key, BB_STATE_KEY_MAX + 1) : 0;
+	return key ? bb__strlen_upto(key) : 0;
+}
+
+/* The same for a text value: the scan, and strnlen() past its reach. */
+static inline size_t bb__value_len(const char *value)
+{
+	size_t n = bb__strlen_upto(value);
+
+	return n <= BB__INLINE_STR_MAX ? n : strnlen(value, BB_STATE_VALUE_MAX + 1);
 }
 
 /* Set (@v) or unset (@v NULL) the key of @kl bytes at @key, which need not
@@ -266,6 +284,8 @@ static int bb__state_put(const char *key, size_t kl, const struct bb__sval *v)
 	struct bb__box *box = BB__LOAD_ACQUIRE(&bb__box);
 	uint8_t kenc[3];   /* array(2) and the key's text head: 2 or 3 bytes */
 	uint32_t kh, klen, start;
+	uint64_t ts;
+	bool hw;
 
 	if (bb_unlikely(!box)) {
 		int ret = bb__nobox();
@@ -284,7 +304,14 @@ static int bb__state_put(const char *key, size_t kl, const struct bb__sval *v)
 	klen = (uint32_t)kl;
 	kenc[0] = 0x82;   /* array(2) */
 	kh = (uint32_t)(bb__cbor_put_short(3, klen, kenc + 1) - kenc);
-	start = bb__key_hash(box, key, klen);
+	hw = bb__state_hw(box);
+	start = bb__key_hash(hw, key, klen);
+	/* The stamp is read before the slot is taken, not inside: the
+	 * clock's read (an lfence in the vDSO's) then need not wait for the
+	 * locked compare-and-swap, and the slot is held for less time.  Two
+	 * writers of one key may thus leave it stamped a few ns before the
+	 * previous change; a stamp says when, not in which order. */
+	ts = bb__now(&box->f);
 
 	for (uint32_t i = 0; i < BB__STATE_SLOTS; i++) {
 		uint8_t *s = box->state + (size_t)((start + i) % BB__STATE_SLOTS) * BB__STATE_SLOT_SIZE;
@@ -305,7 +332,7 @@ static int bb__state_put(const char *key, size_t kl, const struct bb__sval *v)
 				if (!v)
 					return -ENOENT;
 				if (BB__CAS_ACQUIRE(seqp, &seq, 1u)) {
-					bb__slot_write(box, s, 1u, true, kenc, kh, key, klen, v);
+					bb__slot_write(box, s, 1u, true, kenc, kh, key, klen, v, ts, hw);
 					return 0;
 				}
 				continue;   /* seq reloaded by the failed CAS */
@@ -320,7 +347,7 @@ static int bb__state_put(const char *key, size_t kl, const struct bb__sval *v)
 			if (seq & 1u)
 				return bb__state_fail(box, -EBUSY);
 			if (bb_likely(BB__CAS_ACQUIRE(seqp, &seq, seq + 1u))) {
-				bb__slot_write(box, s, seq + 1u, false, kenc, kh, key, klen, v);
+				bb__slot_write(box, s, seq + 1u, false, kenc, kh, key, klen, v, ts, hw);
 				return 0;
 			}
 		}
@@ -349,8 +376,7 @@ static int bb__set_text(const char *key, size_t kl, const char *value, size_t n)
 
 BB_EXPORT int bb_set(const char *key, const char *value)
 {
-	return bb__set_text(key, bb__key_len(key), value,
-			    value ? strnlen(value, BB_STATE_VALUE_MAX + 1) : 0);
+	return bb__set_text(key, bb__key_len(key), value, value ? bb__value_len(value) : 0);
 }
 
 BB_EXPORT int bb_setn(const char *key, size_t klen, const char *value, size_t vlen)
