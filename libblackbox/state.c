@@ -185,10 +185,10 @@ static inline uint64_t bb__crc_word(uint64_t c, uint64_t w, uint32_t n)
  * (@odd), and release it with the next even seq.  @bind: the slot was
  * never used, write the key (@kh head bytes @kenc, then @klen bytes at
  * @key) too.  The record checksum is the one of records (FORMAT.md §11),
- * with the instruction inline where the box has it.
+ * with the instruction inline where @hw (bb__state_hw()); stamped @ts.
  */
 static inline __attribute__((always_inline))
-void bb__slot_write(struct bb__box *box, uint8_t *s, uint32_t odd, bool bind,
+void bb__slot_write(uint8_t *s, uint32_t odd, bool bind,
 		    const uint8_t *kenc, uint32_t kh, const char *key, uint32_t klen,
 		    const struct bb__sval *v, uint64_t ts, bool hw)
 {
@@ -242,6 +242,8 @@ void bb__slot_write(struct bb__box *box, uint8_t *s, uint32_t odd, bool bind,
 			k = bb__crc32c_hw_update(k, (const uint8_t *)v->tail, v->n);
 			crc = (uint32_t)bb__crc_q64(k ^ BB__CRC_XOROUT_PRE, ts);
 		} else
+#else
+		(void)hw;
 #endif
 			crc = bb__record_crc(next, s, len);
 		c[0] = (uint8_t)crc;
@@ -332,7 +334,7 @@ static int bb__state_put(const char *key, size_t kl, const struct bb__sval *v)
 				if (!v)
 					return -ENOENT;
 				if (BB__CAS_ACQUIRE(seqp, &seq, 1u)) {
-					bb__slot_write(box, s, 1u, true, kenc, kh, key, klen, v, ts, hw);
+					bb__slot_write(s, 1u, true, kenc, kh, key, klen, v, ts, hw);
 					return 0;
 				}
 				continue;   /* seq reloaded by the failed CAS */
@@ -347,7 +349,7 @@ static int bb__state_put(const char *key, size_t kl, const struct bb__sval *v)
 			if (seq & 1u)
 				return bb__state_fail(box, -EBUSY);
 			if (bb_likely(BB__CAS_ACQUIRE(seqp, &seq, seq + 1u))) {
-				bb__slot_write(box, s, seq + 1u, false, kenc, kh, key, klen, v, ts, hw);
+				bb__slot_write(s, seq + 1u, false, kenc, kh, key, klen, v, ts, hw);
 				return 0;
 			}
 		}
