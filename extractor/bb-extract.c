@@ -9,7 +9,7 @@
  * stderr for text and into a final summary object otherwise.
  *
  * This file reads the command line and chooses what to do; the work on
- * boxes is in extract.c, --list in list.c, --journal in journal.c.
+ * boxes is in extract.c, --list in list.c, --journal in journal-*.c.
  *
  * Exit status: see usage() and bb-extract(1).
  */
@@ -130,7 +130,7 @@ static void usage_error(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "\nTry '%s --help'.\n", PROG);
-	exit(EXIT_USAGE);
+	exit(BBX_EXIT_USAGE);
 }
 
 /* ---- main ----------------------------------------------------------- */
@@ -149,7 +149,7 @@ static pid_t parse_pid(const char *s)
 
 /* --debug-dir: an existing directory, made absolute (libdw reads a relative
  * entry as a subdirectory of each module's), without ':' (its separator). */
-static void add_debug_dir(struct opts *o, const char *dir)
+static void add_debug_dir(struct bbx_opts *o, const char *dir)
 {
 	struct stat st;
 	char *abs;
@@ -228,7 +228,7 @@ static int64_t parse_time(const char *opt, const char *s)
 
 /* One option from getopt_long() (1: a pid) into @o; exits on errors,
  * --help and --version. */
-static void set_option(int ch, char **argv, struct opts *o)
+static void set_option(int ch, char **argv, struct bbx_opts *o)
 {
 	switch (ch) {
 	case 1:
@@ -241,14 +241,14 @@ static void set_option(int ch, char **argv, struct opts *o)
 	case 'l': o->list = true; break;
 	case 'a': o->all = true; break;
 	case 'j':
-		if (o->fmt == FMT_CBOR)
+		if (o->fmt == BBX_FMT_CBOR)
 			usage_error("--json and --cbor exclude each other");
-		o->fmt = FMT_JSON;
+		o->fmt = BBX_FMT_JSON;
 		break;
 	case 'c':
-		if (o->fmt == FMT_JSON)
+		if (o->fmt == BBX_FMT_JSON)
 			usage_error("--json and --cbor exclude each other");
-		o->fmt = FMT_CBOR;
+		o->fmt = BBX_FMT_CBOR;
 		break;
 	case 's': o->save = optarg; break;
 	case 'f': o->follow = true; break;
@@ -280,12 +280,12 @@ static void set_option(int ch, char **argv, struct opts *o)
 		break;
 	case 'h':
 		usage(stdout);
-		exit(EXIT_CLEAN);
+		exit(BBX_EXIT_CLEAN);
 	case 'V':
 		printf("%s (libblackbox) %d.%d.%d, box format %d.%d\n", PROG,
 		       BB_VERSION_MAJOR, BB_VERSION_MINOR, BB_VERSION_PATCH,
 		       BB_FORMAT_MAJOR, BB_FORMAT_MINOR);
-		exit(EXIT_CLEAN);
+		exit(BBX_EXIT_CLEAN);
 	default:
 		if (optopt && strchr("pds", optopt))
 			usage_error("option '-%c' needs an argument", optopt);
@@ -296,7 +296,7 @@ static void set_option(int ch, char **argv, struct opts *o)
 }
 
 /* What no single option can check: the options that go together. */
-static void check_args(const struct opts *o)
+static void check_args(const struct bbx_opts *o)
 {
 	int nsrc;
 
@@ -341,11 +341,11 @@ static void check_args(const struct opts *o)
 			    "or --save");
 	if (o->save && (o->list || o->all || o->follow))
 		usage_error("--save copies one box: give a PID or --path, without --follow");
-	if (o->fmt == FMT_CBOR && !o->save && isatty(STDOUT_FILENO))
+	if (o->fmt == BBX_FMT_CBOR && !o->save && isatty(STDOUT_FILENO))
 		usage_error("refusing to write CBOR to a terminal (redirect or pipe it)");
 }
 
-static void parse_args(int argc, char **argv, struct opts *o)
+static void parse_args(int argc, char **argv, struct bbx_opts *o)
 {
 	static const struct option lopts[] = {
 		{ "path",      required_argument, NULL, 'p' },
@@ -404,7 +404,7 @@ int main(int argc, char **argv)
 	 * faster for output to a file on a 2-CPU machine (its io-wq worker
 	 * competes with formatting for the other CPU); --uring opts in.
 	 */
-	struct opts o = { .fmt = FMT_TEXT, .uring = false };
+	struct bbx_opts o = { .fmt = BBX_FMT_TEXT, .uring = false };
 	struct bbx_out out;
 	struct bb_reader *r = NULL;
 	struct sigaction sa;
@@ -438,7 +438,7 @@ int main(int argc, char **argv)
 		int ret = bbx_open_one(&o, &r, &live);
 
 		if (ret < 0)
-			return ret == -ENOTUNIQ ? EXIT_AMBIGUOUS : EXIT_NOBOX;
+			return ret == -ENOTUNIQ ? BBX_EXIT_AMBIGUOUS : BBX_EXIT_NOBOX;
 		if (o.save) {
 			code = bbx_save(&o, r);
 			bb_reader_close(r);
@@ -449,7 +449,7 @@ int main(int argc, char **argv)
 	if (bbx_out_open(&out, STDOUT_FILENO, o.uring && !o.follow) < 0) {
 		bbx_msg(NULL, "out of memory");
 		bb_reader_close(r);
-		return EXIT_FAILURE_;
+		return BBX_EXIT_FAILURE;
 	}
 	if (o.list)
 		code = bbx_list(&o, &out);
@@ -463,7 +463,7 @@ int main(int argc, char **argv)
 	if (bbx_out_close(&out) < 0) {
 		if (out.err != -EPIPE)
 			bbx_msg("standard output", "%s", strerror(-out.err));
-		return EXIT_FAILURE_;
+		return BBX_EXIT_FAILURE;
 	}
 	return code;
 }

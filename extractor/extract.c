@@ -3,7 +3,7 @@
  * extract.c - bb-extract's work on boxes: open one (live or a snapshot),
  * extract it (preamble, records, --follow, the report), save a copy
  * (--save), extract every box of a directory (--all).  bb-extract.c reads
- * the command line and calls these; journal.c calls them for a box from a
+ * the command line and calls these; journal-box.c calls them for a box from a
  * journal entry.
  */
 #include <blackbox.h>
@@ -79,7 +79,7 @@ static void src_label(const struct src *s, char *buf, size_t len)
  * saying what is wrong (unless @quiet_enodata and the box is still being
  * created).
  */
-static int open_box(const struct src *s, const struct opts *o, bool follow,
+static int open_box(const struct src *s, const struct bbx_opts *o, bool follow,
 		    struct bb_reader **out, int *live, bool quiet_enodata)
 {
 	unsigned flags = o->any_owner ? BB_OPEN_ANY_OWNER : 0;
@@ -128,7 +128,7 @@ static int open_box(const struct src *s, const struct opts *o, bool follow,
 
 /* The box of o->path, or of o->pid.  0, or a negative errno after saying
  * what is wrong. */
-int bbx_open_one(const struct opts *o, struct bb_reader **r, int *live)
+int bbx_open_one(const struct bbx_opts *o, struct bb_reader **r, int *live)
 {
 	struct src src = { .kind = o->path ? SRC_PATH : SRC_PID,
 			   .pid = o->pid, .path = o->path, .dir = o->dir };
@@ -138,9 +138,9 @@ int bbx_open_one(const struct opts *o, struct bb_reader **r, int *live)
 
 /* ---- extraction ----------------------------------------------------- */
 
-static int walk(struct ctx *c, unsigned flags)
+static int walk(struct bbx_ctx *c, unsigned flags)
 {
-	bb_record_fn fn = c->opt->fmt == FMT_TEXT ? bbx_text_record : bbx_struct_record;
+	bb_record_fn fn = c->opt->fmt == BBX_FMT_TEXT ? bbx_text_record : bbx_struct_record;
 	int ret = bb_reader_walk(c->r, BB_WALK_MERGE | flags, fn, c);
 
 	if (ret == -ENOMEM)
@@ -167,13 +167,13 @@ static void sleep_ns(uint64_t ns)
  * last_pos before the walk.  A ring's positions are byte counters of
  * everything written to it, so the differences are exact.
  */
-static uint64_t next_period(const struct ctx *c, const uint64_t *prev, uint32_t nprev,
+static uint64_t next_period(const struct bbx_ctx *c, const uint64_t *prev, uint32_t nprev,
 			    uint64_t lost_before, uint64_t lost_now, uint64_t period)
 {
 	bool fast = lost_now != lost_before, slow = true;
 
 	for (uint32_t i = 0; i < c->nlost; i++) {
-		const struct bb_ring_stats *st = bb_reader_ring_stats(c->r, i);
+		const struct bb_stream_stats *st = bb_reader_stream_stats(c->r, i);
 		uint64_t from = i < nprev ? prev[i] : 0, size = c->info->ring_size, d;
 
 		/* a thread's log holds the segments it held at the last walk */
@@ -190,7 +190,7 @@ static uint64_t next_period(const struct ctx *c, const uint64_t *prev, uint32_t 
 	return period;
 }
 
-static uint64_t lost_total(const struct ctx *c)
+static uint64_t lost_total(const struct bbx_ctx *c)
 {
 	uint64_t t = 0;
 
@@ -199,7 +199,7 @@ static uint64_t lost_total(const struct ctx *c)
 	return t;
 }
 
-int bbx_follow_fit(struct ctx *c, uint32_t n)
+int bbx_follow_fit(struct bbx_ctx *c, uint32_t n)
 {
 	uint64_t *lost, *pos;
 
@@ -226,7 +226,7 @@ int bbx_follow_fit(struct ctx *c, uint32_t n)
  * ring for the summary (ctx.lost) and said on standard error once per
  * walk that lost any.
  */
-static int follow(struct ctx *c)
+static int follow(struct bbx_ctx *c)
 {
 	uint64_t period = FOLLOW_POLL_MAX_NS, since_live = FOLLOW_LIVE_NS, lost, now;
 	uint64_t *prev = NULL;
@@ -275,19 +275,19 @@ static int follow(struct ctx *c)
 }
 
 /* Extract one open box.  Returns an exit code. */
-int bbx_extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r, int live,
+int bbx_extract(const struct bbx_opts *o, struct bbx_out *out, struct bb_reader *r, int live,
 		bool with_pid)
 {
-	struct ctx c = { .opt = o, .out = out, .r = r, .with_pid = with_pid };
+	struct bbx_ctx c = { .opt = o, .out = out, .r = r, .with_pid = with_pid };
 	struct bbx_threads thr = { .r = r };
-	struct bb_ring_stats tot;
+	struct bb_stream_stats tot;
 	int ret, code;
 
 	c.info = bb_reader_info(r);
-	bbx_em_init(&c.em, out, o->fmt == FMT_CBOR);
-	if (o->fmt != FMT_TEXT)
+	bbx_em_init(&c.em, out, o->fmt == BBX_FMT_CBOR);
+	if (o->fmt != BBX_FMT_TEXT)
 		c.threads = &thr;
-	if (with_pid && o->fmt == FMT_TEXT) {
+	if (with_pid && o->fmt == BBX_FMT_TEXT) {
 		char head[4400];
 		int n = snprintf(head, sizeof(head), "== %s: pid %d (%s), %s ==",
 				 c.info->path, (int)c.info->pid, c.info->comm,
@@ -298,11 +298,11 @@ int bbx_extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r, 
 		bbx_out_char(out, '\n');
 	}
 	if (o->follow) {
-		if (bbx_follow_fit(&c, c.info->ring_count ? c.info->ring_count : 1)) {
+		if (bbx_follow_fit(&c, c.info->stream_count ? c.info->stream_count : 1)) {
 			free(c.lost);
 			free(c.last_pos);
 			bbx_msg(NULL, "out of memory");
-			return EXIT_FAILURE_;
+			return BBX_EXIT_FAILURE;
 		}
 	}
 	ret = bbx_preamble(&c);
@@ -319,14 +319,14 @@ int bbx_extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r, 
 		bbx_threads_free(&thr);
 	}
 	if (ret == -ENOMEM)
-		return EXIT_FAILURE_;
+		return BBX_EXIT_FAILURE;
 	if (ret < 0 && ret != out->err) /* the box, not the output: said already */
-		return bbx_out_flush(out), EXIT_NOBOX;
+		return bbx_out_flush(out), BBX_EXIT_NOBOX;
 	if (o->follow)
 		live = bb_reader_liveness(r);
 	bb_reader_total_stats(r, &tot);
-	code = bbx_is_damaged(&c, &tot) ? EXIT_DAMAGED : EXIT_CLEAN;
-	if (o->fmt == FMT_TEXT) {
+	code = bbx_is_damaged(&c, &tot) ? BBX_EXIT_DAMAGED : BBX_EXIT_CLEAN;
+	if (o->fmt == BBX_FMT_TEXT) {
 		if (bbx_out_flush(out) == 0)
 			bbx_summary_text(&c, live);
 	} else {
@@ -339,7 +339,7 @@ int bbx_extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r, 
 	return code;
 }
 
-int bbx_save(const struct opts *o, struct bb_reader *r)
+int bbx_save(const struct bbx_opts *o, struct bb_reader *r)
 {
 	const struct bb_box_info *in = bb_reader_info(r);
 	int fd, ret;
@@ -348,7 +348,7 @@ int bbx_save(const struct opts *o, struct bb_reader *r)
 	if (fd < 0) {
 		bbx_msg(o->save, "%s%s", strerror(errno),
 		    errno == EEXIST ? " (never overwritten)" : "");
-		return EXIT_FAILURE_;
+		return BBX_EXIT_FAILURE;
 	}
 	ret = bb_reader_save(r, fd);
 	if (!ret && fsync(fd) < 0)
@@ -359,18 +359,18 @@ int bbx_save(const struct opts *o, struct bb_reader *r)
 		bbx_msg(o->save, "cannot save %s: %s", in->path, ret == -ESTALE ?
 		    "box changed size while being read" : strerror(-ret));
 		unlink(o->save);
-		return EXIT_FAILURE_;
+		return BBX_EXIT_FAILURE;
 	}
 	if (!o->quiet)
 		bbx_msg(in->path, "saved to %s", o->save);
-	return EXIT_CLEAN;
+	return BBX_EXIT_CLEAN;
 }
 
-int bbx_all(const struct opts *o, struct bbx_out *out)
+int bbx_all(const struct bbx_opts *o, struct bbx_out *out)
 {
 	const char *dir = o->dir ? o->dir : BB_DEFAULT_DIR;
 	struct bb_box_entry *v = NULL;
-	int code, worst = EXIT_CLEAN, dfd, opened = 0, failed = 0;
+	int code, worst = BBX_EXIT_CLEAN, dfd, opened = 0, failed = 0;
 	size_t n = 0;
 
 	code = bbx_scan(o, &v, &n);
@@ -380,7 +380,7 @@ int bbx_all(const struct opts *o, struct bbx_out *out)
 	if (dfd < 0) {
 		bbx_msg(dir, "%s", strerror(errno));
 		bb_reader_scan_free(v);
-		return EXIT_NOBOX;
+		return BBX_EXIT_NOBOX;
 	}
 	/* by pid and creation time (the scan's order) */
 	for (size_t i = 0; i < n && !bbx_stop_requested; i++) {
@@ -401,10 +401,10 @@ int bbx_all(const struct opts *o, struct bbx_out *out)
 		opened++;
 		code = bbx_extract(o, out, r, live, true);
 		bb_reader_close(r);
-		if (code == EXIT_FAILURE_ || out->err) {
+		if (code == BBX_EXIT_FAILURE || out->err) {
 			close(dfd);
 			bb_reader_scan_free(v);
-			return EXIT_FAILURE_;
+			return BBX_EXIT_FAILURE;
 		}
 		if (code > worst)
 			worst = code;
@@ -412,7 +412,7 @@ int bbx_all(const struct opts *o, struct bbx_out *out)
 	close(dfd);
 	bb_reader_scan_free(v);
 	if (!opened && failed)
-		return EXIT_NOBOX;
+		return BBX_EXIT_NOBOX;
 	if (!opened && !o->quiet)
 		bbx_msg(dir, "no boxes");
 	return worst;

@@ -4,7 +4,7 @@
  * one extraction.  bb-extract.c reads the command line; extract.c opens
  * boxes and drives an extraction; records.c writes records, preamble.c
  * the crash block and the state table, report.c the verification report,
- * list.c the --list table, journal.c the boxes in journal entries.
+ * list.c the --list table, journal-*.c the boxes in journal entries.
  */
 #ifndef BBX_EXTRACT_H
 #define BBX_EXTRACT_H
@@ -24,35 +24,35 @@
 #define PROG "bb-extract"
 
 enum {
-	EXIT_CLEAN    = 0, /* every delivered record intact, no damage found */
-	EXIT_FAILURE_ = 1, /* output or --save failed, out of memory */
-	EXIT_USAGE    = 2,
-	EXIT_DAMAGED  = 3, /* corrupt records or malformed values: partial output */
-	EXIT_NOBOX    = 4, /* no box, not readable, not a box, changed while read */
-	EXIT_AMBIGUOUS = 5, /* PID: boxes of several owners claim it, none chosen */
+	BBX_EXIT_CLEAN     = 0, /* every delivered record intact, no damage found */
+	BBX_EXIT_FAILURE   = 1, /* output or --save failed, out of memory */
+	BBX_EXIT_USAGE     = 2,
+	BBX_EXIT_DAMAGED   = 3, /* corrupt records or malformed values: partial output */
+	BBX_EXIT_NOBOX     = 4, /* no box, not readable, not a box, changed while read */
+	BBX_EXIT_AMBIGUOUS = 5, /* PID: boxes of several owners claim it, none chosen */
 };
 
-enum fmt { FMT_TEXT, FMT_JSON, FMT_CBOR };
+enum bbx_format { BBX_FMT_TEXT, BBX_FMT_JSON, BBX_FMT_CBOR };
 
 /* --debug-dir given at most this often. */
 #define DEBUG_DIRS_MAX 16
 
-struct opts {
+struct bbx_opts {
 	const char *path, *dir, *save;
 	pid_t pid;
 	bool  list, all, follow, quiet, any_owner, uring, no_symbols, debuginfod, raw_names;
 	bool  threads;       /* --threads: threads.c */
-	enum fmt fmt;
+	enum bbx_format fmt;
 	const char *debug_dirs[DEBUG_DIRS_MAX]; /* absolute */
 	size_t ndebug_dirs;
-	bool journal;        /* --journal, --journal-directory: journal.c */
+	bool journal;        /* --journal, --journal-directory: journal-*.c */
 	const char *journal_dir, *machine, *boot, *cursor;
 	bool untrusted;      /* --untrusted: --list shows entries not from bb-reap too */
 	bool groups;         /* --groups: the crash groups of the entries */
 	const char *group;   /* --group ID: those of a group; alone, its newest box */
 	const char *comm, *unit, *state; /* --comm, --unit, --state: filters */
 	int64_t since_us, until_us; /* --since, --until (0: none), CLOCK_REALTIME us */
-	/* A box taken out of a journal entry (journal.c) has no file, so no
+	/* A box taken out of a journal entry (journal-box.c) has no file, so no
 	 * file owner: whose it is comes from what the entry proves. */
 	bool entry;
 	uint32_t entry_owner;     /* the uid its symbols are parsed as, at most */
@@ -82,7 +82,7 @@ struct bbx_threads {
 	struct bbx_thr *v;
 	size_t n, cap;
 	int32_t *by_ring;    /* ring index -> entry, or THR_* */
-	uint32_t nrings;
+	size_t nrings;       /* entries of by_ring */
 	int64_t newest_wall; /* of any record */
 	bool ref_clock;      /* ages from ref_ts (box clock), else from ref_wall */
 	uint64_t ref_ts;
@@ -96,11 +96,11 @@ void bbx_threads_ref(struct bbx_threads *t, const struct bb_box_info *in, int li
 		     const struct bb_crash *crash);
 void bbx_threads_struct(struct bbx_em *em, const struct bbx_threads *t);
 void bbx_threads_free(struct bbx_threads *t);
-int bbx_threads_main(const struct opts *o, struct bbx_out *out, struct bb_reader *r, int live);
+int bbx_threads_main(const struct bbx_opts *o, struct bbx_out *out, struct bb_reader *r, int live);
 
 /* One extraction in progress. */
-struct ctx {
-	const struct opts *opt;
+struct bbx_ctx {
+	const struct bbx_opts *opt;
 	struct bbx_out *out;
 	struct bbx_em em;
 	struct bb_reader *r;
@@ -127,13 +127,13 @@ struct ctx {
 
 /* extract.c; bbx_extract(), bbx_save() and bbx_all() return an exit code */
 extern volatile sig_atomic_t bbx_stop_requested; /* SIGINT, SIGTERM: main's handler */
-int bbx_open_one(const struct opts *o, struct bb_reader **r, int *live);
-int bbx_extract(const struct opts *o, struct bbx_out *out, struct bb_reader *r, int live,
+int bbx_open_one(const struct bbx_opts *o, struct bb_reader **r, int *live);
+int bbx_extract(const struct bbx_opts *o, struct bbx_out *out, struct bb_reader *r, int live,
 		bool with_pid);
-int bbx_save(const struct opts *o, struct bb_reader *r);
-int bbx_all(const struct opts *o, struct bbx_out *out);
+int bbx_save(const struct bbx_opts *o, struct bb_reader *r);
+int bbx_all(const struct bbx_opts *o, struct bbx_out *out);
 
-/* records.c: bb_record_fn callbacks, arg a struct ctx */
+/* records.c: bb_record_fn callbacks, arg a struct bbx_ctx */
 int bbx_text_record(const struct bb_record *rec, void *arg);
 int bbx_struct_record(const struct bb_record *rec, void *arg);
 /* A thread name, escaped, a blank as '?', "-" for none, into @p (room for
@@ -142,12 +142,12 @@ size_t bbx_thread_name(char *p, const char *name);
 
 
 /* preamble.c: the crash block, then the state table, before any record */
-int bbx_preamble(struct ctx *c);
+int bbx_preamble(struct bbx_ctx *c);
 struct bbx_sym_opts;
 struct bbx_frame;
 /* The symboliser's options from the command line, for a box of @owner
  * (who proves it: preamble.c, box_owner()). */
-void bbx_sym_opts_init(const struct opts *o, uint32_t owner, struct bbx_sym_opts *so);
+void bbx_sym_opts_init(const struct bbx_opts *o, uint32_t owner, struct bbx_sym_opts *so);
 /* The frames of @cr (resolved in @fr) as the crash block prints them. */
 void bbx_crash_frames_text(struct bbx_out *o, const struct bb_crash *cr,
 			   const struct bbx_frame *fr, bool raw);
@@ -157,22 +157,22 @@ void bbx_frame_struct(struct bbx_em *em, const struct bbx_frame *f, bool raw);
 /* report.c */
 const char *bbx_clock_desc(const struct bb_box_info *in);
 const char *bbx_clock_reason(const struct bb_box_info *in, bool text);
-bool bbx_is_damaged(const struct ctx *c, const struct bb_ring_stats *tot);
+bool bbx_is_damaged(const struct bbx_ctx *c, const struct bb_stream_stats *tot);
 void bbx_unit_struct(struct bbx_em *em, const struct bb_box_info *in);
-void bbx_summary_struct(struct ctx *c, int live, int code);
-void bbx_summary_text(struct ctx *c, int live);
+void bbx_summary_struct(struct bbx_ctx *c, int live, int code);
+void bbx_summary_text(struct bbx_ctx *c, int live);
 
 /* list.c; bbx_fmt_age(): "42s", "17m", "5h", "3d" */
 void bbx_fmt_age(char *buf, size_t len, uint64_t sec);
-int bbx_scan(const struct opts *o, struct bb_box_entry **v, size_t *n);
+int bbx_scan(const struct bbx_opts *o, struct bb_box_entry **v, size_t *n);
 void bbx_say_not_a_box(const struct bb_box_entry *e);
-int bbx_list(const struct opts *o, struct bbx_out *out);
+int bbx_list(const struct bbx_opts *o, struct bbx_out *out);
 
-/* journal.c (built with libsystemd): --journal, --journal-directory */
-int bbx_journal_main(const struct opts *o);
+/* journal-box.c (built with libsystemd): --journal, --journal-directory */
+int bbx_journal_main(const struct bbx_opts *o);
 
 /* --follow: room in ctx.lost and ctx.last_pos for @n rings (zeroed);
  * 0 or -ENOMEM (the arrays are kept as they were). */
-int bbx_follow_fit(struct ctx *c, uint32_t n);
+int bbx_follow_fit(struct bbx_ctx *c, uint32_t n);
 
 #endif /* BBX_EXTRACT_H */

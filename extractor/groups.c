@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "../shared/fnv.h"
+#include "../shared/grow.h"
 #include "../shared/hex.h"
 #include "groups.h"
 #include "symwire.h"
@@ -355,7 +356,7 @@ struct bbx_symcache {
 	size_t n, cap;
 	bool sorted;
 	char **paths;           /* module paths kept */
-	size_t npaths;
+	size_t npaths, pathcap;
 };
 
 struct bbx_symcache *bbx_symcache_new(void)
@@ -416,22 +417,12 @@ int bbx_symcache_add(struct bbx_symcache *c, const struct bbx_sframe *f, uint32_
 	key_of(&k, f, owner);
 	if (c->sorted && c->n && bsearch(&k, c->v, c->n, sizeof(k), key_cmp))
 		return 0;
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? 2 * c->cap : 256;
-		struct skey *v = realloc(c->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		c->v = v;
-		c->cap = cap;
-	}
+	if (BB__GROW(&c->v, &c->cap, c->n + 1) < 0)
+		return -ENOMEM;
 	/* the path is only a name for the child: the first one seen */
 	if (!c->npaths || strcmp(c->paths[c->npaths - 1], f->module)) {
-		char **p = realloc(c->paths, (c->npaths + 1) * sizeof(*p));
-
-		if (!p)
+		if (BB__GROW(&c->paths, &c->pathcap, c->npaths + 1) < 0)
 			return -ENOMEM;
-		c->paths = p;
 		if (!(c->paths[c->npaths] = strdup(f->module)))
 			return -ENOMEM;
 		c->npaths++;

@@ -17,20 +17,20 @@
  * by the library and judged by its header and file owner (header and ring
  * table only, nothing else read), in pid and creation order.
  */
-int bbx_scan(const struct opts *o, struct bb_box_entry **v, size_t *n)
+int bbx_scan(const struct bbx_opts *o, struct bb_box_entry **v, size_t *n)
 {
 	char err[512] = "";
 	int ret = bb_reader_scan(o->dir, v, n, err, sizeof(err));
 
 	if (ret == -ENOMEM) {
 		bbx_msg(NULL, "out of memory");
-		return EXIT_FAILURE_;
+		return BBX_EXIT_FAILURE;
 	}
 	if (ret < 0) {
 		bbx_msg(NULL, "%s", err);
-		return EXIT_NOBOX;
+		return BBX_EXIT_NOBOX;
 	}
-	return EXIT_CLEAN;
+	return BBX_EXIT_CLEAN;
 }
 
 /* Say why an entry is not a box, as opening it would (a box still being
@@ -83,7 +83,7 @@ static const struct {
 	  "boxes of different owners claim this pid: none chosen" },
 };
 
-static void list_one(const struct opts *o, struct bbx_out *out, struct bbx_em *em,
+static void list_one(const struct bbx_opts *o, struct bbx_out *out, struct bbx_em *em,
 		     const struct bb_box_entry *e, uint64_t nowns)
 {
 	const struct bb_box_info *in = &e->info;
@@ -108,7 +108,7 @@ static void list_one(const struct opts *o, struct bbx_out *out, struct bbx_em *e
 	else
 		snprintf(st, sizeof(st), "%s", live);
 
-	if (o->fmt != FMT_TEXT) {
+	if (o->fmt != BBX_FMT_TEXT) {
 		bbx_em_map(em);
 		bbx_em_kv_i64(em, "pid", in->pid);
 		bbx_em_kv_str(em, "comm", in->comm);
@@ -121,8 +121,8 @@ static void list_one(const struct opts *o, struct bbx_out *out, struct bbx_em *e
 		bbx_em_kv_str(em, "clock", bbx_clock_desc(in));
 		bbx_em_kv_str(em, "clock_reason", bbx_clock_reason(in, false));
 		bbx_em_kv_u64(em, "size", in->box_size);
-		bbx_em_kv_u64(em, "rings_used", in->rings_used);
-		bbx_em_kv_u64(em, "ring_count", in->ring_count);
+		bbx_em_kv_u64(em, "streams_used", in->streams_used);
+		bbx_em_kv_u64(em, "stream_count", in->stream_count);
 		bbx_em_kv_u64(em, "used_bytes", in->used_bytes);
 		bbx_em_kv_u64(em, "dropped", dropped);
 		bbx_em_key(em, "created");
@@ -146,7 +146,7 @@ static void list_one(const struct opts *o, struct bbx_out *out, struct bbx_em *e
 	}
 	fmt_size(size, sizeof(size), in->box_size);
 	fmt_size(used, sizeof(used), in->used_bytes);
-	snprintf(rings, sizeof(rings), "%u/%u", in->rings_used, in->ring_count);
+	snprintf(rings, sizeof(rings), "%u/%u", in->streams_used, in->stream_count);
 	bbx_fmt_age(agebuf, sizeof(agebuf), age);
 	/* the first 16 bytes of comm (anyone's bytes), escaped */
 	if (in->comm[0])
@@ -180,7 +180,7 @@ static void list_one(const struct opts *o, struct bbx_out *out, struct bbx_em *e
  * size, and nothing follows a file's apparent size).  Boxes whose claim is
  * in doubt are listed with what is wrong.
  */
-int bbx_list(const struct opts *o, struct bbx_out *out)
+int bbx_list(const struct bbx_opts *o, struct bbx_out *out)
 {
 	struct bb_box_entry *v = NULL;
 	struct timespec now;
@@ -193,9 +193,9 @@ int bbx_list(const struct opts *o, struct bbx_out *out)
 		return code;
 	clock_gettime(CLOCK_REALTIME, &now);
 	nowns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-	bbx_em_init(&em, out, o->fmt == FMT_CBOR);
-	if (o->fmt == FMT_TEXT)
-		bbx_out_str(out, "PID      COMM             LIVENESS           SIZE     RINGS   "
+	bbx_em_init(&em, out, o->fmt == BBX_FMT_CBOR);
+	if (o->fmt == BBX_FMT_TEXT)
+		bbx_out_str(out, "PID      COMM             LIVENESS           SIZE     STREAMS "
 			    "USED     DROPPED  AGE    CLOCK      OWNER    UNIT                     PATH\n");
 	for (size_t i = 0; i < n; i++) {
 		if (v[i].error)
@@ -204,5 +204,5 @@ int bbx_list(const struct opts *o, struct bbx_out *out)
 			list_one(o, out, &em, &v[i], nowns);
 	}
 	bb_reader_scan_free(v);
-	return EXIT_CLEAN;
+	return BBX_EXIT_CLEAN;
 }

@@ -43,11 +43,11 @@ static int env_ms(const char *name, int dflt)
  * far as it is proven, never by the box's bytes alone.  A file: its
  * owner (the kernel's word), or the uid its header names when the file is
  * root's (a copy root made), so root only when both say so.  A box out of
- * a journal entry has no file: journal.c says whose it is (a trusted
+ * a journal entry has no file: journal-box.c says whose it is (a trusted
  * local entry's BB_UID; nobody on a collector, where every field is the
  * uploader's word).
  */
-static uint32_t box_owner(const struct opts *o, const struct bb_box_info *info)
+static uint32_t box_owner(const struct bbx_opts *o, const struct bb_box_info *info)
 {
 	if (o->entry)
 		return o->entry_owner;
@@ -56,13 +56,13 @@ static uint32_t box_owner(const struct opts *o, const struct bb_box_info *info)
 	return info->file_uid ? info->file_uid : info->uid;
 }
 
-static void sym_opts(const struct opts *o, const struct bb_box_info *info,
+static void sym_opts(const struct bbx_opts *o, const struct bb_box_info *info,
 		     struct bbx_sym_opts *so)
 {
 	bbx_sym_opts_init(o, box_owner(o, info), so);
 }
 
-void bbx_sym_opts_init(const struct opts *o, uint32_t owner, struct bbx_sym_opts *so)
+void bbx_sym_opts_init(const struct bbx_opts *o, uint32_t owner, struct bbx_sym_opts *so)
 {
 	const char *test = getenv("BB_EXTRACT_SYMBOL_TEST");
 
@@ -468,7 +468,7 @@ static void struct_crash(struct bbx_em *em, const struct bb_crash *cr, const cha
  * {"type":"crash"} record.  A torn or corrupt crash area is reported as
  * such.
  */
-static int emit_crash(struct ctx *c)
+static int emit_crash(struct bbx_ctx *c)
 {
 	const struct bb_crash *cr = &c->crash;
 	const struct bb_module *mods = NULL;
@@ -484,7 +484,7 @@ static int emit_crash(struct ctx *c)
 	if (cr->status == BB_CRASH_NONE)
 		return 0;
 	if (cr->status != BB_CRASH_COMPLETE) {
-		if (c->opt->fmt == FMT_TEXT) {
+		if (c->opt->fmt == BBX_FMT_TEXT) {
 			char line[256];
 			int n = snprintf(line, sizeof(line), "*** %s\n", cr->problem);
 
@@ -534,7 +534,7 @@ static int emit_crash(struct ctx *c)
 	if (rc)
 		goto out;
 	t[bbx_fmt_time(t, cr->wall_ns)] = '\0';
-	if (c->opt->fmt == FMT_TEXT) {
+	if (c->opt->fmt == BBX_FMT_TEXT) {
 		text_head(c->out, cr, t);
 		bbx_crash_frames_text(c->out, cr, fr, c->opt->raw_names);
 		text_stacks(c->out, &s, fr, c->opt->raw_names);
@@ -557,10 +557,10 @@ out:
 /* One state slot: text "state key=value", or a {"type":"state"} record. */
 static int state_entry(const struct bb_state_entry *e, void *arg)
 {
-	struct ctx *c = arg;
+	struct bbx_ctx *c = arg;
 	char t[BBX_TIME_MAX];
 
-	if (c->opt->fmt == FMT_TEXT) {
+	if (c->opt->fmt == BBX_FMT_TEXT) {
 		char *p = bbx_out_reserve(c->out, 64);
 		int n;
 
@@ -598,7 +598,7 @@ static int state_entry(const struct bb_state_entry *e, void *arg)
 }
 
 /* Crash block, then the state table: before any record. */
-int bbx_preamble(struct ctx *c)
+int bbx_preamble(struct bbx_ctx *c)
 {
 	int rc;
 

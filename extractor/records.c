@@ -47,17 +47,17 @@ size_t bbx_thread_name(char *p, const char *name)
  */
 /* --follow: what a ring lost and how far it got (the summary, the poll
  * period) */
-static void follow_note(struct ctx *c, const struct bb_record *rec)
+static void follow_note(struct bbx_ctx *c, const struct bb_record *rec)
 {
-	if (!c->lost || (rec->ring >= c->nlost && bbx_follow_fit(c, rec->ring + 1)))
+	if (!c->lost || (rec->stream >= c->nlost && bbx_follow_fit(c, rec->stream + 1)))
 		return;
-	c->lost[rec->ring] += rec->gap_before;
-	c->last_pos[rec->ring] = rec->pos;
+	c->lost[rec->stream] += rec->gap_before;
+	c->last_pos[rec->stream] = rec->pos;
 }
 
-/* "-- gap: ring 1, thread 101 (t1): 48 bytes lost between positions 96
+/* "-- gap: stream 1, thread 101 (t1): 48 bytes lost between positions 96
  * and 144" */
-static void text_gap(struct ctx *c, const struct bb_record *rec)
+static void text_gap(struct bbx_ctx *c, const struct bb_record *rec)
 {
 	uint64_t lost = rec->gap_before, from = rec->pos - lost;
 	struct bbx_out *o = c->out;
@@ -65,8 +65,8 @@ static void text_gap(struct ctx *c, const struct bb_record *rec)
 	size_t n = 0;
 
 #define LIT(s) (memcpy(p + n, s, sizeof(s) - 1), n += sizeof(s) - 1)
-	LIT("-- gap: ring ");
-	n += bbx_fmt_u64(p + n, rec->ring);
+	LIT("-- gap: stream ");
+	n += bbx_fmt_u64(p + n, rec->stream);
 	LIT(", thread ");
 	n += bbx_fmt_i64(p + n, rec->tid);
 	LIT(" (");
@@ -82,9 +82,9 @@ static void text_gap(struct ctx *c, const struct bb_record *rec)
 	bbx_out_commit(o, n);
 }
 
-/* {"type":"gap","ring":1,"tid":101,"thread":"t1","lost_bytes":48,
+/* {"type":"gap","stream":1,"tid":101,"thread":"t1","lost_bytes":48,
  *  "from_pos":96,"to_pos":144} */
-static void struct_gap(struct ctx *c, const struct bb_record *rec)
+static void struct_gap(struct bbx_ctx *c, const struct bb_record *rec)
 {
 	struct bbx_em *em = &c->em;
 	uint64_t lost = rec->gap_before, from = rec->pos - lost;
@@ -92,7 +92,7 @@ static void struct_gap(struct ctx *c, const struct bb_record *rec)
 	bbx_em_map(em);
 	bbx_em_key(em, "type");
 	bbx_em_cstr(em, "gap");
-	bbx_em_kv_u64(em, "ring", rec->ring);
+	bbx_em_kv_u64(em, "stream", rec->stream);
 	bbx_em_kv_i64(em, "tid", rec->tid);
 	bbx_em_key(em, "thread");
 	bbx_em_cstr(em, rec->thread_name ? rec->thread_name : "");
@@ -105,7 +105,7 @@ static void struct_gap(struct ctx *c, const struct bb_record *rec)
 
 int bbx_text_record(const struct bb_record *rec, void *arg)
 {
-	struct ctx *c = arg;
+	struct bbx_ctx *c = arg;
 	struct bbx_out *o = c->out;
 	char *p;
 	size_t n = 0;
@@ -150,7 +150,7 @@ int bbx_text_record(const struct bb_record *rec, void *arg)
 
 int bbx_struct_record(const struct bb_record *rec, void *arg)
 {
-	struct ctx *c = arg;
+	struct bbx_ctx *c = arg;
 	struct bbx_em *em = &c->em;
 	if (rec->gap_before) {
 		struct_gap(c, rec);
@@ -162,7 +162,7 @@ int bbx_struct_record(const struct bb_record *rec, void *arg)
 
 	bbx_em_record_start(em, rec->wall_ns, rec->ts, c->with_pid, c->info->pid,
 			    rec->tid, rec->thread_name ? rec->thread_name : "",
-			    rec->ring, bb_tag_name(rec->tag));
+			    rec->stream, bb_tag_name(rec->tag));
 	if (!bbx_em_record_value(em, rec->tag, rec->value, rec->value_len))
 		c->bad_values++;
 	bbx_em_record_end(em, rec->flags & BB_RF_TRUNCATED, rec->flags & BB_RF_IMPORTANT);

@@ -58,9 +58,9 @@ const char *bbx_clock_reason(const struct bb_box_info *in, bool text)
 static const char *ring_kind_name(uint32_t k)
 {
 	switch (k) {
-	case BB_RING_PRIVATE:   return "private";
-	case BB_RING_SHARED:    return "shared";
-	case BB_RING_IMPORTANT: return "important";
+	case BB_STREAM_THREAD:   return "private";
+	case BB_STREAM_SHARED:    return "shared";
+	case BB_STREAM_IMPORTANT: return "important";
 	default:                return "unknown";
 	}
 }
@@ -68,15 +68,15 @@ static const char *ring_kind_name(uint32_t k)
 static const char *ring_claim_name(uint32_t s)
 {
 	switch (s) {
-	case BB_RING_FREE:    return "free";
-	case BB_RING_OWNED:   return "owned";
-	case BB_RING_RETIRED: return "retired";
+	case BB_STREAM_FREE:    return "free";
+	case BB_STREAM_OWNED:   return "owned";
+	case BB_STREAM_RETIRED: return "retired";
 	default:              return "unknown";
 	}
 }
 
 /* Rings that were used or where something happened. */
-static bool ring_worth_reporting(const struct bb_ring_stats *st)
+static bool ring_worth_reporting(const struct bb_stream_stats *st)
 {
 	return st->tid || st->read || st->torn || st->overwritten ||
 	       st->corrupt || st->skipped_bytes;
@@ -85,7 +85,7 @@ static bool ring_worth_reporting(const struct bb_ring_stats *st)
 /* Damage: anything that could not be proven intact and is not the ring's
  * normal contract (overwritten) or the owner's death (torn record, torn
  * crash area, a state slot left busy). */
-bool bbx_is_damaged(const struct ctx *c, const struct bb_ring_stats *tot)
+bool bbx_is_damaged(const struct bbx_ctx *c, const struct bb_stream_stats *tot)
 {
 	return tot->corrupt || tot->skipped_bytes || c->bad_values ||
 	       c->crash.status == BB_CRASH_CORRUPT || c->state.corrupt;
@@ -105,11 +105,11 @@ void bbx_unit_struct(struct bbx_em *em, const struct bb_box_info *in)
 		bbx_em_kv_str(em, "cgroup", in->cgroup);
 }
 
-void bbx_summary_struct(struct ctx *c, int live, int code)
+void bbx_summary_struct(struct bbx_ctx *c, int live, int code)
 {
 	const struct bb_box_info *in = c->info;
 	struct bbx_em *em = &c->em;
-	struct bb_ring_stats tot, st;
+	struct bb_stream_stats tot, st;
 	char t[BBX_TIME_MAX], ver[16];
 	uint32_t i;
 
@@ -145,8 +145,8 @@ void bbx_summary_struct(struct ctx *c, int live, int code)
 	bbx_em_kv_str(em, "format", ver);
 	bbx_em_kv_u64(em, "box_size", in->box_size);
 	bbx_em_kv_u64(em, "ring_size", in->ring_size);
-	bbx_em_kv_u64(em, "ring_count", in->ring_count);
-	bbx_em_kv_u64(em, "rings_used", in->rings_used);
+	bbx_em_kv_u64(em, "stream_count", in->stream_count);
+	bbx_em_kv_u64(em, "streams_used", in->streams_used);
 
 	bbx_em_kv_u64(em, "records", tot.read);
 	bbx_em_kv_u64(em, "torn", tot.torn);
@@ -182,17 +182,17 @@ void bbx_summary_struct(struct ctx *c, int live, int code)
 	bbx_em_end(em);
 	bbx_em_kv_u64(em, "truncated", in->truncated);
 
-	bbx_em_key(em, "rings");
+	bbx_em_key(em, "streams");
 	bbx_em_array(em);
-	for (i = 0; i < in->ring_count; i++) {
-		const struct bb_ring_stats *p = bb_reader_ring_stats(c->r, i);
+	for (i = 0; i < in->stream_count; i++) {
+		const struct bb_stream_stats *p = bb_reader_stream_stats(c->r, i);
 
 		if (!p || !ring_worth_reporting(p))
 			continue;
 		st = *p;
 		st.thread_name[sizeof(st.thread_name) - 1] = '\0';
 		bbx_em_map(em);
-		bbx_em_kv_u64(em, "ring", i);
+		bbx_em_kv_u64(em, "stream", i);
 		bbx_em_kv_str(em, "kind", ring_kind_name(st.kind));
 		bbx_em_kv_str(em, "claim", ring_claim_name(st.claim));
 		bbx_em_kv_i64(em, "tid", st.tid);
@@ -219,10 +219,10 @@ void bbx_summary_struct(struct ctx *c, int live, int code)
 	bbx_em_eol(em);
 }
 
-void bbx_summary_text(struct ctx *c, int live)
+void bbx_summary_text(struct bbx_ctx *c, int live)
 {
 	const struct bb_box_info *in = c->info;
-	struct bb_ring_stats tot, st;
+	struct bb_stream_stats tot, st;
 	char sig[32] = "", owner[512] = "";
 	uint32_t i;
 
@@ -236,19 +236,19 @@ void bbx_summary_text(struct ctx *c, int live)
 		snprintf(owner, sizeof(owner), " (%s)", c->opt->entry_proof);
 	else if (in->file_uid != in->uid) /* --any-owner: whose file it really is */
 		snprintf(owner, sizeof(owner), " (file owner uid %u)", in->file_uid);
-	bbx_msg(in->path, "pid %d (%s) uid %u%s, %s%s; format %u.%u, %u of %u rings used; "
+	bbx_msg(in->path, "pid %d (%s) uid %u%s, %s%s; format %u.%u, %u of %u streams used; "
 	    "clock %s (%s); crash record %s",
 	    (int)in->pid, in->comm, in->uid, owner, bb_liveness_name(live), sig,
-	    in->version_major, in->version_minor, in->rings_used, in->ring_count,
+	    in->version_major, in->version_minor, in->streams_used, in->stream_count,
 	    bbx_clock_desc(in), bbx_clock_reason(in, true), bb_crash_status_name(c->crash.status));
-	for (i = 0; i < in->ring_count; i++) {
-		const struct bb_ring_stats *p = bb_reader_ring_stats(c->r, i);
+	for (i = 0; i < in->stream_count; i++) {
+		const struct bb_stream_stats *p = bb_reader_stream_stats(c->r, i);
 
 		if (!p || !ring_worth_reporting(p))
 			continue;
 		st = *p;
 		st.thread_name[sizeof(st.thread_name) - 1] = '\0';
-		bbx_msg(in->path, "ring %u %s tid %d (%s): %llu read, %llu torn, "
+		bbx_msg(in->path, "stream %u %s tid %d (%s): %llu read, %llu torn, "
 		    "%llu overwritten, %llu corrupt (%llu by CRC), %llu bytes skipped%s%s",
 		    i, ring_kind_name(st.kind), (int)st.tid, st.thread_name,
 		    (unsigned long long)st.read, (unsigned long long)st.torn,
@@ -280,13 +280,13 @@ void bbx_summary_text(struct ctx *c, int live)
 	    (unsigned long long)in->dropped_important,
 	    (unsigned long long)in->truncated);
 	for (i = 0; c->lost && i < c->nlost; i++) {
-		const struct bb_ring_stats *p = bb_reader_ring_stats(c->r, i);
+		const struct bb_stream_stats *p = bb_reader_stream_stats(c->r, i);
 
 		if (!c->lost[i] || !p)
 			continue;
 		st = *p;
 		st.thread_name[sizeof(st.thread_name) - 1] = '\0';
-		bbx_msg(in->path, "ring %u %s tid %d (%s): %llu bytes of records lost while "
+		bbx_msg(in->path, "stream %u %s tid %d (%s): %llu bytes of records lost while "
 		    "following: overwritten before they could be read", i,
 		    ring_kind_name(st.kind), (int)st.tid, st.thread_name,
 		    (unsigned long long)c->lost[i]);

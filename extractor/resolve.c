@@ -31,6 +31,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "../shared/grow.h"
 #include "../shared/hex.h"
 #include "demangle.h"
 #include "resolve.h"
@@ -604,15 +605,8 @@ static void cu_ranges(Dwarf *dw)
 				cus.capped = true;
 				goto sort;
 			}
-			if (cus.n == cap) {
-				size_t ncap = cap ? 2 * cap : 64;
-				struct cu_range *r = realloc(cus.r, ncap * sizeof(*r));
-
-				if (!r)
-					goto sort;
-				cus.r = r;
-				cap = ncap;
-			}
+			if (BB__GROW(&cus.r, &cap, cus.n + 1) < 0)
+				goto sort;
 			cus.r[cus.n++] = (struct cu_range){ lo, hi, die };
 		}
 	}

@@ -26,6 +26,7 @@
 
 #include <blackbox.h>
 
+#include "../shared/grow.h"
 #include "extract.h"
 
 /* Ring index -> entry: not looked at yet, a shared ring (records by tid). */
@@ -41,15 +42,8 @@ static struct bbx_thr *thr_add(struct bbx_threads *t, uint32_t ring, int32_t tid
 {
 	struct bbx_thr *e;
 
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 16;
-		struct bbx_thr *v = realloc(t->v, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		t->v = v;
-		t->cap = cap;
-	}
+	if (BB__GROW(&t->v, &t->cap, t->n + 1) < 0)
+		return NULL;
 	e = &t->v[t->n++];
 	memset(e, 0, sizeof(*e));
 	e->ring = ring;
@@ -66,23 +60,21 @@ static struct bbx_thr *thr_of(struct bbx_threads *t, struct bb_reader *r,
 {
 	int32_t k;
 
-	if (rec->ring >= t->nrings) {
-		uint32_t n = rec->ring + 16;
-		int32_t *m = realloc(t->by_ring, n * sizeof(*m));
+	if (rec->stream >= t->nrings) {
+		size_t n = t->nrings;
 
-		if (!m)
+		if (BB__GROW(&t->by_ring, &n, (size_t)rec->stream + 1) < 0)
 			return NULL;
-		for (uint32_t i = t->nrings; i < n; i++)
-			m[i] = THR_UNSEEN;
-		t->by_ring = m;
+		for (size_t i = t->nrings; i < n; i++)
+			t->by_ring[i] = THR_UNSEEN;
 		t->nrings = n;
 	}
-	k = t->by_ring[rec->ring];
+	k = t->by_ring[rec->stream];
 	if (k == THR_UNSEEN) {
-		const struct bb_ring_stats *st = bb_reader_ring_stats(r, rec->ring);
+		const struct bb_stream_stats *st = bb_reader_stream_stats(r, rec->stream);
 
-		if (st && st->kind == BB_RING_PRIVATE) {
-			struct bbx_thr *e = thr_add(t, rec->ring, rec->tid, rec->thread_name,
+		if (st && st->kind == BB_STREAM_THREAD) {
+			struct bbx_thr *e = thr_add(t, rec->stream, rec->tid, rec->thread_name,
 						    st->claim);
 
 			if (!e)
@@ -91,7 +83,7 @@ static struct bbx_thr *thr_of(struct bbx_threads *t, struct bb_reader *r,
 		} else {
 			k = THR_SHARED;
 		}
-		t->by_ring[rec->ring] = k;
+		t->by_ring[rec->stream] = k;
 	}
 	if (k >= 0)
 		return &t->v[k];
@@ -102,7 +94,7 @@ static struct bbx_thr *thr_of(struct bbx_threads *t, struct bb_reader *r,
 			return &t->v[i];
 	{
 		struct bbx_thr *e = thr_add(t, UINT32_MAX, rec->tid, rec->thread_name,
-					    BB_RING_OWNED);
+					    BB_STREAM_OWNED);
 
 		if (e)
 			e->shared_only = true;
@@ -174,7 +166,7 @@ static bool thr_merge_into(struct bbx_thr *to, struct bbx_thr *from)
 static int thr_cmp(const void *a, const void *b)
 {
 	const struct bbx_thr *x = a, *y = b;
-	int gx = x->claim == BB_RING_RETIRED, gy = y->claim == BB_RING_RETIRED;
+	int gx = x->claim == BB_STREAM_RETIRED, gy = y->claim == BB_STREAM_RETIRED;
 
 	if (gx != gy)
 		return gx - gy;
@@ -194,11 +186,11 @@ int bbx_threads_finish(struct bbx_threads *t, struct bb_reader *r)
 
 	/* logs (and 2.x private rings) that hold no record: a thread that
 	 * only called bb_thread_init(), or whose records are all gone */
-	for (uint32_t i = 0; i < in->ring_count; i++) {
-		const struct bb_ring_stats *st = bb_reader_ring_stats(r, i);
+	for (uint32_t i = 0; i < in->stream_count; i++) {
+		const struct bb_stream_stats *st = bb_reader_stream_stats(r, i);
 		char name[16];
 
-		if (!st || st->kind != BB_RING_PRIVATE || st->claim == BB_RING_FREE ||
+		if (!st || st->kind != BB_STREAM_THREAD || st->claim == BB_STREAM_FREE ||
 		    (i < t->nrings && t->by_ring[i] != THR_UNSEEN))
 			continue;
 		memcpy(name, st->thread_name, sizeof(name));
@@ -218,7 +210,7 @@ int bbx_threads_finish(struct bbx_threads *t, struct bb_reader *r)
 
 			if (l->shared_only || l->tid != s->tid)
 				continue;
-			if (!best || (l->claim == BB_RING_OWNED && best->claim != BB_RING_OWNED) ||
+			if (!best || (l->claim == BB_STREAM_OWNED && best->claim != BB_STREAM_OWNED) ||
 			    (l->claim == best->claim && l->ring > best->ring))
 				best = l;
 		}
@@ -311,7 +303,7 @@ static uint64_t thr_age(const struct bbx_threads *t, const struct bbx_thr *e)
 
 static const char *thr_state(const struct bbx_thr *e)
 {
-	return e->shared_only ? "shared" : e->claim == BB_RING_RETIRED ? "exited" : "running";
+	return e->shared_only ? "shared" : e->claim == BB_STREAM_RETIRED ? "exited" : "running";
 }
 
 /* ---- output ----------------------------------------------------------------- */
@@ -335,7 +327,7 @@ void bbx_threads_struct(struct bbx_em *em, const struct bbx_threads *t)
 		bbx_em_kv_str(em, "thread", e->name);
 		bbx_em_kv_str(em, "state", thr_state(e));
 		if (!e->shared_only)
-			bbx_em_kv_u64(em, "ring", e->ring);
+			bbx_em_kv_u64(em, "stream", e->ring);
 		bbx_em_kv_u64(em, "records", e->records);
 		if (e->has_last) {
 			uint64_t age = thr_age(t, e);
@@ -443,12 +435,12 @@ static void threads_text(struct bbx_out *out, const struct bb_box_info *in, int 
 
 /* bb-extract --threads: walk the box once, print the table (or, with
  * --json / --cbor, one map {"threads": ...}).  Returns an exit code. */
-int bbx_threads_main(const struct opts *o, struct bbx_out *out, struct bb_reader *r, int live)
+int bbx_threads_main(const struct bbx_opts *o, struct bbx_out *out, struct bb_reader *r, int live)
 {
 	const struct bb_box_info *in = bb_reader_info(r);
 	struct bbx_threads t = { .r = r };
 	struct bb_crash crash;
-	struct bb_ring_stats tot;
+	struct bb_stream_stats tot;
 	int ret;
 
 	ret = bb_reader_walk(r, 0, bbx_threads_walk_cb, &t);
@@ -458,16 +450,16 @@ int bbx_threads_main(const struct opts *o, struct bbx_out *out, struct bb_reader
 		bbx_msg(in->path, "%s", ret == -ENOMEM ? "out of memory" : ret == -ESTALE ?
 			"box changed size while being read" : strerror(-ret));
 		bbx_threads_free(&t);
-		return ret == -ENOMEM ? EXIT_FAILURE_ : EXIT_NOBOX;
+		return ret == -ENOMEM ? BBX_EXIT_FAILURE : BBX_EXIT_NOBOX;
 	}
 	bb_reader_crash(r, &crash);
 	bbx_threads_ref(&t, in, live, &crash);
-	if (o->fmt == FMT_TEXT) {
+	if (o->fmt == BBX_FMT_TEXT) {
 		threads_text(out, in, live, &t);
 	} else {
 		struct bbx_em em;
 
-		bbx_em_init(&em, out, o->fmt == FMT_CBOR);
+		bbx_em_init(&em, out, o->fmt == BBX_FMT_CBOR);
 		bbx_em_map(&em);
 		bbx_em_kv_i64(&em, "pid", in->pid);
 		bbx_em_kv_str(&em, "comm", in->comm);
@@ -478,7 +470,7 @@ int bbx_threads_main(const struct opts *o, struct bbx_out *out, struct bb_reader
 	}
 	bbx_threads_free(&t);
 	bb_reader_total_stats(r, &tot);
-	return tot.corrupt || tot.skipped_bytes ? EXIT_DAMAGED : EXIT_CLEAN;
+	return tot.corrupt || tot.skipped_bytes ? BBX_EXIT_DAMAGED : BBX_EXIT_CLEAN;
 }
 
 int bbx_threads_walk_cb(const struct bb_record *rec, void *arg)

@@ -78,7 +78,7 @@ static void areas(struct bb_reader *r)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct bb_ring_stats sum;
+	struct bb_stream_stats sum;
 	struct bb_reader *r;
 	char err[256];
 

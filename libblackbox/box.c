@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * box.c - creating, mapping and closing a box; segments: a thread's
- * first write, taking the next segment, thread exit; the shared ring's
- * lock; making room in a ring; atexit and fork handling.
+ * box.c - creating, mapping and closing a box; thread exit, atexit and
+ * fork handling; the slow paths of a write: a thread's first write (the
+ * segment allocator's bb__seg_join(), segment.c), the shared ring's lock,
+ * making room in a sink.
  *
  * Everything here is the slow path.  The fast path is writer.h + write.c.
  */
@@ -22,6 +23,7 @@
 
 #include "text.h"
 #include "unit.h"
+#include "segment.h"
 #include "writer.h"
 
 /* The format's layout is pinned in <blackbox/format.h>. */
@@ -45,16 +47,16 @@ BB_EXPORT struct bb__box *bb__box;
 BB_EXPORT __thread struct bb__tls bb__tls __attribute__((tls_model("initial-exec")));
 
 /* The fast-path ABI: the library's structs begin with the parts the inline
- * path reads, and struct bb__ring is the public one (<blackbox/inline.h>). */
+ * path reads, and struct bb__sink is the public one (<blackbox/inline.h>). */
 _Static_assert(offsetof(struct bb__box, f) == 0, "bb__box must begin with bb__fast_box");
 _Static_assert(offsetof(struct bb__tls, f) == 0, "bb__tls must begin with bb__fast_tls");
 _Static_assert(sizeof(struct bb__fast_box) == 20 && offsetof(struct bb__fast_box, room) == 16,
 	       "fast path v1: struct bb__fast_box layout changed");
 _Static_assert(sizeof(struct bb__fast_tls) == 16 && offsetof(struct bb__fast_tls, depth) == 12,
 	       "fast path v1: struct bb__fast_tls layout changed");
-_Static_assert(sizeof(struct bb__ring) == 64 && offsetof(struct bb__ring, tail) == 32 &&
-	       offsetof(struct bb__ring, segmask) == 40,
-	       "fast path v1: struct bb__ring layout changed");
+_Static_assert(sizeof(struct bb__sink) == 64 && offsetof(struct bb__sink, tail) == 32 &&
+	       offsetof(struct bb__sink, segmask) == 40,
+	       "fast path v1: struct bb__sink layout changed");
 /* The inline kv paths write values of up to BB__INLINE_VALUE_MAX bytes
  * without a room test (bb__fast_begin() tests only above BB__ROOM_MIN). */
 _Static_assert(BB__ROOM_MIN >= BB__INLINE_VALUE_MAX,
@@ -81,11 +83,9 @@ static pid_t bb__gettid(void)
 
 /* ---- thread exit and fork ---------------------------------------------- */
 
-static void bb__seg_exit(struct bb__box *box, struct bb__tls *t);
-
 /*
  * TLS destructor: seal this thread's current segment and retire its slot
- * (box.c "Segments").  Its segments stay readable, and stay its log's,
+ * (segment.c).  Its segments stay readable, and stay its log's,
  * until threads that need one take them.  Writes made after this (by
  * later destructors) go to the shared ring.
  */
@@ -95,12 +95,21 @@ static void bb__thread_exit(void *arg)
 	struct bb__box *box = BB__LOAD_ACQUIRE(&bb__box);
 
 	(void)arg;
-	if (box && t->f.ring && t->f.gen == box->f.gen && t->f.depth == 0)
+	if (box && t->f.window && t->f.gen == box->f.gen && t->f.depth == 0)
 		bb__seg_exit(box, t);
-	t->f.ring = NULL;
+	t->f.window = NULL;
 	t->exited = true;
 	/* Unmap the alternate signal stack bb__seg_join() gave us (crash.c). */
 	bb__crash_thread_exit(t);
+}
+
+/* bb__thread_watch - have bb__thread_exit() run at this thread's exit
+ * (the TLS key's value: any non-NULL; @box).  Called on a thread's first
+ * write (bb__seg_join()) and by bb_thread_init(). */
+void bb__thread_watch(struct bb__box *box)
+{
+	if (bb__g.key_ok)
+		pthread_setspecific(bb__g.key, box);
 }
 
 static void bb__unmap(struct bb__box *box)
@@ -126,7 +135,7 @@ static void bb__atfork_child(void)
 	struct bb__box *box = bb__box;
 
 	bb__box = NULL;
-	bb__tls.f.ring = NULL;
+	bb__tls.f.window = NULL;
 	bb__tls.f.gen = 0;
 	bb__tls.tid = 0;
 	bb__tls.named = false;
@@ -260,7 +269,7 @@ static uint64_t bb__round_up(uint64_t v, uint64_t a)
  * Thread slots for @n segments: twice as many.  A slot holds a thread's
  * log while the log holds a segment, its thread's life and after: when
  * every segment is held by a different exited thread, as many threads
- * again can join and take them over (box.c "Segments").
+ * again can join and take them over (segment.c).
  */
 static uint32_t bb__slots(uint32_t n)
 {
@@ -438,7 +447,7 @@ static int bb__map_rings(struct bb__box *box, int fd, const struct bb__layout *l
 	for (uint32_t i = 0; i < BB__RINGS; i++) {
 		uint8_t *at = box->reserve + 2 * c * i;
 		off_t off = (off_t)(l->data_off + c * i);
-		struct bb__ring *r = &box->rings[i];
+		struct bb__sink *r = &box->rings[i];
 
 		/* The same file range twice, back to back: a record that
 		 * wraps is contiguous in memory (docs/DESIGN.md §2). */
@@ -464,19 +473,19 @@ static int bb__map_rings(struct bb__box *box, int fd, const struct bb__layout *l
 }
 
 /* The process-local box, its windows and the rings' mark tables in one
- * block, aligned as struct bb__ring is, to a cache line (<blackbox/inline.h>:
+ * block, aligned as struct bb__sink is, to a cache line (<blackbox/inline.h>:
  * false sharing between the windows of different threads). */
 static struct bb__box *bb__box_alloc(const struct bb__layout *l)
 {
-	size_t wins = sizeof(struct bb__box) + (size_t)l->nslots * sizeof(struct bb__ring);
+	size_t wins = sizeof(struct bb__box) + (size_t)l->nslots * sizeof(struct bb__sink);
 	size_t sz = wins + BB__RINGS * BB__MARKS * sizeof(uint64_t);
 	struct bb__box *box;
 	void *mem;
 
-	if (posix_memalign(&mem, _Alignof(struct bb__ring), sz))
+	if (posix_memalign(&mem, _Alignof(struct bb__sink), sz))
 		return NULL;
 	box = memset(mem, 0, sz);
-	box->windows = (struct bb__ring *)(void *)((uint8_t *)mem + sizeof(struct bb__box));
+	box->windows = (struct bb__sink *)(void *)((uint8_t *)mem + sizeof(struct bb__box));
 	box->marks = (uint64_t *)(void *)((uint8_t *)mem + wins);
 	return box;
 }
@@ -737,7 +746,7 @@ BB_EXPORT int bb_close(void)
 		bb__remove(box);
 	}
 	bb__unmap(box);
-	bb__tls.f.ring = NULL;
+	bb__tls.f.window = NULL;
 	return 0;
 }
 
@@ -792,348 +801,6 @@ int bb__nobox(void)
 	return -ENODEV;
 }
 
-/* ---- segments (docs/FORMAT.md §13, docs/DESIGN.md §3) ------------------- */
-
-/*
- * A thread writes its records into its log: a chain of segments taken as
- * it writes.  The fast path appends to the thread's current segment
- * through its window (struct bb__ring, <blackbox/inline.h>) with no
- * atomic instruction and nothing shared with another thread; only a full
- * segment comes here (bb__ring_make_room() on a window), for the next one.
- *
- * Who holds what.  A segment's owner word (own: state, generation, log
- * id) says whose it is: OPEN, the current segment of its log (written,
- * never taken), or SEALED (its log moved on, or its thread exited: it may
- * be taken).  A thread slot's queue word names its log's oldest segment
- * and that segment's ordinal; the log's segments follow by next up to
- * the current one.  Only the log's thread appends (it links the old
- * current to the new one, then seals the old one with release); anyone
- * pops the oldest with one compare-and-swap of the queue word, which is
- * what makes a popped segment theirs: two threads popping, or a thread
- * popping while the owner recycles its own oldest, never both win.  The
- * ordinal in the queue word changes with every pop, so a stale value
- * never matches (no ABA short of 2^32 pops of one slot).  The current
- * segment is never popped: it is OPEN, and a pop takes only a SEALED one.
- *
- * Taking a segment: the free pool (segments never used, a bump counter)
- * first; else a thread holding 2 or more recycles its own oldest (no
- * contention: its queue is its own); else it steals the oldest segment of
- * the log holding the most: an exited thread's (any), or a live one's that
- * would keep more than the thief (so a live thread keeps its current and
- * previous segment against any thread holding one); else a thread with a
- * segment starts it over in place (its history lost, counted); a thread
- * with none writes to the shared ring (counted).  docs/DESIGN.md §10 says
- * why.
- *
- * Handing a segment over (bb__seg_take()) is a seqlock write: the owner
- * word goes CLAIMING with the next generation, a release fence, the
- * descriptor's start, head and names, the owner word OPEN with release,
- * and only then the first record.  A reader compares the owner word
- * before and after its copy (ring.h, reader_snapshot.c).
- */
-
-/* Segment @i's descriptor. */
-static inline struct bb_seg_desc *bb__seg(struct bb__box *box, uint32_t i)
-{
-	return &box->segs[i];
-}
-
-/* How many segments the log of slot @s holds: its current ordinal less its
- * oldest's, plus one (0: none).  A snapshot of two words: a guide for
- * choosing, never trusted for ownership. */
-static uint32_t bb__slot_held(const struct bb_thread_slot *s)
-{
-	/* Acquire pairs with the release of the compare-and-swap that last
-	 * popped from the queue (or the owner's first push): cur_ord is then
-	 * at least as new as that pop's view. */
-	uint64_t q = BB__LOAD_ACQUIRE(&s->queue);
-
-	if (BB_QUEUE_IDX(q) == BB_SEG_NONE)
-		return 0;
-	return BB__LOAD_RELAXED(&s->cur_ord) - BB_QUEUE_ORD(q) + 1;
-}
-
-/*
- * bb__seg_pop - pop the oldest segment of slot @s's log, whose queue word
- * the caller loaded with acquire as @q (the acquire pairs with the release
- * of the pop, a compare-and-swap, or the owner's first push, that stored
- * it: the segment it names had become the log's, and was OPEN at least,
- * before).  Returns its index, and its owner word in *@own, or
- * BB_SEG_NONE when it may not be taken (it is the log's current one) or
- * another thread popped first.  The segment is then the caller's alone:
- * no queue names it any more.
- */
-static inline __attribute__((always_inline))
-uint32_t bb__seg_pop(struct bb__box *box, struct bb_thread_slot *s, uint64_t q, uint64_t *own)
-{
-	const uint32_t nsegs = box->nsegs;
-	struct bb_seg_desc *const segs = box->segs;
-	uint32_t o = BB_QUEUE_IDX(q), m;
-	uint64_t w;
-
-	if (o >= nsegs)
-		return BB_SEG_NONE;
-	/* Acquire: pairs with the owner's release store of SEALED, which
-	 * follows its store of next (bb__seg_use()). */
-	w = BB__LOAD_ACQUIRE(&segs[o].own);
-	if (BB_SEG_STATE(w) != BB_SEG_SEALED || BB_SEG_LOG(w) != BB__LOAD_RELAXED(&s->log))
-		return BB_SEG_NONE;
-	m = BB__LOAD_RELAXED(&segs[o].next);
-	if (m >= nsegs)
-		m = BB_SEG_NONE;  /* the last segment of an exited thread's log */
-	/* Acquire and release: the winner owns o (acquire: after the owner's
-	 * last stores to it), and the next popper, whose acquire load reads
-	 * the new word, sees what we saw of m (release).  A stale q (another
-	 * pop since) fails. */
-	if (!BB__CAS_ACQ_REL(&s->queue, &q, BB_QUEUE(m, BB_QUEUE_ORD(q) + 1)))
-		return BB_SEG_NONE;
-	*own = w;
-	return o;
-}
-
-/*
- * bb__seg_use - hand segment @i (owner word @own, ours: from the pool or a
- * pop, or our own current @c over again) to this thread's log at log
- * position @start, ordinal @ord; make it the current one; point the window
- * at it.
- *
- * The hand-over is a seqlock write (see above): the CLAIMING word, a
- * release fence, the descriptor, the OPEN word with release.  A reader
- * that copied any byte we write from the fence on sees the new word after
- * its acquire fence, and drops the copy.  Then the link: the old current
- * @c gets next = i, then is SEALED with release (it may be taken from then
- * on: a popper's acquire load of the SEALED word sees next); without one
- * (the log's first) the queue names i, with release (a popper's acquire
- * load sees i OPEN).  The window: data + pos is the record at pos (the
- * segment's bytes less @start), and a record fits while it ends inside
- * the segment (<blackbox/inline.h>).
- */
-static inline __attribute__((always_inline))
-void bb__seg_use(struct bb__box *box, struct bb__tls *t, uint32_t c, uint32_t i,
-		 uint64_t own, uint64_t start, uint32_t ord)
-{
-	/* The thread's fields in registers: the stores below could alias
-	 * them as far as the compiler knows. */
-	const uint32_t log = t->log, slot = t->slot;
-	const uint64_t cur = t->own;
-	struct bb_seg_desc *d = bb__seg(box, i);
-	struct bb_thread_slot *s = &box->slots[slot];
-	struct bb__ring *w = &box->windows[slot];
-	uint32_t gen = BB_SEG_GEN(own) + 1;
-	uint64_t open = BB_SEG_OWN(BB_SEG_OPEN, gen, log);
-
-	BB__STORE_RELAXED(&d->own, BB_SEG_OWN(BB_SEG_CLAIMING, gen, log));
-	/* Orders the CLAIMING word before every store below, the records
-	 * included.  Pairs with a reader's acquire fence before it reads the
-	 * owner word again (ring.h bb__ring_read(), reader_snapshot.c). */
-	BB__FENCE_RELEASE();
-	BB__STORE_RELAXED(&d->start, start);
-	BB__STORE_RELAXED(&d->head, start);
-	BB__STORE_RELAXED(&d->ord, ord);
-	BB__STORE_RELAXED(&d->next, BB_SEG_NONE);
-	if (BB_SEG_LOG(own) != log) {
-		/* not one of our own: say whose it is now (descriptive,
-		 * under the seqlock like the rest) */
-		BB__STORE_RELAXED(&d->tid, t->tid);
-		BB__STORE_RELAXED(&d->slot, slot);
-		memcpy(d->thread_name, t->name, sizeof(d->thread_name));
-	}
-	/* Release: a reader (or a popper) that loads OPEN with acquire sees
-	 * the descriptor above. */
-	BB__STORE_RELEASE(&d->own, open);
-	if (c != i) {
-		BB__STORE_RELAXED(&s->cur_ord, ord);
-		BB__STORE_RELAXED(&s->current, i);
-		if (c == BB_SEG_NONE) {
-			BB__STORE_RELEASE(&s->queue, BB_QUEUE(i, ord));
-		} else {
-			struct bb_seg_desc *o = bb__seg(box, c);
-
-			BB__STORE_RELAXED(&o->next, i);
-			BB__STORE_RELEASE(&o->own, BB_SEG_OWN(BB_SEG_SEALED, BB_SEG_GEN(cur), log));
-		}
-	}
-	t->seg = i;
-	t->ord = ord;
-	t->own = open;
-	w->pub = &d->head;
-	w->data = (uint8_t *)((uintptr_t)(box->segdata + (size_t)i * box->seg_size) -
-			      (uintptr_t)start);
-	w->head = start;
-	w->tail = start + box->seg_size - (BB__WINDOW_MASK + 1);
-}
-
-/*
- * bb__seg_steal - pop the oldest segment of the log that holds the most,
- * for a thread holding @held: an exited thread's log (any segment of it),
- * or a live one's holding at least @held + 2 (it keeps more than we will
- * have); ties go to the exited.  A few rounds, since another thread may
- * pop first.  BB_SEG_NONE when nothing may be taken.
- */
-static uint32_t bb__seg_steal(struct bb__box *box, struct bb__tls *t, uint32_t held,
-			      uint64_t *own)
-{
-	for (int round = 0; round < 4; round++) {
-		uint32_t best = BB_SEG_NONE, best_n = 0, i;
-		bool best_exited = false;
-
-		for (uint32_t k = 0; k < box->nslots; k++) {
-			struct bb_thread_slot *s = &box->slots[k];
-			uint32_t claim = BB__LOAD_RELAXED(&s->claim), n;
-			bool exited = claim == BB_RING_RETIRED;
-
-			if (k == t->slot || (claim != BB_RING_OWNED && !exited))
-				continue;
-			n = bb__slot_held(s);
-			if (n > box->nsegs || !n || (!exited && n < held + 2))
-				continue;
-			if (n > best_n || (n == best_n && exited && !best_exited)) {
-				best = k;
-				best_n = n;
-				best_exited = exited;
-			}
-		}
-		if (best == BB_SEG_NONE)
-			return BB_SEG_NONE;
-		i = bb__seg_pop(box, &box->slots[best], BB__LOAD_ACQUIRE(&box->slots[best].queue),
-				own);
-		if (i != BB_SEG_NONE)
-			return i;
-	}
-	return BB_SEG_NONE;
-}
-
-/*
- * bb__seg_next - the next segment for this thread's log, whose current
- * one is @c (BB_SEG_NONE: none yet), from log position @start: the free
- * pool, then our own oldest (when it is not @c: we hold 2 or more), then
- * a steal, then @c over again.  Returns false (nothing changed) when
- * there is nothing to take and no @c.  Counters: statistics, relaxed.
- */
-static __attribute__((noinline))
-bool bb__seg_next(struct bb__box *box, struct bb__tls *t, uint32_t c, uint64_t start)
-{
-	struct bb_thread_slot *s = &box->slots[t->slot];
-	uint32_t ord = c == BB_SEG_NONE ? BB_QUEUE_ORD(BB__LOAD_RELAXED(&s->queue)) : t->ord + 1;
-	uint32_t i, held = c == BB_SEG_NONE ? 0 : 1;
-	uint64_t own = 0;
-
-	/* The pool: never-used segments, handed out once each.  Relaxed:
-	 * the counter orders nothing (a fresh segment is all zeros); the
-	 * load first keeps a drained pool from counting past the end. */
-	if (bb_unlikely(BB__LOAD_RELAXED(&box->hdr->seg_next) < box->nsegs)) {
-		uint64_t k = BB__FETCH_ADD(&box->hdr->seg_next, 1);
-
-		if (k < box->nsegs) {
-			bb__seg_use(box, t, c, (uint32_t)k, 0, start, ord);
-			return true;
-		}
-	}
-	/* Our own oldest, unless it is our current one.  Acquire: see
-	 * bb__seg_pop(). */
-	for (int tries = 0; c != BB_SEG_NONE && tries < 8; tries++) {
-		uint64_t q = BB__LOAD_ACQUIRE(&s->queue);
-
-		if (BB_QUEUE_IDX(q) == c)
-			break;
-		i = bb__seg_pop(box, s, q, &own);
-		if (bb_likely(i != BB_SEG_NONE)) {
-			bb__seg_use(box, t, c, i, own, start, ord);
-			return true;
-		}
-		held = 2; /* we held more, and someone took our oldest */
-	}
-	if (held == 2)
-		held = bb__slot_held(s);
-	i = bb__seg_steal(box, t, held, &own);
-	if (i != BB_SEG_NONE) {
-		BB__FETCH_ADD(&box->hdr->seg_stolen, 1);
-		bb__seg_use(box, t, c, i, own, start, ord);
-		return true;
-	}
-	if (c == BB_SEG_NONE)
-		return false;
-	/* Nothing to take: start our own segment over. */
-	BB__FETCH_ADD(&box->hdr->seg_restarted, 1);
-	bb__seg_use(box, t, c, c, t->own, start, t->ord);
-	return true;
-}
-
-/*
- * bb__seg_join - this thread's first write in this box: a thread slot (a
- * free one, or an exited thread's whose log holds nothing), a log id and
- * a first segment.  Returns its window, or NULL (no slot, or no segment:
- * the shared ring, counted in the header's overflow).  The slot's fields
- * other than claim and queue describe the thread to readers.
- */
-static struct bb__ring *bb__seg_join(struct bb__box *box, struct bb__tls *t)
-{
-	uint32_t slot = BB_SEG_NONE, log;
-	struct bb_thread_slot *s;
-
-	if (!t->named) {
-		prctl(PR_GET_NAME, t->name, 0, 0, 0);
-		t->name[15] = '\0';
-		t->named = true;
-	}
-	for (uint32_t k = 0; k < box->nslots && slot == BB_SEG_NONE; k++) {
-		uint32_t claim = BB__LOAD_RELAXED(&box->slots[k].claim);
-
-		/* Acquire: after the previous holder's last stores (its
-		 * release store of RETIRED).  A retired slot is free once its
-		 * log holds nothing; nobody pops an empty queue, and only an
-		 * owner pushes, so it stays empty. */
-		if ((claim == BB_RING_FREE ||
-		     (claim == BB_RING_RETIRED && !bb__slot_held(&box->slots[k]))) &&
-		    BB__CAS_ACQUIRE(&box->slots[k].claim, &claim, (uint32_t)BB_RING_OWNED))
-			slot = k;
-	}
-	if (slot == BB_SEG_NONE)
-		return NULL;
-	s = &box->slots[slot];
-	log = (uint32_t)(BB__FETCH_ADD(&box->hdr->log_next, 1) + 1);
-	if (!log) /* 2^32 threads later: 0 means none */
-		log = (uint32_t)(BB__FETCH_ADD(&box->hdr->log_next, 1) + 1);
-	t->slot = slot;
-	t->log = log;
-	t->seg = BB_SEG_NONE;
-	t->own = 0;
-	box->windows[slot].mask = BB__WINDOW_MASK;
-	box->windows[slot].segmask = UINT64_MAX;
-	box->windows[slot].desc = NULL;
-	box->windows[slot].box = box;
-	BB__STORE_RELAXED(&s->log, log);
-	BB__STORE_RELAXED(&s->tid, t->tid);
-	BB__STORE_RELAXED(&s->current, BB_SEG_NONE);
-	memcpy(s->thread_name, t->name, sizeof(s->thread_name));
-	if (!bb__seg_next(box, t, BB_SEG_NONE, 0)) {
-		/* Release: the next thread to claim the slot starts after us. */
-		BB__STORE_RELEASE(&s->claim, (uint32_t)BB_RING_RETIRED);
-		t->slot = BB_SEG_NONE;
-		return NULL;
-	}
-	/* Crash handler on: this thread gets an alternate signal stack (an
-	 * mmap; the first write is the slow path), freed by
-	 * bb__thread_exit(). */
-	(void)bb__crash_thread_start(t);
-	if (bb__g.key_ok)
-		pthread_setspecific(bb__g.key, box);
-	t->f.ring = &box->windows[slot];
-	return t->f.ring;
-}
-
-/* Thread exit: our current segment SEALED (it may be taken from now on),
- * our slot RETIRED.  Release: a popper or a joiner that reads either with
- * acquire sees our last stores. */
-static void bb__seg_exit(struct bb__box *box, struct bb__tls *t)
-{
-	struct bb_seg_desc *d = bb__seg(box, t->seg);
-
-	BB__STORE_RELEASE(&d->own, BB_SEG_OWN(BB_SEG_SEALED, BB_SEG_GEN(t->own), t->log));
-	BB__STORE_RELEASE(&box->slots[t->slot].claim, (uint32_t)BB_RING_RETIRED);
-	t->slot = BB_SEG_NONE;
-}
-
 /* Shared-ring writes between two tries for a segment by a thread that got
  * none. */
 #define BB__SEG_RETRY 256u
@@ -1145,20 +812,20 @@ static void bb__seg_exit(struct bb__box *box, struct bb__tls *t)
  * Returns the thread's window, the shared ring locked
  * (&box->rings[BB__SHARED_IDX]), or NULL for -EBUSY.
  */
-struct bb__ring *bb__begin_slow(struct bb__box *box, struct bb__tls *t)
+struct bb__sink *bb__begin_slow(struct bb__box *box, struct bb__tls *t)
 {
-	struct bb__ring *shared = &box->rings[BB__SHARED_IDX];
+	struct bb__sink *shared = &box->rings[BB__SHARED_IDX];
 	int32_t *lock = &shared->desc->lock;
 	bool overflow = false;
 
 	if (!t->tid)
 		t->tid = bb__gettid();
 	if (t->f.depth == 1 && !t->exited &&
-	    (t->f.gen != box->f.gen || (!t->f.ring && ++t->retry >= BB__SEG_RETRY))) {
-		struct bb__ring *w;
+	    (t->f.gen != box->f.gen || (!t->f.window && ++t->retry >= BB__SEG_RETRY))) {
+		struct bb__sink *w;
 
 		t->f.gen = box->f.gen;
-		t->f.ring = NULL;
+		t->f.window = NULL;
 		t->retry = 0;
 		w = bb__seg_join(box, t);
 		if (w)
@@ -1215,9 +882,9 @@ BB_EXPORT int bb_thread_init(void)
 	 * setting up. */
 	t->f.depth = 1;
 	BB__SIGNAL_FENCE();
-	if (!t->exited && (t->f.gen != box->f.gen || !t->f.ring)) {
+	if (!t->exited && (t->f.gen != box->f.gen || !t->f.window)) {
 		t->f.gen = box->f.gen;
-		t->f.ring = NULL;
+		t->f.window = NULL;
 		t->retry = 0;
 		if (!bb__seg_join(box, t))
 			ret = -ENOSPC;
@@ -1231,8 +898,8 @@ BB_EXPORT int bb_thread_init(void)
 	 * was no slot (its records go to the shared ring).  Freed at the
 	 * thread's exit by bb__thread_exit(). */
 	alt = bb__crash_thread_start(t);
-	if (t->altstack && bb__g.key_ok)
-		pthread_setspecific(bb__g.key, box);
+	if (t->altstack)
+		bb__thread_watch(box);
 	return alt < 0 ? alt : ret;
 }
 
@@ -1249,7 +916,7 @@ void bb__end_shared(struct bb__box *box, struct bb__tls *t)
  * bb__ring_marks - the mark table of @r, a ring of the open box, or NULL
  * (a ring without segments, or not of the open box: the caller walks).
  */
-static uint64_t *bb__ring_marks(const struct bb__ring *r)
+static uint64_t *bb__ring_marks(const struct bb__sink *r)
 {
 	/* Acquire pairs with the release store publishing the box in
 	 * bb_init(), as in bb__begin(): the box, its rings and its mark table
@@ -1269,7 +936,7 @@ static uint64_t *bb__ring_marks(const struct bb__ring *r)
 
 /* log2 of the segment size of @r, a ring with segments (a power of two:
  * a shift, not a division, on a path every segment takes). */
-static inline unsigned bb__ring_segshift(const struct bb__ring *r)
+static inline unsigned bb__ring_segshift(const struct bb__sink *r)
 {
 	return (unsigned)__builtin_ctzll(r->segmask + 1);
 }
@@ -1278,9 +945,9 @@ static inline unsigned bb__ring_segshift(const struct bb__ring *r)
  * bb__ring_mark - the record ending at @end crossed into segment
  * end / seg (seg = segmask + 1): the first record of that segment starts
  * at @end, the next write's position.  Called by the ring's one writer,
- * before the record is written (bb__ring_room()).  AS-safe.
+ * before the record is written (bb__sink_room()).  AS-safe.
  */
-BB_EXPORT void bb__ring_mark(struct bb__ring *r, uint64_t end)
+BB_EXPORT void bb__ring_mark(struct bb__sink *r, uint64_t end)
 {
 	uint64_t *m = bb__ring_marks(r);
 
@@ -1309,7 +976,7 @@ BB_EXPORT void bb__ring_mark(struct bb__ring *r, uint64_t end)
  * have scribbled on: a length that makes no sense drops the whole ring
  * instead of looping.
  */
-BB_EXPORT void bb__ring_make_room(struct bb__ring *r, uint64_t end)
+BB_EXPORT void bb__ring_make_room(struct bb__sink *r, uint64_t end)
 {
 	uint64_t size, need, tail;
 	const uint64_t *m;
@@ -1317,7 +984,7 @@ BB_EXPORT void bb__ring_make_room(struct bb__ring *r, uint64_t end)
 	if (!r->desc) {
 		/* A thread's window (only its thread writes through it): its
 		 * segment is full, the record goes to the next one, from the
-		 * same log position (box.c "Segments").  The steady state,
+		 * same log position (segment.c).  The steady state,
 		 * once the pool is drained, of a thread holding 2 or more
 		 * segments is its own oldest: here, without a call. */
 		struct bb__tls *t = &bb__tls;
@@ -1368,7 +1035,7 @@ publish:
 	BB__STORE_RELAXED(&r->desc->tail, tail);
 	/* Orders the new tail before the busy seq and the record bytes that
 	 * overwrite what it released.  Pairs with the acquire fence in
-	 * bb__ring_read(): a reader that copied overwritten bytes sees this
+	 * bb__extent_read(): a reader that copied overwritten bytes sees this
 	 * tail and drops the copy. */
 	BB__FENCE_RELEASE();
 }

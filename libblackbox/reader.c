@@ -63,12 +63,12 @@ struct bb_reader *bb__rdr_new(const struct bb_reader *tmp)
 		return NULL;
 	*r = *tmp;
 	r->fd = -1;
-	r->cap_rings = r->table_rings ? r->table_rings : 1;
-	r->rings = calloc(r->cap_rings, sizeof(*r->rings));
+	r->cap_streams = r->table_rings ? r->table_rings : 1;
+	r->streams = calloc(r->cap_streams, sizeof(*r->streams));
 	r->rec = malloc(r->info.max_record);
 	r->slot = r->slot_size ? malloc(r->slot_size) : NULL;
-	if (!r->rings || !r->rec || (r->slot_size && !r->slot)) {
-		free(r->rings);
+	if (!r->streams || !r->rec || (r->slot_size && !r->slot)) {
+		free(r->streams);
 		free(r->rec);
 		free(r->slot);
 		free(r);
@@ -87,7 +87,7 @@ BB_EXPORT void bb_reader_close(struct bb_reader *r)
 		munmap(r->base, r->len);
 	else
 		free(r->base);
-	free(r->rings);
+	free(r->streams);
 	free(r->rec);
 	free(r->segs);
 	free(r->logs);

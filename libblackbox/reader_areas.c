@@ -339,7 +339,7 @@ static int64_t copy_seqlocked(struct bb_reader *r, uint64_t off, uint8_t *dst, s
 		/* Pairs with the writer's release fence after it makes seq
 		 * odd and before its first byte: if the copy saw any byte of
 		 * a later change, the odd (or newer) seq is visible below
-		 * (fence-fence synchronisation, as in bb__ring_read()). */
+		 * (fence-fence synchronisation, as in bb__extent_read()). */
 		if (!bb__seqcount_read_retry(seqp, s1))
 			return s1;
 	}

@@ -20,11 +20,12 @@
 #include "clock.h"
 #include "ring.h"
 
-/* A ring of the ring table, or (3.0) a thread's log (is_log: its
- * segments are in r->segs during a walk, v is unused). */
-struct rring {
-	struct bb__ring_view v;
-	struct bb_ring_stats st;
+/* A stream (docs/DESIGN.md §1): a ring of the ring table, or (3.0) a
+ * thread's log (is_log: its segments are in r->segs during a walk, v is
+ * unused). */
+struct rstream {
+	struct bb__extent v;
+	struct bb_stream_stats st;
 	uint64_t next;       /* where a BB_WALK_FOLLOW walk resumes */
 	uint64_t end;        /* where the current walk's collection ended */
 	uint64_t torn_head;  /* head at which a torn record was counted */
@@ -43,36 +44,36 @@ struct rring {
 struct ent {
 	uint64_t pos, ts;
 	size_t voff;         /* value: offset in r->base (inbox) or r->vals */
-	uint32_t ring;
+	uint32_t stream;
 	int32_t tid;
 	uint32_t name;       /* thread name: index in r->names */
-	uint32_t stride;     /* the record's bytes in the ring: next = pos + stride */
+	uint32_t stride;     /* the record's bytes in its stream: next = pos + stride */
 	uint16_t vlen;       /* < BB_RECORD_MAX */
 	uint8_t tag, flags;
 	bool inbox;          /* voff is in the box, not the arena */
 	bool skip;           /* important copy whose original is delivered */
 	bool copy;           /* from the important ring, shown */
-	bool gap;            /* a hole before it in its ring: r->gaps says how big */
+	bool gap;            /* a hole before it in its stream: r->gaps says how big */
 };
 
-/* A hole in a ring's history, before the record at (ring, pos). */
+/* A hole in a stream's history, before the record at (stream, pos). */
 struct gap {
 	uint64_t pos, lost;
-	uint32_t ring;
+	uint32_t stream;
 };
 
 /* A segment holding part of a log, as a walk found it (3.0). */
 struct rseg {
 	uint32_t idx;        /* in the segment table */
-	uint32_t ring;       /* its log's index in r->rings */
+	uint32_t stream;     /* its log's index in r->streams */
 	uint64_t start, head;
 	uint64_t own;
 	uint32_t ord;
 };
 
-/* A log id and the index of its ring in r->rings (sorted by log id). */
+/* A log id and the index of its stream in r->streams (sorted by log id). */
 struct rlog {
-	uint32_t log, ring;
+	uint32_t log, stream;
 };
 
 /* An important record's identity (FORMAT §11): thread and raw timestamp. */
@@ -92,19 +93,19 @@ struct bb_reader {
 	uint64_t table_off;
 	uint64_t table_end;    /* end of the last table (ring table; 3.0: thread
 				  and segment tables too) */
-	uint32_t table_rings;  /* rings of the ring table: r->rings[0 ..) */
-	uint32_t cap_rings;    /* r->rings allocated */
+	uint32_t table_rings;  /* rings of the ring table: r->streams[0 ..) */
+	uint32_t cap_streams;  /* r->streams allocated */
 	/* 3.0: segments and the thread table (validated; seg_count 0: none) */
 	uint64_t seg_off, seg_data_off, thr_off;
 	uint32_t seg_count, seg_size, thread_count;
-	struct rseg *segs;     /* the current walk's segments, by ring then start */
+	struct rseg *segs;     /* the current walk's segments, by stream then start */
 	size_t nsegs, csegs;
 	struct rlog *logs;     /* every log found so far, by log id */
 	size_t nlogs, clogs;
 	bool walked;           /* a walk completed: logs found later are new */
 	uint64_t limit;        /* min(box_size, file size): every offset lies below */
 	uint32_t desc_size, page_size;
-	struct rring *rings;
+	struct rstream *streams;
 	uint8_t *rec;          /* one record, max_record bytes */
 	struct ent *ents;      /* records collected by the current walk */
 	size_t nents, cents;
@@ -199,7 +200,7 @@ int bb__rdr_check_header(struct bb_reader *r, const struct bb_header *h, uint64_
 			 const char *label, char *err, size_t errlen);
 int bb__rdr_setup(struct bb_reader *r, const char *label, char *err, size_t errlen);
 void bb__rdr_refresh_info(struct bb_reader *r);
-void bb__rdr_refresh_ring(struct rring *rr);
+void bb__rdr_refresh_ring(struct rstream *rr);
 
 /* reader_snapshot.c */
 int bb__rdr_pread_all(int fd, void *buf, size_t len, uint64_t off);
@@ -216,7 +217,7 @@ int bb__rdr_keep(struct bb_reader *r, uint32_t ring, uint64_t pos, uint32_t len,
 		 const uint8_t *rec);
 int bb__rdr_note_gap(struct bb_reader *r, uint32_t ring, uint64_t pos, uint64_t *expect,
 		     bool *have_expect);
-const uint8_t *bb__rdr_read_fixed(struct bb_reader *r, const struct bb__ring_view *v,
+const uint8_t *bb__rdr_read_fixed(struct bb_reader *r, const struct bb__extent *v,
 				  uint64_t pos, uint64_t head, uint32_t *lenp, enum bb__rd *rd);
 
 /* reader_liveness.c */

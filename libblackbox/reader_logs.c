@@ -45,33 +45,33 @@ static int64_t ring_of_log(struct bb_reader *r, uint32_t log)
 	uint32_t ring;
 
 	if (at < r->nlogs && r->logs[at].log == log)
-		return r->logs[at].ring;
-	if (r->info.ring_count >= r->cap_rings) {
-		size_t cap = r->cap_rings;
-		struct rring *q;
+		return r->logs[at].stream;
+	if (r->info.stream_count >= r->cap_streams) {
+		size_t cap = r->cap_streams;
+		struct rstream *q;
 
-		if (bb__rdr_grow((void **)&r->rings, &cap, (size_t)r->info.ring_count + 1, sizeof(*r->rings)))
+		if (bb__rdr_grow((void **)&r->streams, &cap, (size_t)r->info.stream_count + 1, sizeof(*r->streams)))
 			return -ENOMEM;
-		q = r->rings;
-		memset(q + r->cap_rings, 0, (cap - r->cap_rings) * sizeof(*q));
-		r->cap_rings = (uint32_t)cap;
+		q = r->streams;
+		memset(q + r->cap_streams, 0, (cap - r->cap_streams) * sizeof(*q));
+		r->cap_streams = (uint32_t)cap;
 	}
 	if (bb__rdr_grow((void **)&r->logs, &r->clogs, r->nlogs + 1, sizeof(*r->logs)))
 		return -ENOMEM;
-	ring = r->info.ring_count++;
+	ring = r->info.stream_count++;
 	memmove(r->logs + at + 1, r->logs + at, (r->nlogs - at) * sizeof(*r->logs));
-	r->logs[at] = (struct rlog){ .log = log, .ring = ring };
+	r->logs[at] = (struct rlog){ .log = log, .stream = ring };
 	r->nlogs++;
-	r->rings[ring].is_log = true;
-	r->rings[ring].st.log = log;
-	r->rings[ring].st.kind = BB_RING_PRIVATE;
-	r->rings[ring].st.claim = BB_RING_RETIRED;
+	r->streams[ring].is_log = true;
+	r->streams[ring].st.log = log;
+	r->streams[ring].st.kind = BB_STREAM_THREAD;
+	r->streams[ring].st.claim = BB_STREAM_RETIRED;
 	/* A log first found after a walk began after it (a log is there from
 	 * its thread's first record): a FOLLOW walk follows it from its
 	 * first byte, position 0, as a ring that was empty at that walk. */
 	if (r->walked) {
-		r->rings[ring].next = 0;
-		r->rings[ring].has_next = true;
+		r->streams[ring].next = 0;
+		r->streams[ring].has_next = true;
 	}
 	return ring;
 }
@@ -80,8 +80,8 @@ static int seg_cmp(const void *a, const void *b)
 {
 	const struct rseg *x = a, *y = b;
 
-	if (x->ring != y->ring)
-		return x->ring < y->ring ? -1 : 1;
+	if (x->stream != y->stream)
+		return x->stream < y->stream ? -1 : 1;
 	if (x->start != y->start)
 		return x->start < y->start ? -1 : 1;
 	return (x->idx > y->idx) - (x->idx < y->idx);
@@ -89,7 +89,7 @@ static int seg_cmp(const void *a, const void *b)
 
 /* Name, tid and claim of log ring @rr from its newest segment @s (and the
  * thread slot it names, when that slot still holds this log). */
-static void describe(struct bb_reader *r, struct rring *rr, const struct rseg *s)
+static void describe(struct bb_reader *r, struct rstream *rr, const struct rseg *s)
 {
 	const struct bb_seg_desc *d = bb__rdr_seg(r, r->base, s->idx);
 	uint32_t slot;
@@ -98,7 +98,7 @@ static void describe(struct bb_reader *r, struct rring *rr, const struct rseg *s
 	memcpy(rr->st.thread_name, d->thread_name, sizeof(rr->st.thread_name));
 	rr->st.thread_name[sizeof(rr->st.thread_name) - 1] = '\0';
 	memcpy(&slot, &d->slot, sizeof(slot));
-	rr->st.claim = BB_RING_RETIRED;
+	rr->st.claim = BB_STREAM_RETIRED;
 	if (slot < r->thread_count) {
 		const struct bb_thread_slot *t = bb__rdr_slot(r, r->base, slot);
 		uint32_t log, claim;
@@ -106,7 +106,7 @@ static void describe(struct bb_reader *r, struct rring *rr, const struct rseg *s
 		memcpy(&log, &t->log, sizeof(log));
 		memcpy(&claim, &t->claim, sizeof(claim));
 		if (log == rr->st.log && claim == BB_RING_OWNED)
-			rr->st.claim = BB_RING_OWNED;
+			rr->st.claim = BB_STREAM_OWNED;
 	}
 }
 
@@ -166,9 +166,9 @@ static int scan(struct bb_reader *r, bool count)
 	if (rc)
 		return rc;
 	r->nsegs = 0;
-	for (uint32_t i = 0; i < r->info.ring_count; i++) {
-		r->rings[i].seg_first = 0;
-		r->rings[i].seg_n = 0;
+	for (uint32_t i = 0; i < r->info.stream_count; i++) {
+		r->streams[i].seg_first = 0;
+		r->streams[i].seg_n = 0;
 	}
 	for (uint32_t i = 0; i < r->seg_count; i++) {
 		const struct bb_seg_desc *d = bb__rdr_seg(r, r->base, i);
@@ -185,7 +185,7 @@ static int scan(struct bb_reader *r, bool count)
 			return (int)ring;
 		if (!BB_SEG_LOG(c.own) || (c.start | c.head) % 8 ||
 		    bb__pos_diff(c.head, c.start) < 0 || c.head - c.start > r->seg_size) {
-			struct rring *rr = &r->rings[ring];
+			struct rstream *rr = &r->streams[ring];
 
 			if (count) {
 				rr->st.corrupt++;
@@ -199,22 +199,22 @@ static int scan(struct bb_reader *r, bool count)
 		if (bb__rdr_grow((void **)&r->segs, &r->csegs, r->nsegs + 1, sizeof(*r->segs)))
 			return -ENOMEM;
 		r->segs[r->nsegs++] = (struct rseg){
-			.idx = i, .ring = (uint32_t)ring, .start = c.start, .head = c.head,
+			.idx = i, .stream = (uint32_t)ring, .start = c.start, .head = c.head,
 			.own = c.own, .ord = c.ord,
 		};
 	}
 	if (r->nsegs > 1)
 		qsort(r->segs, r->nsegs, sizeof(*r->segs), seg_cmp);
 	for (size_t k = 0; k < r->nsegs; k++) {
-		struct rring *rr = &r->rings[r->segs[k].ring];
+		struct rstream *rr = &r->streams[r->segs[k].stream];
 
 		if (!rr->seg_n)
 			rr->seg_first = k;
 		rr->seg_n++;
 		describe(r, rr, &r->segs[k]); /* the last one wins: the newest */
 	}
-	for (uint32_t i = r->table_rings; i < r->info.ring_count; i++)
-		r->rings[i].st.segments = (uint32_t)r->rings[i].seg_n;
+	for (uint32_t i = r->table_rings; i < r->info.stream_count; i++)
+		r->streams[i].st.segments = (uint32_t)r->streams[i].seg_n;
 	return 0;
 }
 
@@ -240,7 +240,7 @@ int bb__rdr_rescan_logs(struct bb_reader *r)
 int bb__rdr_collect_log(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
 			uint64_t *endp)
 {
-	struct rring *rr = &r->rings[i];
+	struct rstream *rr = &r->streams[i];
 	uint64_t expect = 0, end = 0;
 	bool have_expect = false, have_end = false, hole = false;
 	int rc;
@@ -256,7 +256,7 @@ int bb__rdr_collect_log(struct bb_reader *r, uint32_t i, unsigned flags, bool al
 	}
 	for (size_t k = rr->seg_first; k < rr->seg_first + rr->seg_n; k++) {
 		const struct rseg *s = &r->segs[k];
-		struct bb__ring_view v = {
+		struct bb__extent v = {
 			.desc = NULL, .size = r->seg_size, .max_record = r->info.max_record,
 			.start = s->start, .own = &s->own, .own0 = s->own,
 			.data = r->base + r->seg_data_off + (uint64_t)s->idx * r->seg_size,
@@ -309,14 +309,14 @@ int bb__rdr_collect_log(struct bb_reader *r, uint32_t i, unsigned flags, bool al
 			}
 			/* nothing changes a copy: a record that fails is corrupt */
 			rr->st.corrupt++;
-			pos = bb__ring_skip(&v, pos, s->head, BB__RD_CORRUPT, r->rec,
+			pos = bb__extent_skip(&v, pos, s->head, BB__RD_CORRUPT, r->rec,
 					    &rr->st.skipped_bytes);
 		}
 		/* A dead owner's record busy at the head of its current
 		 * segment is the write its death cut short (counted once). */
 		if (last && !alive && BB_SEG_STATE(s->own) == BB_SEG_OPEN &&
 		    s->head - s->start + 4 <= r->seg_size &&
-		    bb__ring_seq(&v, s->head) == BB_SEQ_BUSY(s->head) &&
+		    bb__extent_seq(&v, s->head) == BB_SEQ_BUSY(s->head) &&
 		    !(rr->torn_counted && rr->torn_head == s->head)) {
 			rr->st.torn++;
 			rr->torn_counted = true;

@@ -174,7 +174,7 @@ static int copy_live(struct bb_reader *r, uint64_t off, uint64_t from, uint64_t 
  * writer's release fence after it publishes a new tail and before it
  * overwrites the bytes that tail released (bb__ring_make_room()): if our copy
  * holds any byte of an overwrite, the new tail is seen here (the role of
- * the acquire fence in bb__ring_read()).
+ * the acquire fence in bb__extent_read()).
  */
 static int fix_tails(struct bb_reader *r)
 {
@@ -226,7 +226,7 @@ static bool log_next(const struct bb_reader *r, uint32_t log, uint64_t *from)
 		size_t mid = lo + (hi - lo) / 2;
 
 		if (r->logs[mid].log == log) {
-			const struct rring *rr = &r->rings[r->logs[mid].ring];
+			const struct rstream *rr = &r->streams[r->logs[mid].stream];
 
 			*from = rr->next;
 			return rr->has_next;
@@ -407,7 +407,7 @@ static int load_segs(struct bb_reader *r, bool follow, bool data_done, const uin
  */
 static int load_ring(struct bb_reader *r, uint32_t i, bool follow)
 {
-	struct rring *rr = &r->rings[i];
+	struct rstream *rr = &r->streams[i];
 	struct bb_ring_desc *d = (struct bb_ring_desc *)(uintptr_t)bb__rdr_desc(r, r->base, i);
 	uint64_t off = (uint64_t)(rr->v.data - r->base), at = (uint64_t)((uint8_t *)d - r->base);
 	uint64_t ht[2], head, tail, from, now;
@@ -488,7 +488,7 @@ int bb__rdr_load(struct bb_reader *r, enum load_what what, bool follow)
 	if (what == LOAD_WALK) {
 		rc = bb__rdr_fetch(r, 0, r->table_end);
 		for (uint32_t i = 0; i < r->table_rings && !rc; i++)
-			if (!r->rings[i].bad)
+			if (!r->streams[i].bad)
 				rc = load_ring(r, i, follow);
 		if (!rc)
 			rc = load_segs(r, follow, false, NULL);

@@ -269,7 +269,7 @@ int bb__rdr_check_header(struct bb_reader *r, const struct bb_header *h, uint64_
 	in->version_major = h->version_major;
 	in->version_minor = h->version_minor;
 	in->box_size = h->box_size;
-	in->ring_count = h->ring_count;
+	in->stream_count = h->ring_count;
 	in->ring_size = h->ring_size;
 	in->max_record = h->max_record;
 	in->pid = h->pid;
@@ -335,7 +335,7 @@ void bb__rdr_refresh_info(struct bb_reader *r)
 	}
 }
 
-void bb__rdr_refresh_ring(struct rring *rr)
+void bb__rdr_refresh_ring(struct rstream *rr)
 {
 	struct bb_ring_desc *d = (struct bb_ring_desc *)(uintptr_t)rr->v.desc;
 
@@ -361,11 +361,11 @@ int bb__rdr_setup(struct bb_reader *r, const char *label, char *err, size_t errl
 		const struct bb_ring_desc *d = bb__rdr_desc(r, r->base, i);
 		uint64_t off, head, tail;
 
-		struct rring *rr = &r->rings[i];
+		struct rstream *rr = &r->streams[i];
 		char *why = rr->st.problem;
 		size_t wl = sizeof(rr->st.problem);
 
-		rr->v = (struct bb__ring_view){
+		rr->v = (struct bb__extent){
 			.desc = d, .size = in->ring_size, .max_record = in->max_record,
 		};
 		bb__rdr_refresh_ring(rr);
@@ -391,9 +391,9 @@ int bb__rdr_setup(struct bb_reader *r, const char *label, char *err, size_t errl
 		for (uint32_t j = 0; j < i && !why[0]; j++) {
 			uint64_t o;
 
-			if (r->rings[j].bad)
+			if (r->streams[j].bad)
 				continue;
-			o = (uint64_t)(r->rings[j].v.data - r->base);
+			o = (uint64_t)(r->streams[j].v.data - r->base);
 			if (bb__pos_diff(off, o) < (int64_t)in->ring_size &&
 			    bb__pos_diff(o, off) < (int64_t)in->ring_size)
 				snprintf(why, wl, "data at %" PRIu64 " overlaps ring %" PRIu32
@@ -402,7 +402,7 @@ int bb__rdr_setup(struct bb_reader *r, const char *label, char *err, size_t errl
 		if (why[0]) {
 			rr->bad = true;
 			rr->st.corrupt = 1;
-			in->rings_used++;
+			in->streams_used++;
 			continue;
 		}
 		rr->v.data = r->base + off;
@@ -411,7 +411,7 @@ int bb__rdr_setup(struct bb_reader *r, const char *label, char *err, size_t errl
 		head = BB__LOAD_RELAXED((uint64_t *)(uintptr_t)&d->head);
 		tail = BB__LOAD_RELAXED((uint64_t *)(uintptr_t)&d->tail);
 		if (rr->st.claim != BB_RING_FREE || head)
-			in->rings_used++;
+			in->streams_used++;
 		if (!((head | tail) % 8) && bb__pos_diff(head, tail) >= 0 &&
 		    head - tail <= in->ring_size)
 			in->used_bytes += head - tail;
@@ -422,7 +422,7 @@ int bb__rdr_setup(struct bb_reader *r, const char *label, char *err, size_t errl
 		return bb__rdr_say(err, errlen, rc, "%s: out of memory", label);
 	for (size_t k = 0; k < r->nsegs; k++)
 		in->used_bytes += r->segs[k].head - r->segs[k].start;
-	in->rings_used += (uint32_t)r->nlogs;
+	in->streams_used += (uint32_t)r->nlogs;
 	bb__rdr_refresh_info(r);
 	return 0;
 }

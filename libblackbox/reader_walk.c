@@ -5,7 +5,7 @@
  * threads, hide important copies whose original is shown, merge by time.
  *
  * Counting conventions (documented in the report of a walk, see
- * bb_ring_stats): "overwritten" counts events, not records: one per resync
+ * bb_stream_stats): "overwritten" counts events, not records: one per resync
  * after the writer lapped us inside a walk, and one per gap between two
  * BB_WALK_FOLLOW walks (the records lost in a gap cannot be counted without
  * reading them).  A torn record is counted once per head, however often
@@ -88,13 +88,13 @@ int bb__rdr_keep(struct bb_reader *r, uint32_t ring, uint64_t pos, uint32_t len,
 	bool inbox = rec != r->rec;
 
 	if (!bb__record_crc_ok(rec, len, BB_SEQ_DONE(pos), r->info.flags & BB_HF_CRC32C)) {
-		r->rings[ring].st.crc_bad++;
-		r->rings[ring].st.corrupt++;
+		r->streams[ring].st.crc_bad++;
+		r->streams[ring].st.corrupt++;
 		return 0;
 	}
 	v = bb__record_value(rec, len, &tid, &vlen);
 	if (!v) { /* BB_RF_TID or BB_RF_CRC without room for them */
-		r->rings[ring].st.corrupt++;
+		r->streams[ring].st.corrupt++;
 		return 0;
 	}
 	if ((r->nents == r->cents && grow_ents(r, r->nents + 1)) ||
@@ -104,7 +104,7 @@ int bb__rdr_keep(struct bb_reader *r, uint32_t ring, uint64_t pos, uint32_t len,
 	*e = (struct ent){
 		.pos = pos, .ts = h->ts, .stride = (uint32_t)BB_RECORD_STRIDE(len),
 		.voff = inbox ? (size_t)(v - r->base) : r->nvals, .vlen = (uint16_t)vlen,
-		.ring = ring, .tid = tid, .tag = h->tag, .flags = h->flags, .inbox = inbox,
+		.stream = ring, .tid = tid, .tag = h->tag, .flags = h->flags, .inbox = inbox,
 	};
 	if (!inbox && vlen)
 		memcpy(r->vals + r->nvals, v, vlen);
@@ -114,7 +114,7 @@ int bb__rdr_keep(struct bb_reader *r, uint32_t ring, uint64_t pos, uint32_t len,
 }
 
 /*
- * read_fixed - bb__ring_read() for the reader's private copy, which nothing
+ * read_fixed - bb__extent_read() for the reader's private copy, which nothing
  * changes during a walk (bb__rdr_load() raised each copied tail past what the
  * writer overwrote while it was copied): the same checks of seq, len and
  * stride, but no writer can race us, so there is no copy to re-validate
@@ -122,7 +122,7 @@ int bb__rdr_keep(struct bb_reader *r, uint32_t ring, uint64_t pos, uint32_t len,
  * around the ring's end; NULL (*rd says why) when it fails validation.
  * The same for a segment of a log (v->desc NULL, FORMAT.md §13).
  */
-const uint8_t *bb__rdr_read_fixed(struct bb_reader *r, const struct bb__ring_view *v,
+const uint8_t *bb__rdr_read_fixed(struct bb_reader *r, const struct bb__extent *v,
 				  uint64_t pos, uint64_t head, uint32_t *lenp, enum bb__rd *rd)
 {
 	/* a segment's positions start at v->start and never wrap (the
@@ -130,18 +130,18 @@ const uint8_t *bb__rdr_read_fixed(struct bb_reader *r, const struct bb__ring_vie
 	size_t off = v->desc ? (size_t)(pos & (v->size - 1)) : (size_t)(pos - v->start);
 	struct bb_record_hdr h;
 
-	bb__ring_copy(v, pos, &h, sizeof(h)); /* inside the ring whatever it holds */
-	if (bb__ring_envelope_ok(v, &h, pos, head)) {
+	bb__extent_copy(v, pos, &h, sizeof(h)); /* inside the ring whatever it holds */
+	if (bb__extent_envelope_ok(v, &h, pos, head)) {
 		*lenp = h.len;
 		*rd = BB__RD_OK;
 		if (off + h.len <= v->size)
 			return v->data + off;
-		bb__ring_copy(v, pos, r->rec, h.len);
+		bb__extent_copy(v, pos, r->rec, h.len);
 		return r->rec;
 	}
-	/* as bb__ring_read() decides: a tail past pos means overwritten (a
+	/* as bb__extent_read() decides: a tail past pos means overwritten (a
 	 * snapshot's tails were raised past what the copy lost) */
-	*rd = bb__ring_lapped(v, pos) ? BB__RD_OVERWRITTEN : BB__RD_CORRUPT;
+	*rd = bb__extent_lapped(v, pos) ? BB__RD_OVERWRITTEN : BB__RD_CORRUPT;
 	return NULL;
 }
 
@@ -160,7 +160,7 @@ int bb__rdr_note_gap(struct bb_reader *r, uint32_t ring, uint64_t pos, uint64_t 
 	if (*have_expect && bb__pos_diff(pos, *expect) > 0) {
 		if (bb__rdr_grow((void **)&r->gaps, &r->cgaps, r->ngaps + 1, sizeof(*r->gaps)))
 			return -ENOMEM;
-		r->gaps[r->ngaps++] = (struct gap){ .pos = pos, .lost = pos - *expect, .ring = ring };
+		r->gaps[r->ngaps++] = (struct gap){ .pos = pos, .lost = pos - *expect, .stream = ring };
 		e->gap = true;
 	}
 	*expect = pos + e->stride;
@@ -173,7 +173,7 @@ int bb__rdr_note_gap(struct bb_reader *r, uint32_t ring, uint64_t pos, uint64_t 
 static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
 		   uint64_t *endp)
 {
-	struct rring *rr = &r->rings[i];
+	struct rstream *rr = &r->streams[i];
 	uint64_t head, tail, pos, expect = 0;
 	bool have_expect = false;
 	int rc;
@@ -184,8 +184,8 @@ static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
 	if (rr->bad)
 		return 0; /* descriptor rejected at open (counted then) */
 	bb__rdr_refresh_ring(rr);
-	if (rr->st.kind != BB_RING_PRIVATE && rr->st.kind != BB_RING_SHARED &&
-	    rr->st.kind != BB_RING_IMPORTANT)
+	if (rr->st.kind != BB_STREAM_THREAD && rr->st.kind != BB_STREAM_SHARED &&
+	    rr->st.kind != BB_STREAM_IMPORTANT)
 		return 0; /* a kind of a later minor version: skipped (FORMAT §10) */
 	switch (bb__ring_bounds(&rr->v, &head, &tail)) {
 	case BB__RB_MISALIGNED:
@@ -249,13 +249,13 @@ static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
 				rr->st.overwritten++;
 			else
 				rr->st.corrupt++;
-			pos = bb__ring_skip(&rr->v, pos, head, rd, r->rec, &rr->st.skipped_bytes);
+			pos = bb__extent_skip(&rr->v, pos, head, rd, r->rec, &rr->st.skipped_bytes);
 			break;
 		}
 	}
 	/* A dead owner's record busy at head is the write its death cut short;
 	 * a live owner's is a write in progress.  Counted once per head. */
-	if (pos == head && !alive && bb__ring_seq(&rr->v, head) == BB_SEQ_BUSY(head) &&
+	if (pos == head && !alive && bb__extent_seq(&rr->v, head) == BB_SEQ_BUSY(head) &&
 	    !(rr->torn_counted && rr->torn_head == head)) {
 		rr->st.torn++;
 		rr->torn_counted = true;
@@ -277,28 +277,28 @@ static int64_t name_index(struct bb_reader *r, const char *name)
 	return (int64_t)r->nnames++;
 }
 
-struct tid_ring {
+struct tid_stream {
 	int32_t  tid;
-	uint32_t ring;
+	uint32_t stream;
 };
 
-static int tid_ring_cmp(const void *a, const void *b)
+static int tid_stream_cmp(const void *a, const void *b)
 {
-	const struct tid_ring *x = a, *y = b;
+	const struct tid_stream *x = a, *y = b;
 
 	return (x->tid > y->tid) - (x->tid < y->tid);
 }
 
 /*
  * Shared and important rings: each record's tid is its BB_RF_TID
- * extension; its thread's name is the one of the private ring (3.0: the
- * log) that tid holds now (its descriptor's), "" when none does.  The private rings are
- * looked up by tid in a sorted table: a ring of many threads' records
- * costs a binary search per change of tid, never a pass over the table.
+ * extension; its thread's name is the one of the thread stream (3.0: its
+ * log, 2.x: its private ring) that tid holds now, "" when none does.
+ * Thread streams are looked up by tid in a sorted table: a ring of many
+ * threads' records costs a binary search per change of tid, never a pass over the table.
  */
 static int name_by_tid(struct bb_reader *r, size_t first)
 {
-	struct tid_ring *t = NULL, key, *hit;
+	struct tid_stream *t = NULL, key, *hit;
 	size_t nt = 0;
 	int32_t last = 0;
 	int64_t name = 0; /* "" */
@@ -309,18 +309,18 @@ static int name_by_tid(struct bb_reader *r, size_t first)
 		if (e->tid != last) {
 			last = e->tid;
 			if (!t) {
-				t = malloc(r->info.ring_count * sizeof(*t));
+				t = malloc(r->info.stream_count * sizeof(*t));
 				if (!t)
 					return -ENOMEM;
-				for (uint32_t j = 0; j < r->info.ring_count; j++)
-					if (r->rings[j].st.kind == BB_RING_PRIVATE &&
-					    r->rings[j].st.tid && r->rings[j].st.thread_name[0])
-						t[nt++] = (struct tid_ring){ r->rings[j].st.tid, j };
-				qsort(t, nt, sizeof(*t), tid_ring_cmp);
+				for (uint32_t j = 0; j < r->info.stream_count; j++)
+					if (r->streams[j].st.kind == BB_STREAM_THREAD &&
+					    r->streams[j].st.tid && r->streams[j].st.thread_name[0])
+						t[nt++] = (struct tid_stream){ r->streams[j].st.tid, j };
+				qsort(t, nt, sizeof(*t), tid_stream_cmp);
 			}
 			key.tid = last;
-			hit = last && nt ? bsearch(&key, t, nt, sizeof(*t), tid_ring_cmp) : NULL;
-			name = hit ? name_index(r, r->rings[hit->ring].st.thread_name) : 0;
+			hit = last && nt ? bsearch(&key, t, nt, sizeof(*t), tid_stream_cmp) : NULL;
+			name = hit ? name_index(r, r->streams[hit->stream].st.thread_name) : 0;
 			if (name < 0) {
 				free(t);
 				return -ENOMEM;
@@ -341,12 +341,12 @@ static int name_by_tid(struct bb_reader *r, size_t first)
  */
 static int attribute(struct bb_reader *r, uint32_t i, size_t first)
 {
-	struct rring *rr = &r->rings[i];
+	struct rstream *rr = &r->streams[i];
 	int32_t cur_tid = rr->st.tid, t, pt;
 	char name[16], prev[16];
 	int64_t cur;
 
-	if (rr->st.kind == BB_RING_SHARED || rr->st.kind == BB_RING_IMPORTANT)
+	if (rr->st.kind == BB_STREAM_SHARED || rr->st.kind == BB_STREAM_IMPORTANT)
 		return name_by_tid(r, first);
 	cur = name_index(r, rr->st.thread_name);
 	if (rr->is_log) {
@@ -393,8 +393,8 @@ static int by_time(const void *a, const void *b)
 
 	if (x->ts != y->ts)
 		return x->ts < y->ts ? -1 : 1;
-	if (x->ring != y->ring)
-		return x->ring < y->ring ? -1 : 1;
+	if (x->stream != y->stream)
+		return x->stream < y->stream ? -1 : 1;
 	return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
@@ -434,12 +434,12 @@ static int deliver_one(struct bb_reader *r, size_t k, bb_record_fn fn, void *arg
 {
 	static const uint8_t none[1];
 	const struct ent *e = &r->ents[k];
-	struct rring *rr = &r->rings[e->ring];
+	struct rstream *rr = &r->streams[e->stream];
 	struct bb_record rec;
 
 	/* member by member: an initializer zeroes the whole struct first
 	 * (16 instructions more per record, callgrind) */
-	rec.ring = e->ring;
+	rec.stream = e->stream;
 	rec.tid = e->tid;
 	rec.thread_name = r->names[e->name];
 	rec.pos = e->pos;
@@ -454,7 +454,7 @@ static int deliver_one(struct bb_reader *r, size_t k, bb_record_fn fn, void *arg
 	rec.gap_before = 0;
 	if (e->gap)
 		for (size_t g = 0; g < r->ngaps; g++)
-			if (r->gaps[g].ring == e->ring && r->gaps[g].pos == e->pos)
+			if (r->gaps[g].stream == e->stream && r->gaps[g].pos == e->pos)
 				rec.gap_before = r->gaps[g].lost;
 
 	rr->next = e->pos + e->stride;
@@ -493,7 +493,7 @@ static int dedupe(struct bb_reader *r, bool follow)
 		struct ent *e = &r->ents[k];
 
 		if (!(e->flags & BB_RF_IMPORTANT) ||
-		    r->rings[e->ring].st.kind == BB_RING_IMPORTANT)
+		    r->streams[e->stream].st.kind == BB_STREAM_IMPORTANT)
 			continue;
 		if (follow && ikey_in(r->shown, r->nshown, e)) {
 			e->skip = true;
@@ -508,11 +508,11 @@ static int dedupe(struct bb_reader *r, bool follow)
 	for (size_t k = 0; k < r->nents; k++) {
 		struct ent *e = &r->ents[k];
 
-		if (r->rings[e->ring].st.kind != BB_RING_IMPORTANT)
+		if (r->streams[e->stream].st.kind != BB_STREAM_IMPORTANT)
 			continue;
 		if (ikey_in(orig, n, e) || (follow && ikey_in(r->shown, r->nshown, e))) {
 			e->skip = true;
-			r->rings[e->ring].st.dup_suppressed++;
+			r->streams[e->stream].st.dup_suppressed++;
 		} else {
 			e->copy = true;
 		}
@@ -566,7 +566,7 @@ static void sift_down(const struct bb_reader *r, const struct run *runs, uint32_
 static int deliver_merged(struct bb_reader *r, const size_t *first, bb_record_fn fn,
 			  void *arg, bool follow)
 {
-	uint32_t nr = r->info.ring_count, n = 0;
+	uint32_t nr = r->info.stream_count, n = 0;
 	struct run *runs;
 	uint32_t *heap;
 	int rc = 0;
@@ -637,14 +637,14 @@ BB_EXPORT int bb_reader_walk(struct bb_reader *r, unsigned flags, bb_record_fn f
 		return rc;
 	alive = bb_reader_liveness(r) == BB_LIVENESS_ALIVE;
 	r->nents = r->nvals = r->nnames = r->ngaps = 0;
-	firsts = malloc(r->info.ring_count * sizeof(*firsts) + 1);
+	firsts = malloc(r->info.stream_count * sizeof(*firsts) + 1);
 	if (!firsts || name_index(r, "") != 0) {
 		free(firsts);
 		return -ENOMEM;
 	}
-	for (uint32_t i = 0; i < r->info.ring_count && !rc; i++) {
+	for (uint32_t i = 0; i < r->info.stream_count && !rc; i++) {
 		firsts[i] = r->nents;
-		rc = collect(r, i, flags, alive, &r->rings[i].end);
+		rc = collect(r, i, flags, alive, &r->streams[i].end);
 		if (!rc)
 			rc = attribute(r, i, firsts[i]);
 	}
@@ -662,29 +662,29 @@ BB_EXPORT int bb_reader_walk(struct bb_reader *r, unsigned flags, bb_record_fn f
 	if (rc)
 		return rc;
 	/* everything up to each ring's end was delivered or passed over */
-	for (uint32_t i = 0; i < r->info.ring_count; i++) {
-		if (r->rings[i].bad)
+	for (uint32_t i = 0; i < r->info.stream_count; i++) {
+		if (r->streams[i].bad)
 			continue;
-		r->rings[i].next = r->rings[i].end;
-		r->rings[i].has_next = true;
+		r->streams[i].next = r->streams[i].end;
+		r->streams[i].has_next = true;
 	}
 	r->walked = true;
 	return 0;
 }
 
-BB_EXPORT const struct bb_ring_stats *bb_reader_ring_stats(const struct bb_reader *r,
+BB_EXPORT const struct bb_stream_stats *bb_reader_stream_stats(const struct bb_reader *r,
 							   uint32_t ring)
 {
-	if (!r || ring >= r->info.ring_count)
+	if (!r || ring >= r->info.stream_count)
 		return NULL;
-	return &r->rings[ring].st;
+	return &r->streams[ring].st;
 }
 
-BB_EXPORT void bb_reader_total_stats(const struct bb_reader *r, struct bb_ring_stats *sum)
+BB_EXPORT void bb_reader_total_stats(const struct bb_reader *r, struct bb_stream_stats *sum)
 {
 	memset(sum, 0, sizeof(*sum));
-	for (uint32_t i = 0; r && i < r->info.ring_count; i++) {
-		const struct bb_ring_stats *s = &r->rings[i].st;
+	for (uint32_t i = 0; r && i < r->info.stream_count; i++) {
+		const struct bb_stream_stats *s = &r->streams[i].st;
 
 		sum->read += s->read;
 		sum->torn += s->torn;

@@ -149,7 +149,7 @@ static inline size_t bb__fit(size_t room)
 static __attribute__((noinline)) void bb__important_copy(struct bb__w *w, uint8_t tag, uint64_t ts)
 {
 	struct bb__box *box = w->box;
-	struct bb__ring *r = &box->rings[BB__IMPORTANT_IDX];
+	struct bb__sink *r = &box->rings[BB__IMPORTANT_IDX];
 	int32_t *lock = &r->desc->lock;
 	int32_t tid = bb__tls.tid;
 	uint32_t vhdr = BB_RECORD_HDR_SIZE + (w->shared ? 8u : 0u);

@@ -27,7 +27,7 @@
 #include "internal.h"
 
 /*
- * struct bb__ring (one ring as its writer sees it), struct bb__fast_box,
+ * struct bb__sink (one ring as its writer sees it), struct bb__fast_box,
  * struct bb__fast_tls, the BB__CRC_* modes and the seqlock write
  * primitives are in <blackbox/inline.h>: the inline paths of the kv
  * writers compiled into applications use them too, so they are ABI
@@ -73,16 +73,16 @@ struct bb__box {
 	uint8_t *modules;          /* module area: BB__MODULES_SIZE bytes */
 	uint8_t *stacks;           /* crash stacks: nstacks slots of BB_CRASH_SIZE */
 	uint32_t nstacks;
-	/* Segments (FORMAT.md §13, box.c "Segments"): the tables in the
+	/* Segments (FORMAT.md §13, segment.c): the tables in the
 	 * header mapping, the data mapped once (records never span
-	 * segments), and one window per thread slot, the struct bb__ring
+	 * segments), and one window per thread slot, the struct bb__sink
 	 * its thread writes through (process-local). */
 	struct bb_seg_desc *segs;
 	struct bb_thread_slot *slots;
 	uint8_t *segdata;
 	size_t segdata_len;
 	uint32_t nsegs, seg_size, nslots;
-	struct bb__ring *windows;
+	struct bb__sink *windows;
 	/* Mark segments of each ring (bb__ring_mark(), box.c): where the
 	 * first record of a mark segment starts, BB__MARKS per ring, indexed
 	 * by mark segment number modulo BB__MARKS.  Process-local, in the
@@ -90,7 +90,7 @@ struct bb__box {
 	 * written only by the ring's one writer under its lock, whose
 	 * acquire CAS and release unlock order them between holders. */
 	uint64_t *marks;
-	struct bb__ring rings[BB__RINGS];
+	struct bb__sink rings[BB__RINGS];
 };
 
 /* Per-thread state.  initial-exec TLS: one %fs-relative access, no call. */
@@ -120,8 +120,11 @@ int bb__nobox(void);
 /* BLACKBOX_DISABLE=1 or the fork policy turned recording off (box.c);
  * a plain load: AS-safe. */
 bool bb__disabled(void);
-struct bb__ring *bb__begin_slow(struct bb__box *box, struct bb__tls *t);
+struct bb__sink *bb__begin_slow(struct bb__box *box, struct bb__tls *t);
 void bb__end_shared(struct bb__box *box, struct bb__tls *t);
+/* Arm the thread-exit hook for this thread (box.c; pthread_setspecific(),
+ * not AS-safe: a thread's first write). */
+void bb__thread_watch(struct bb__box *box);
 
 /* Configuration at bb_init() (write.c; not AS-safe). */
 int bb__writer_env(struct bb_options *o);
@@ -158,7 +161,7 @@ static inline int bb__ring_trylock(int32_t *lock, int32_t tid)
 /* A write in progress. */
 struct bb__w {
 	struct bb__box *box;
-	struct bb__ring *r;
+	struct bb__sink *r;
 	uint8_t *rec;
 	uint64_t pos;
 	uint32_t len;
@@ -206,8 +209,8 @@ static inline bool bb__begin(struct bb__w *w, int *ret)
 	 * segment; one that ran before it completed its write before we
 	 * read r->head below. */
 	BB__SIGNAL_FENCE();
-	if (bb_likely(depth == 1 && t->f.gen == box->f.gen && t->f.ring)) {
-		w->r = t->f.ring;
+	if (bb_likely(depth == 1 && t->f.gen == box->f.gen && t->f.window)) {
+		w->r = t->f.window;
 		w->shared = false;
 		w->flags = 0;
 		w->room = box->f.room;
@@ -232,18 +235,18 @@ static inline bool bb__begin(struct bb__w *w, int *ret)
  */
 static inline uint8_t *bb__reserve(struct bb__w *w, uint8_t flags, uint32_t vlen)
 {
-	struct bb__ring *r = w->r;
+	struct bb__sink *r = w->r;
 	uint32_t hdr = BB_RECORD_HDR_SIZE + (w->shared ? 8u : 0u);
 	uint64_t pos = r->head;
 	uint64_t end = pos + BB_RECORD_STRIDE(hdr + vlen + w->box->f.trailer);
 	/* Publishes a new tail, then a release fence, when it moves it;
 	 * marks a segment's first record (<blackbox/inline.h>). */
-	bb__ring_room(r, pos, end);
+	bb__sink_room(r, pos, end);
 	w->pos = pos;
 	w->len = hdr + vlen + w->box->f.trailer;
 	w->flags |= flags;
 	/* The busy mark, then a compiler barrier (<blackbox/inline.h>). */
-	w->rec = bb__ring_busy(r, pos);
+	w->rec = bb__sink_busy(r, pos);
 	if (w->shared) {
 		int32_t ext[2] = { bb__tls.tid, 0 };
 
@@ -268,13 +271,13 @@ void bb__seal(struct bb__w *w, uint8_t tag, uint64_t ts, bool big)
 {
 	const struct bb__fast_box *fb = &w->box->f;
 	uint32_t seq = BB_SEQ_DONE(w->pos);
-	uint32_t w1 = bb__ring_envelope(w->rec, w->len, tag, w->flags | fb->rflags, ts);
+	uint32_t w1 = bb__sink_envelope(w->rec, w->len, tag, w->flags | fb->rflags, ts);
 
 	if (bb_likely(fb->crc != BB__CRC_NONE)) {
 		/* Over the final envelope with the committed seq (FORMAT.md
 		 * §11), stored before the release store of seq in
-		 * bb__ring_publish(), which orders it with every other byte
-		 * of the record.  (bb__ring_seal() is this with the first
+		 * bb__sink_publish(), which orders it with every other byte
+		 * of the record.  (bb__sink_seal() is this with the first
 		 * branch only: the inline path runs on BB__CRC_HW boxes.
 		 * Calling it here measured +16 instructions per record,
 		 * callgrind: the compiler keeps fewer values in registers.) */
@@ -299,7 +302,7 @@ void bb__seal(struct bb__w *w, uint8_t tag, uint64_t ts, bool big)
 #endif
 		memcpy(w->rec + off, &crc, BB_CRC_SIZE);
 	}
-	bb__ring_publish(w->r, w->rec, w->pos, w->len);
+	bb__sink_publish(w->r, w->rec, w->pos, w->len);
 }
 
 /* bb__leave - leave the nesting section (and the shared ring's lock). */

@@ -40,6 +40,7 @@
 #include <zstd.h>
 #endif
 
+#include "../shared/grow.h"
 #include "out.h"
 #include "reap.h"
 
@@ -454,16 +455,9 @@ int reap_prune(struct reap_ctx *c, const struct reap_reserve *res, size_t nres)
 		if (fstatat(c->archfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISREG(st.st_mode) || (!c->root && st.st_uid != geteuid()))
 			continue;
-		if (n == cap) {
-			size_t ncap = cap ? 2 * cap : 64;
-			struct arch_entry *nv = realloc(v, ncap * sizeof(*v));
-
-			if (!nv) {
-				ret = -ENOMEM;
-				break;
-			}
-			v = nv;
-			cap = ncap;
+		if (BB__GROW(&v, &cap, n + 1) < 0) {
+			ret = -ENOMEM;
+			break;
 		}
 		v[n].name = strdup(e->d_name);
 		if (!v[n].name) {

@@ -8,7 +8,7 @@
  * what it is, never from what its name says (judge.c); a pass over the
  * directory plans the archive copies of the boxes that go against their
  * owners' quotas before making any (pass.c); the copies and their quotas
- * are archive.c's, the journal entries journal.c's, --watch is watch.c.
+ * are archive.c's, the journal entries journal-send.c's, --watch is watch.c.
  * This file reads the command line, sets up a run and says how it went.
  */
 #include <errno.h>

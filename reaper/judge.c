@@ -324,7 +324,7 @@ static enum verdict open_entry(struct box *b)
 }
 
 #ifdef BB_HAVE_JOURNAL
-/* --journal: its entry (journal.c), once, before the box can go: one that
+/* --journal: its entry (journal-send.c), once, before the box can go: one that
  * cannot be sent keeps the box for the next run, archive undone. */
 static enum verdict journal(struct box *b, enum verdict v)
 {

@@ -33,6 +33,7 @@
 
 #include <blackbox/reader.h>
 
+#include "../shared/grow.h"
 #include "reap.h"
 
 int reap_pass_add(struct reap_ctx *c, const char *name, const struct stat *st,
@@ -41,15 +42,8 @@ int reap_pass_add(struct reap_ctx *c, const char *name, const struct stat *st,
 {
 	struct reap_cand *k;
 
-	if (c->ncands == c->ccands) {
-		size_t n = c->ccands ? 2 * c->ccands : 64;
-		struct reap_cand *v = realloc(c->cands, n * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		c->cands = v;
-		c->ccands = n;
-	}
+	if (BB__GROW(&c->cands, &c->ccands, c->ncands + 1) < 0)
+		return -ENOMEM;
 	k = &c->cands[c->ncands++];
 	memset(k, 0, sizeof(*k));
 	snprintf(k->name, sizeof(k->name), "%s", name);

@@ -23,7 +23,7 @@
 #endif
 #define REAP_CLOCK_SLACK_NS  (INT64_C(60) * 1000000000) /* future stamps beyond this are untrusted */
 
-/* --journal (journal.c, reported.c); see bb-reap(8) */
+/* --journal (journal-send.c, reported.c); see bb-reap(8) */
 enum reap_journal { REAP_JOURNAL_OFF, REAP_JOURNAL_SUMMARY, REAP_JOURNAL_BOX };
 /* --journal-content: whose records, state table and box go into entries */
 enum reap_content { REAP_CONTENT_ROOT, REAP_CONTENT_ALL };
@@ -193,7 +193,7 @@ int  reap_prune(struct reap_ctx *c, const struct reap_reserve *res, size_t nres)
 int  reap_unlink_same(int dirfd, const char *name, dev_t dev, ino_t ino);
 
 /*
- * journal.c: the journal entry of a box whose owner is gone (crashed or
+ * journal-send.c: the journal entry of a box whose owner is gone (crashed or
  * orphaned; nothing for a clean end), unless a run sent it before.
  * @archive: where the box was archived in this run, or NULL.  Logs what it
  * did.  Returns 0 (sent, sent before, or not sent on purpose: another

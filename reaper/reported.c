@@ -44,6 +44,7 @@
 
 #include <blackbox/reader.h>
 
+#include "../shared/grow.h"
 #include "reap.h"
 
 #define REPORTED_MAGIC      "# bb-reap reported boxes 1\n"
@@ -71,7 +72,7 @@ struct reap_reported {
 	struct reported_entry *v;
 	size_t                 n, cap;
 	struct suppressed     *sup;
-	size_t                 nsup;
+	size_t                 nsup, supcap;
 };
 
 /* The header's boot id as a token of the file: what a normal one is made
@@ -148,15 +149,11 @@ static bool parse_line(char *line, struct reported_entry *e)
 /* The count of @uid, created (0) if need be; NULL when there is no room. */
 static struct suppressed *sup_of(struct reap_reported *s, uint32_t uid, bool create)
 {
-	struct suppressed *nv;
-
 	for (size_t i = 0; i < s->nsup; i++)
 		if (s->sup[i].uid == uid)
 			return &s->sup[i];
-	if (!create || s->nsup == SUPPRESSED_MAX ||
-	    !(nv = realloc(s->sup, (s->nsup + 1) * sizeof(*nv))))
+	if (!create || s->nsup == SUPPRESSED_MAX || BB__GROW(&s->sup, &s->supcap, s->nsup + 1) < 0)
 		return NULL;
-	s->sup = nv;
 	s->sup[s->nsup] = (struct suppressed){ .uid = uid };
 	return &s->sup[s->nsup++];
 }
@@ -203,15 +200,8 @@ void reap_reported_clear_suppressed(struct reap_ctx *c, uint32_t uid)
 
 static int push(struct reap_reported *s, const struct reported_entry *e)
 {
-	if (s->n == s->cap) {
-		size_t ncap = s->cap ? 2 * s->cap : 256;
-		struct reported_entry *nv = realloc(s->v, ncap * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		s->v = nv;
-		s->cap = ncap;
-	}
+	if (BB__GROW(&s->v, &s->cap, s->n + 1) < 0)
+		return -ENOMEM;
 	s->v[s->n++] = *e;
 	return 0;
 }
@@ -525,16 +515,9 @@ static int rewrite(struct reap_reported *s)
 				 (unsigned long)s->sup[i - 1 - s->n].uid,
 				 (unsigned long long)s->sup[i - 1 - s->n].count);
 
-		if (len + (size_t)n > cap) {
-			size_t ncap = cap ? 2 * cap : 65536;
-			char *nb = realloc(buf, ncap);
-
-			if (!nb) {
-				free(buf);
-				return -ENOMEM;
-			}
-			buf = nb;
-			cap = ncap;
+		if (BB__GROW(&buf, &cap, len + (size_t)n) < 0) {
+			free(buf);
+			return -ENOMEM;
 		}
 		memcpy(buf + len, line, (size_t)n);
 		len += (size_t)n;

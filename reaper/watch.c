@@ -45,6 +45,7 @@
 
 #include <blackbox/reader.h>
 
+#include "../shared/grow.h"
 #include "reap.h"
 
 #define UNBORN_FIRST_MS 20     /* a box being created: looked at again after */
@@ -194,15 +195,8 @@ static struct watched *track(struct watch *w, const char *name)
 	for (i = 0; i < w->n && w->v[i].name[0]; i++)
 		;
 	if (i == w->n) {
-		if (w->n == w->cap) {
-			size_t cap = w->cap ? 2 * w->cap : 256;
-			struct watched *v = realloc(w->v, cap * sizeof(*v));
-
-			if (!v)
-				return NULL;
-			w->v = v;
-			w->cap = cap;
-		}
+		if (BB__GROW(&w->v, &w->cap, w->n + 1) < 0)
+			return NULL;
 		w->n++;
 	}
 	e = &w->v[i];
@@ -293,15 +287,8 @@ static bool follow_up(struct watch *w, const char *name, const struct reap_outco
  * out of memory. */
 static bool names_add(char (**v)[256], size_t *n, size_t *cap, const char *name)
 {
-	if (*n == *cap) {
-		size_t nc = *cap ? 2 * *cap : 64;
-		char (*nv)[256] = realloc(*v, nc * sizeof(*nv));
-
-		if (!nv)
-			return false;
-		*v = nv;
-		*cap = nc;
-	}
+	if (BB__GROW(v, cap, *n + 1) < 0)
+		return false;
 	snprintf((*v)[(*n)++], sizeof((*v)[0]), "%s", name);
 	return true;
 }

@@ -37,16 +37,16 @@
  *  - the box's checksum is off or done by the SSE4.2 crc32 instruction
  *    (bb_init() found it).  Taking the next segment when the current one
  *    is full is a call into the library once per segment
- *    (bb__ring_room()), not a fallback.
+ *    (bb__sink_room()), not a fallback.
  *
  * The ABI it fixes ("fast path v1").  Code compiled with this header reads
  * process state the library owns: the two symbols bb__box_v1 (a pointer to
  * the open box, NULL when none) and bb__tls_v1 (per thread, initial-exec
  * TLS), and, through them, struct bb__fast_box, struct bb__fast_tls and
- * struct bb__ring as laid out below, which the library's structs begin
+ * struct bb__sink as laid out below, which the library's structs begin
  * with (static assertions in libblackbox/box.c); and it calls the two
  * functions bb__ring_make_room() and bb__ring_mark().  (Format 3.0 kept
- * the layout: struct bb__ring's first word, once the descriptor whose
+ * the layout: struct bb__sink's first word, once the descriptor whose
  * head lies at its offset 0, is now the address of that head word, the
  * same store; a window's mask and tail make the same tests mean "the
  * segment is full".)  These layouts and
@@ -103,17 +103,18 @@
 struct bb__box;
 
 /*
- * Where a writer appends: one ring as its writer sees it, or a thread's
- * window on the segment it writes (format 3.0, FORMAT.md §13).  The
- * library's process-local view (bb__box.rings[], one per ring of the ring
- * table, and one window per thread slot).  Aligned to a cache line: the
+ * A sink: where a writer appends (docs/DESIGN.md §1).  One ring as its
+ * writer sees it, or a thread's window on the segment it writes (format
+ * 3.0, FORMAT.md §13).  The library's process-local view (bb__box.rings[],
+ * one per ring of the ring table, and bb__box.windows[], one per thread
+ * slot).  Aligned to a cache line: the
  * windows of different threads sit side by side, and head (every record)
  * is written by each one's own thread; packed, two threads would share a
  * line.
  *
  * The record at position pos lives at data + (pos & mask); a record that
  * ends at end fits when end - tail <= mask + 1, and else the library makes
- * room (bb__ring_room() below).  A ring: mask = size - 1, tail its oldest
+ * room (bb__sink_room() below).  A ring: mask = size - 1, tail its oldest
  * record.  A window: positions are the thread's log positions, which never
  * wrap inside a segment, so mask = BB__WINDOW_MASK (every position below
  * 2^63 as it is), data = the segment's bytes - its start position, and
@@ -121,7 +122,7 @@ struct bb__box;
  * ends inside the segment, and otherwise "making room" is taking the next
  * segment.  The same two tests, for both.
  */
-struct __attribute__((aligned(64))) bb__ring {
+struct __attribute__((aligned(64))) bb__sink {
 	uint64_t *pub;             /* where head is published: the descriptor's
 	                            * head (a ring's, or the window's segment's) */
 	uint8_t *data;             /* a ring: 2 * size bytes, the ring mapped
@@ -131,7 +132,7 @@ struct __attribute__((aligned(64))) bb__ring {
 	 * the descriptor.  Touched only by the ring's one writer. */
 	uint64_t head;
 	uint64_t tail;
-	/* Mark segments of a ring (bb__ring_room() below): a record [pos, end)
+	/* Mark segments of a ring (bb__sink_room() below): a record [pos, end)
 	 * with (pos ^ end) > segmask crosses into a new mark segment of
 	 * segmask + 1 bytes, and the writer tells the library where that
 	 * segment's first record starts.  UINT64_MAX: none (a ring under
@@ -169,7 +170,7 @@ struct bb__fast_box {
 
 /* The start of the library's per-thread struct bb__tls. */
 struct bb__fast_tls {
-	struct bb__ring *ring;     /* this thread's window on its segment (3.0),
+	struct bb__sink *window;   /* this thread's window on its segment (3.0),
 	                            * NULL = none (the shared ring) */
 	uint32_t gen;              /* box generation of the claim; 0 = never */
 	uint32_t depth;            /* writes in progress on this thread (nesting) */
@@ -202,15 +203,16 @@ extern __thread struct bb__tls bb__tls __asm__("bb__tls_v1")
  * old records one by one: about once per segment, not once per record
  * (libblackbox/box.c, docs/DESIGN.md §3).  Both are AS-safe, take no lock
  * and make no system call; exported for the inline paths, not an API.
+ * Their names are the ABI's (fast path v1): "ring" there means any sink.
  */
-void bb__ring_make_room(struct bb__ring *r, uint64_t end);
-void bb__ring_mark(struct bb__ring *r, uint64_t end);
+void bb__ring_make_room(struct bb__sink *r, uint64_t end);
+void bb__ring_mark(struct bb__sink *r, uint64_t end);
 
 /* Rings of at least this size get 64 mark segments; smaller ones walk. */
 #define BB__MARK_RING_MIN (64u << 10)
 
 /*
- * bb__ring_room - make room for the record [@pos, @end) about to be
+ * bb__sink_room - make room for the record [@pos, @end) about to be
  * written at head: the steady state is one test that fails (a window's
  * segmask never triggers the mark), and once per segment (a window's) or
  * mark segment (a ring's) a call.  Afterwards every byte the record
@@ -218,7 +220,7 @@ void bb__ring_mark(struct bb__ring *r, uint64_t end);
  * with its release fence.
  */
 static inline __attribute__((always_inline))
-void bb__ring_room(struct bb__ring *r, uint64_t pos, uint64_t end)
+void bb__sink_room(struct bb__sink *r, uint64_t pos, uint64_t end)
 {
 	if (__builtin_expect(end - r->tail > r->mask + 1, 0))
 		bb__ring_make_room(r, end);
@@ -227,11 +229,11 @@ void bb__ring_room(struct bb__ring *r, uint64_t pos, uint64_t end)
 }
 
 /*
- * bb__ring_busy - mark the record at @pos busy (room already made) and
+ * bb__sink_busy - mark the record at @pos busy (room already made) and
  * return it.
  */
 static inline __attribute__((always_inline))
-uint8_t *bb__ring_busy(struct bb__ring *r, uint64_t pos)
+uint8_t *bb__sink_busy(struct bb__sink *r, uint64_t pos)
 {
 	uint8_t *rec = r->data + (pos & r->mask);
 
@@ -243,7 +245,7 @@ uint8_t *bb__ring_busy(struct bb__ring *r, uint64_t pos)
 	 * record they overwrite, whose release is ordered before them by the
 	 * tail fence of bb__ring_make_room() (this record's or an earlier
 	 * one's), in a segment by the fence after the hand-over's CLAIMING
-	 * word; those fences pair with the acquire fence in bb__ring_read().
+	 * word; those fences pair with the acquire fence in bb__extent_read().
 	 * The argument: docs/DESIGN.md §5. */
 	BB__SIGNAL_FENCE();
 	return rec;
@@ -389,11 +391,11 @@ uint64_t bb__now(const struct bb__fast_box *fb)
 }
 
 /*
- * bb__ring_publish - mark the record at @pos of exact length @len, whose
+ * bb__sink_publish - mark the record at @pos of exact length @len, whose
  * bytes are all stored, committed and publish it.
  */
 static inline __attribute__((always_inline))
-void bb__ring_publish(struct bb__ring *r, uint8_t *rec, uint64_t pos, uint32_t len)
+void bb__sink_publish(struct bb__sink *r, uint8_t *rec, uint64_t pos, uint32_t len)
 {
 	uint64_t end = pos + BB_RECORD_STRIDE(len);
 
@@ -408,13 +410,13 @@ void bb__ring_publish(struct bb__ring *r, uint8_t *rec, uint64_t pos, uint32_t l
 }
 
 /*
- * bb__ring_envelope - fill the envelope of the busy record @rec: exact
+ * bb__sink_envelope - fill the envelope of the busy record @rec: exact
  * length @len, @tag, @flags (all of them, the box's included), stamp @ts.
  * Returns bytes 4..7 (len, tag, flags) as a little-endian word: stored as
  * one word, and the first word of the CRC with seq.
  */
 static inline __attribute__((always_inline))
-uint32_t bb__ring_envelope(uint8_t *rec, uint32_t len, uint8_t tag, uint8_t flags,
+uint32_t bb__sink_envelope(uint8_t *rec, uint32_t len, uint8_t tag, uint8_t flags,
 			   uint64_t ts)
 {
 	struct bb_record_hdr *h = (struct bb_record_hdr *)(void *)rec;
@@ -432,8 +434,8 @@ uint32_t bb__ring_envelope(uint8_t *rec, uint32_t len, uint8_t tag, uint8_t flag
 }
 
 /*
- * bb__ring_seal - fill the envelope of the busy record @rec at @pos (see
- * bb__ring_envelope()), append the CRC32C trailer computed with the
+ * bb__sink_seal - fill the envelope of the busy record @rec at @pos (see
+ * bb__sink_envelope()), append the CRC32C trailer computed with the
  * instruction when @crc_hw (the box says BB__CRC_HW and @flags has
  * BB_RF_CRC; then @len is BB_RECORD_HDR_SIZE + @n + BB_CRC_SIZE, @n the
  * bytes of extensions and value, passed so that a caller that knows it at
@@ -441,10 +443,10 @@ uint32_t bb__ring_envelope(uint8_t *rec, uint32_t len, uint8_t tag, uint8_t flag
  * A BB__CRC_SW box is the library's business (writer.h: bb__seal()).
  */
 static inline __attribute__((always_inline))
-void bb__ring_seal(struct bb__ring *r, uint8_t *rec, uint64_t pos, uint32_t len,
+void bb__sink_seal(struct bb__sink *r, uint8_t *rec, uint64_t pos, uint32_t len,
 		   uint8_t tag, uint8_t flags, uint64_t ts, int crc_hw, uint32_t n)
 {
-	uint32_t w1 = bb__ring_envelope(rec, len, tag, flags, ts);
+	uint32_t w1 = bb__sink_envelope(rec, len, tag, flags, ts);
 
 #if defined(__x86_64__) && defined(__LP64__)
 	if (__builtin_expect(crc_hw, 1)) {
@@ -461,7 +463,7 @@ void bb__ring_seal(struct bb__ring *r, uint8_t *rec, uint64_t pos, uint32_t len,
 	(void)crc_hw;
 	(void)n;
 #endif
-	bb__ring_publish(r, rec, pos, len);
+	bb__sink_publish(r, rec, pos, len);
 }
 
 /* ---- CBOR heads and short copies (the library's writers use them too) -- */
@@ -1025,7 +1027,7 @@ int bb__kvn_library(const char *key, size_t kl, int kind, const char *s, size_t 
 struct bb__fw {
 	const struct bb__fast_box *fb;
 	struct bb__fast_tls *t;
-	struct bb__ring *r;
+	struct bb__sink *r;
 	uint8_t *rec;              /* the busy record */
 	uint64_t pos;              /* its position in the log */
 	uint32_t len;              /* its exact length */
@@ -1064,7 +1066,7 @@ uint8_t *bb__fast_begin(struct bb__fw *w, uint32_t n)
 	 * (a signal handler on this thread sees it; there is no other
 	 * reader of depth). */
 	BB__SIGNAL_FENCE();
-	w->r = w->t->ring;
+	w->r = w->t->window;
 	if (__builtin_expect(w->depth != 1 || w->t->gen != w->fb->gen || !w->r ||
 			     w->fb->crc == BB__CRC_SW ||
 			     (n > BB__ROOM_MIN && n > w->fb->room), 0))
@@ -1072,8 +1074,8 @@ uint8_t *bb__fast_begin(struct bb__fw *w, uint32_t n)
 	w->len = BB_RECORD_HDR_SIZE + n + w->fb->trailer;
 	w->pos = w->r->head;
 	end = w->pos + BB_RECORD_STRIDE(w->len);
-	bb__ring_room(w->r, w->pos, end);
-	w->rec = bb__ring_busy(w->r, w->pos);
+	bb__sink_room(w->r, w->pos, end);
+	w->rec = bb__sink_busy(w->r, w->pos);
 	return w->rec + BB_RECORD_HDR_SIZE;
 library:
 	/* Compiler-only, as above: nothing of ours is in the ring yet. */
@@ -1090,7 +1092,7 @@ library:
 static inline __attribute__((always_inline))
 void bb__fast_commit(struct bb__fw *w, uint8_t tag, uint32_t n)
 {
-	bb__ring_seal(w->r, w->rec, w->pos, w->len, tag, w->fb->rflags, bb__now(w->fb),
+	bb__sink_seal(w->r, w->rec, w->pos, w->len, tag, w->fb->rflags, bb__now(w->fb),
 		      w->fb->crc == BB__CRC_HW, n);
 	/* Compiler-only: every store of the record is emitted before the
 	 * depth is given back; a signal handler that runs after that may

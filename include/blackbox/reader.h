@@ -78,8 +78,9 @@ struct bb_box_info {
 	uint64_t file_mtime_ns;/* 0 for memory */
 	uint64_t file_ino, file_dev;
 	uint32_t file_uid;
-	uint32_t ring_count;   /* rings: the ring table's, then (3.0) the thread logs */
-	uint32_t rings_used;   /* rings that were ever claimed / written */
+	uint32_t stream_count; /* streams: the ring table's rings, then (3.0)
+				  the thread logs (docs/DESIGN.md §1) */
+	uint32_t streams_used; /* streams that were ever claimed / written */
 	uint64_t ring_size;    /* data bytes of each ring of the ring table */
 	uint32_t max_record;
 	int32_t  pid;
@@ -108,7 +109,7 @@ struct bb_box_info {
 	uint32_t state_slot_count;  /* 0: no state table */
 	uint32_t modules_size;      /* 0: no module area */
 	/* Areas that fail their bounds check are disabled, not fatal: the
-	 * rings are still read.  "" when fine, else what is wrong. */
+	 * streams are still read.  "" when fine, else what is wrong. */
 	char     state_problem[128];
 	char     modules_problem[128];
 	uint64_t used_bytes;   /* ring bytes holding records (tail to head; 3.0: and
@@ -126,9 +127,9 @@ struct bb_box_info {
 				   user@UID.service or a session), or "" */
 	char     invocation_id[33]; /* $INVOCATION_ID: 32 lowercase hex digits */
 	/* Format 3.0: thread storage in segments (FORMAT.md §13); 0 in a 2.x
-	 * box.  Each thread's log is one of the rings the reader presents
-	 * (kind BB_RING_PRIVATE), after the ring table's: ring_count counts
-	 * both, and grows as a live reader finds new threads. */
+	 * box.  Each thread's log is one of the streams the reader presents
+	 * (kind BB_STREAM_THREAD), after the ring table's rings: stream_count
+	 * counts both, and grows as a live reader finds new threads. */
 	uint32_t seg_count;    /* segments */
 	uint32_t seg_size;     /* data bytes per segment */
 	uint32_t thread_count; /* slots in the thread table */
@@ -269,7 +270,7 @@ bool bb_pid_maps_file(pid_t pid, uint64_t starttime, uint64_t dev, uint64_t ino)
 
 /* One record, as delivered to a walk callback. */
 struct bb_record {
-	uint32_t       ring;        /* index of its ring: the ring table's rings
+	uint32_t       stream;      /* index of its stream: the ring table's rings
 				       first, in table order, then (3.0) each
 				       thread's log: those found at open in the
 				       order their threads first wrote, each one a
@@ -277,10 +278,10 @@ struct bb_record {
 				       indexes never change) */
 	int32_t        tid;         /* thread that wrote it; 0 if unknown */
 	const char    *thread_name; /* its name at claim, "" if unknown (shared and
-				       important rings: the name of the private
-				       ring its tid holds) */
-	uint64_t       pos;         /* byte position in its ring (3.0: in its
-				       thread's log) */
+				       important rings: the name of the thread
+				       stream its tid holds) */
+	uint64_t       pos;         /* byte position in its stream (a ring, or
+				       3.0: its thread's log) */
 	uint64_t       ts;          /* timestamp in ns of the box's clock; a TSC
 				       box's ticks converted to CLOCK_MONOTONIC ns */
 	int64_t        wall_ns;     /* CLOCK_REALTIME ns, from the anchors */
@@ -292,12 +293,12 @@ struct bb_record {
 	uint64_t       ts_raw;      /* the timestamp as stored (TSC ticks in a TSC box) */
 	bool           important_copy; /* delivered from the important ring because
 					  its original is gone (overwritten) */
-	uint64_t       gap_before;  /* bytes of this ring lost right before this
+	uint64_t       gap_before;  /* bytes of this stream lost right before this
 				       record, exactly: a hole in its history
 				       (records overwritten before they could be
 				       read, segments taken from a thread's log,
 				       or bytes that did not validate), 0 if
-				       none.  The first record of a ring in a
+				       none.  The first record of a stream in a
 				       walk has no hole before it (older ones
 				       are simply gone), except in a FOLLOW
 				       walk, which goes on from the last one's
@@ -305,8 +306,27 @@ struct bb_record {
 				       walk: from its first byte). */
 };
 
-/* Per-ring verification counts, accumulated over every walk of a reader. */
-struct bb_ring_stats {
+/*
+ * What a stream is (struct bb_stream_stats.kind): the ring table's kinds
+ * (enum bb_ring_kind, <blackbox/format.h>), a thread's log counting as the
+ * one-thread kind.
+ */
+enum bb_stream_kind {
+	BB_STREAM_THREAD    = BB_RING_PRIVATE,   /* one thread's: its log (3.0),
+						    its private ring (2.x) */
+	BB_STREAM_SHARED    = BB_RING_SHARED,    /* the shared ring */
+	BB_STREAM_IMPORTANT = BB_RING_IMPORTANT, /* the important ring (2.0) */
+};
+
+/* Whether a thread holds a stream (struct bb_stream_stats.claim). */
+enum bb_stream_claim {
+	BB_STREAM_FREE    = BB_RING_FREE,    /* never used */
+	BB_STREAM_OWNED   = BB_RING_OWNED,   /* a live thread writes it */
+	BB_STREAM_RETIRED = BB_RING_RETIRED, /* its thread exited */
+};
+
+/* Per-stream verification counts, accumulated over every walk of a reader. */
+struct bb_stream_stats {
 	uint64_t read;         /* records delivered intact */
 	uint64_t torn;         /* write interrupted by the owner's death (busy at head) */
 	uint64_t overwritten;  /* lapped by the live writer before or while read */
@@ -318,11 +338,11 @@ struct bb_ring_stats {
 	uint64_t dup_suppressed; /* important ring: copies not shown because
 				    their original was delivered (2.0) */
 	int32_t  tid;          /* current / last owner */
-	uint32_t kind;         /* enum bb_ring_kind (a thread's log: BB_RING_PRIVATE) */
-	uint32_t claim;        /* enum bb_ring_claim (a log: OWNED while its thread
-				  lives, else RETIRED) */
+	uint32_t kind;         /* enum bb_stream_kind */
+	uint32_t claim;        /* enum bb_stream_claim (a log: OWNED while its
+				  thread lives, else RETIRED) */
 	char     thread_name[16];
-	/* "" or why the ring's descriptor was rejected (data outside the
+	/* "" or why a ring's descriptor was rejected (data outside the
 	 * file, misaligned, overlapping): such a ring is never read, counted
 	 * corrupt once, and the other rings are read normally (FORMAT §9.5).
 	 * A log: the last segment descriptor of it rejected by a walk. */
@@ -332,7 +352,8 @@ struct bb_ring_stats {
 };
 
 /* bb_reader_walk flags */
-#define BB_WALK_MERGE   0x1u /* all rings merged by timestamp (else ring by ring) */
+#define BB_WALK_MERGE   0x1u /* all streams merged by timestamp (else stream by
+			      stream) */
 #define BB_WALK_FOLLOW  0x2u /* only records newer than the previous walk's */
 
 /*
@@ -342,10 +363,11 @@ struct bb_ring_stats {
 typedef int (*bb_record_fn)(const struct bb_record *rec, void *arg);
 
 /*
- * bb_reader_walk - deliver every intact record of every ring, per docs/DESIGN.md §4:
- * each record is copied, then re-validated against the ring's tail and its
- * seq; records that cannot be proven intact are counted, never delivered.
- * A live reader first reads each ring's live part again (from where the
+ * bb_reader_walk - deliver every intact record of every stream, per
+ * docs/DESIGN.md §4: each record is copied, then re-validated against its
+ * ring's tail (a log: its segment's owner word) and its seq; records that
+ * cannot be proven intact are counted, never delivered.
+ * A live reader first reads each stream's live part again (from where the
  * previous BB_WALK_FOLLOW walk stopped), each ring's head and tail just
  * before its bytes, its tail after them: records the writer overwrote
  * during the copy are counted overwritten, never delivered.
@@ -354,9 +376,10 @@ typedef int (*bb_record_fn)(const struct bb_record *rec, void *arg);
  */
 int bb_reader_walk(struct bb_reader *r, unsigned flags, bb_record_fn fn, void *arg);
 
-/* Stats of ring @ring (NULL if out of range), and the sum over all rings. */
-const struct bb_ring_stats *bb_reader_ring_stats(const struct bb_reader *r, uint32_t ring);
-void bb_reader_total_stats(const struct bb_reader *r, struct bb_ring_stats *sum);
+/* Stats of stream @stream (NULL if out of range), and the sum over all
+ * streams. */
+const struct bb_stream_stats *bb_reader_stream_stats(const struct bb_reader *r, uint32_t stream);
+void bb_reader_total_stats(const struct bb_reader *r, struct bb_stream_stats *sum);
 
 /* Raw bytes of the box: the reader's copy, *len bytes (min(box_size, file
  * size)).  A live reader reads every byte again first (NULL, *len 0, when

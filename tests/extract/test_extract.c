@@ -655,7 +655,7 @@ static int pos_cb(const struct bb_record *rec, void *arg)
 {
 	struct positions *p = arg;
 
-	if (rec->ring != p->ring || rec->tag != p->tag)
+	if (rec->stream != p->ring || rec->tag != p->tag)
 		return 0;
 	if (p->n == p->cap) {
 		p->cap = p->cap ? 2 * p->cap : 1024;
@@ -756,17 +756,17 @@ static void follow_misses(const char *const *args, const char *burst)
 		/* the summary first: its "threads" hold each thread's last
 		 * record, "type" and all */
 		if (!strncmp(l, "{\"summary\"", 10)) {
-			const char *rs = strstr(l, "\"rings\":");
+			const char *rs = strstr(l, "\"streams\":");
 
 			cr_assert(rs, "%s", l);
 			cr_assert_geq(ring, 0, "no record of the burst printed");
 			/* the writer's ring in the summary's rings array */
-			for (const char *q = rs; (q = strstr(q, "{\"ring\":")); q++)
-				if (json_num(q, "ring") == ring)
+			for (const char *q = rs; (q = strstr(q, "{\"stream\":")); q++)
+				if (json_num(q, "stream") == ring)
 					summary_lost = json_num(q, "lost_bytes");
 		} else if (strstr(l, "\"type\":\"u64\"")) {
 			printed++;
-			ring = json_num(l, "ring");
+			ring = json_num(l, "stream");
 		} else if (strstr(l, "\"type\":\"gap\"")) {
 			gap_bytes += json_num(l, "lost_bytes");
 		}

@@ -90,7 +90,7 @@ static inline int tcollect_cb(const struct bb_record *rec, void *arg)
 	}
 	t = &c->r[c->n++];
 	memset(t, 0, sizeof(*t));
-	t->ring = rec->ring;
+	t->ring = rec->stream;
 	t->tid = rec->tid;
 	t->tag = rec->tag;
 	t->flags = rec->flags;
@@ -146,10 +146,10 @@ static inline int tcollect_cb(const struct bb_record *rec, void *arg)
 }
 
 /* Walk @path (merged by timestamp) into @c; returns the reader's totals. */
-static inline struct bb_ring_stats tcollect_path(const char *path, struct tcollect *c)
+static inline struct bb_stream_stats tcollect_path(const char *path, struct tcollect *c)
 {
 	struct bb_reader *r;
-	struct bb_ring_stats sum;
+	struct bb_stream_stats sum;
 	char err[256] = "";
 	int ret = bb_reader_open_path(path, 0, &r, err, sizeof(err));
 

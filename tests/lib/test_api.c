@@ -168,7 +168,7 @@ Test(api, header_identity)
 	cr_assert_eq(in->clock_requested, 0);
 	cr_assert_neq(in->clock_reason, BB_CLOCK_WHY_UNKNOWN);
 	/* the shared and the important ring; no thread has written yet */
-	cr_assert_eq(in->ring_count, 2);
+	cr_assert_eq(in->stream_count, 2);
 	/* the default box is the size its name says, in segments of 8 KiB */
 	cr_assert_eq(in->box_size, BB_DEFAULT_SIZE);
 	cr_assert_eq(in->seg_size, 8192);

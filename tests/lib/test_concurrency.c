@@ -114,7 +114,7 @@ Test(concurrency, live_reader_never_accepts_a_torn_record)
 	struct bb_options o = { .segment_size = 4096, .segment_count = 2 * NWRITERS };
 	pthread_t th[NWRITERS];
 	struct bb_reader *r;
-	struct bb_ring_stats st;
+	struct bb_stream_stats st;
 	uint64_t total = 0, walks_with_progress = 0, start[NWRITERS];
 	char err[256];
 
@@ -205,7 +205,7 @@ static void signal_storm(unsigned segments)
 	struct sigaction sa = { .sa_handler = on_usr1 };
 	struct victim v = { 0 };
 	struct tcollect c;
-	struct bb_ring_stats st;
+	struct bb_stream_stats st;
 	struct bb_reader *r;
 	uint64_t sigrecs = 0;
 
@@ -365,7 +365,7 @@ static int noop_cb(const struct bb_record *rec, void *arg)
 static void threads_in_turn(unsigned segments, size_t lost)
 {
 	struct bb_options o = { .segment_size = 65536, .segment_count = segments };
-	const struct bb_ring_stats *st;
+	const struct bb_stream_stats *st;
 	struct bb_reader *r;
 	pthread_t th;
 
@@ -382,17 +382,17 @@ static void threads_in_turn(unsigned segments, size_t lost)
 	cr_assert_eq(bb_reader_walk(r, 0, noop_cb, NULL), 0);
 	/* the ring table first: the shared ring, empty, and the important
 	 * ring; then one log per thread whose records are still there */
-	cr_assert_not_null(st = bb_reader_ring_stats(r, 0));
-	cr_assert_eq(st->kind, BB_RING_SHARED);
+	cr_assert_not_null(st = bb_reader_stream_stats(r, 0));
+	cr_assert_eq(st->kind, BB_STREAM_SHARED);
 	cr_assert_eq(st->read, 0);
-	cr_assert_eq(bb_reader_ring_stats(r, 1)->kind, BB_RING_IMPORTANT);
-	for (uint32_t i = 2; i < bb_reader_info(r)->ring_count; i++) {
-		st = bb_reader_ring_stats(r, i);
-		cr_assert_eq(st->kind, BB_RING_PRIVATE);
-		cr_assert_eq(st->claim, BB_RING_RETIRED, "its thread exited");
+	cr_assert_eq(bb_reader_stream_stats(r, 1)->kind, BB_STREAM_IMPORTANT);
+	for (uint32_t i = 2; i < bb_reader_info(r)->stream_count; i++) {
+		st = bb_reader_stream_stats(r, i);
+		cr_assert_eq(st->kind, BB_STREAM_THREAD);
+		cr_assert_eq(st->claim, BB_STREAM_RETIRED, "its thread exited");
 		cr_assert_eq(st->read, 100);
 	}
-	cr_assert_eq(bb_reader_info(r)->ring_count, 2 + 7 - lost / 100);
+	cr_assert_eq(bb_reader_info(r)->stream_count, 2 + 7 - lost / 100);
 	bb_reader_close(r);
 }
 

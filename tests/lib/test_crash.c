@@ -203,7 +203,7 @@ static void check_crash_in(const char *kind, int sig, int64_t code, bool addr_ex
 	const uint8_t *box;
 	const struct bb_header *h;
 	struct crash c;
-	struct bb_ring_stats st;
+	struct bb_stream_stats st;
 	char err[256], path[4096];
 	size_t len;
 	bool in_main = false;

@@ -143,7 +143,7 @@ static int raw_cb(const struct bb_record *rec, void *arg)
 		cr_assert_not_null(c->r);
 	}
 	t = &c->r[c->n++];
-	t->ring = rec->ring;
+	t->ring = rec->stream;
 	t->tid = rec->tid;
 	t->tag = rec->tag;
 	t->flags = rec->flags;
@@ -159,7 +159,7 @@ static int raw_cb(const struct bb_record *rec, void *arg)
 static void read_box(const char *path, struct raws *c)
 {
 	struct bb_reader *r;
-	struct bb_ring_stats st;
+	struct bb_stream_stats st;
 	char err[256];
 	int ret;
 
@@ -178,7 +178,7 @@ static void read_box(const char *path, struct raws *c)
 static void read_killed_box(const char *p, struct raws *c)
 {
 	struct bb_reader *r;
-	struct bb_ring_stats st;
+	struct bb_stream_stats st;
 	char err[256];
 	int ret;
 
@@ -360,7 +360,7 @@ Test(inline, literal_writes_run_inline)
 	before = calls();
 	cr_assert_eq(bb_write_kv("req", "GET /index"), 0);   /* claims the ring */
 	cr_assert_eq(calls(), before + 1, "the first write claims through the library");
-	cr_assert_not_null(BB__FAST_TLS()->ring);
+	cr_assert_not_null(BB__FAST_TLS()->window);
 	for (int i = 0; i < 1000; i++)
 		cr_assert_eq(bb_write_kv("req", "GET /index"), 0);
 	cr_assert_eq(calls(), before + 1, "%lu literal writes took the library call",
@@ -1238,7 +1238,7 @@ Test(inline, threads_write_inline_while_a_reader_walks)
 {
 	pthread_t th[NTHREADS];
 	struct bb_reader *r;
-	struct bb_ring_stats st;
+	struct bb_stream_stats st;
 	struct raws c;
 	size_t count[NTHREADS] = { 0 };
 	char err[256];

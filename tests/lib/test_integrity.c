@@ -354,7 +354,7 @@ Test(integrity, flipped_payload_byte_is_detected)
 {
 	struct box b;
 	struct bb_reader *r;
-	struct bb_ring_stats st;
+	struct bb_stream_stats st;
 	struct tcollect c = { 0 };
 	char path[4096], err[256], *out;
 
@@ -397,7 +397,7 @@ Test(integrity, scribbled_envelope_dump_resyncs)
 {
 	struct box b;
 	struct bb_reader *r;
-	struct bb_ring_stats st;
+	struct bb_stream_stats st;
 	struct tcollect c = { 0 };
 	char path[4096], err[256], *out;
 

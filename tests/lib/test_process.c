@@ -66,7 +66,7 @@ Test(process, sigkill_leaves_every_committed_record)
 	pid_t pid = start_child("records", "4000");
 	struct bb_reader *r;
 	struct tcollect c = { 0 };
-	struct bb_ring_stats st;
+	struct bb_stream_stats st;
 	char err[256];
 
 	kill9(pid);

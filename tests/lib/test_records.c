@@ -105,7 +105,7 @@ Test(records, wraparound_keeps_exactly_the_newest)
 	struct bb_options o = { .segment_size = 4096, .segment_count = 2 };
 	char val[200];
 	struct tcollect c;
-	struct bb_ring_stats st;
+	struct bb_stream_stats st;
 	size_t bytes = 0, first;
 	const int n = 10000;
 

@@ -124,7 +124,7 @@ Test(scale, threads_256_none_dropped_quiet_threads_keep_their_last_records)
 	pthread_t th[THREADS];
 	struct bb_reader *r;
 	const struct bb_box_info *in;
-	struct bb_ring_stats st;
+	struct bb_stream_stats st;
 	struct seen s;
 	char path[4096], err[256];
 	unsigned short_kept = 0;

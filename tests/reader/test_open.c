@@ -66,13 +66,13 @@ Test(open, valid_box_opens_and_reports_header)
 	cr_assert_eq(bb_reader_open_path(path_of("box"), 0, &r, err, sizeof(err)), 0, "%s", err);
 	in = bb_reader_info(r);
 	cr_expect_str_eq(in->path, path_of("box"));
-	cr_expect_eq(in->ring_count, 2);
+	cr_expect_eq(in->stream_count, 2);
 	cr_expect_eq(in->ring_size, 4096);
 	cr_expect_eq(in->pid, getpid());
 	cr_expect_str_eq(in->comm, "synth");
 	cr_expect_eq(in->file_size, s.len);
 	cr_expect_neq(in->file_ino, 0);
-	cr_expect_eq(in->rings_used, 2);
+	cr_expect_eq(in->streams_used, 2);
 	bb_reader_close(r);
 	synth_free(&s);
 }
@@ -257,7 +257,7 @@ static void expect_ring_bad(struct synth *s, uint32_t ring, const char *phrase)
 {
 	for (int mem = 0; mem < 2; mem++) {
 		struct bb_reader *r = NULL;
-		const struct bb_ring_stats *st;
+		const struct bb_stream_stats *st;
 		int rc, n = 0;
 
 		if (mem) {
@@ -269,11 +269,11 @@ static void expect_ring_bad(struct synth *s, uint32_t ring, const char *phrase)
 		cr_assert_eq(rc, 0, "open: %s", err);
 		cr_assert_eq(bb_reader_walk(r, BB_WALK_MERGE, count_rec, &n), 0);
 		cr_expect_eq(n, 1, "the good ring's record is read (got %d)", n);
-		st = bb_reader_ring_stats(r, ring);
+		st = bb_reader_stream_stats(r, ring);
 		cr_expect(strstr(st->problem, phrase), "problem \"%s\" lacks \"%s\"",
 			  st->problem, phrase);
 		cr_expect_eq(st->corrupt, 1);
-		cr_expect_eq(bb_reader_ring_stats(r, 0)->problem[0], '\0');
+		cr_expect_eq(bb_reader_stream_stats(r, 0)->problem[0], '\0');
 		bb_reader_close(r);
 	}
 }

@@ -54,7 +54,7 @@ static int collect_fn(const struct bb_record *rec, void *arg)
 	if (g->n == MAXREC)
 		return 1; /* the caller's walk then fails its == 0 assert */
 	x = &g->r[g->n++];
-	x->ring = rec->ring;
+	x->ring = rec->stream;
 	x->tid = rec->tid;
 	snprintf(x->name, sizeof(x->name), "%s", rec->thread_name);
 	x->pos = rec->pos;
@@ -67,7 +67,7 @@ static int collect_fn(const struct bb_record *rec, void *arg)
 }
 
 /* Walk @r merged into @g; the total counts into @st. */
-static void walk(struct bb_reader *r, struct got *g, struct bb_ring_stats *st)
+static void walk(struct bb_reader *r, struct got *g, struct bb_stream_stats *st)
 {
 	memset(g, 0, sizeof(*g));
 	cr_assert_eq(bb_reader_walk(r, BB_WALK_MERGE, collect_fn, g), 0);
@@ -80,7 +80,7 @@ static void walk(struct bb_reader *r, struct got *g, struct bb_ring_stats *st)
 static size_t same_as_full_copy(struct synth *s, struct bb_reader **snap)
 {
 	static struct got a, b;
-	struct bb_ring_stats sa, sb;
+	struct bb_stream_stats sa, sb;
 	struct bb_reader *full;
 	char path[4200];
 
@@ -134,7 +134,7 @@ static void build(struct synth *s)
 
 Test(snapshot, delivers_what_a_full_copy_delivers)
 {
-	struct bb_ring_stats st;
+	struct bb_stream_stats st;
 	struct bb_reader *r;
 	struct synth s;
 

@@ -75,7 +75,7 @@ static int collect_fn(const struct bb_record *rec, void *arg)
 		g->wall[g->n] = rec->wall_ns;
 		g->tid[g->n] = rec->tid;
 		g->copy[g->n] = rec->important_copy;
-		g->ring[g->n] = rec->ring;
+		g->ring[g->n] = rec->stream;
 		snprintf(g->thread[g->n], sizeof(g->thread[0]), "%s", rec->thread_name);
 	}
 	g->n++;
@@ -116,8 +116,8 @@ Test(v2, crc_mismatch_is_counted_and_never_shown)
 	/* the value excludes the trailer: it decodes as the exact string */
 	cr_expect_str_eq(g.text[0], "one");
 	cr_expect_str_eq(g.text[1], "three");
-	cr_expect_eq(bb_reader_ring_stats(r, 0)->crc_bad, 1);
-	cr_expect_eq(bb_reader_ring_stats(r, 0)->corrupt, 1);
+	cr_expect_eq(bb_reader_stream_stats(r, 0)->crc_bad, 1);
+	cr_expect_eq(bb_reader_stream_stats(r, 0)->corrupt, 1);
 	bb_reader_close(r);
 	synth_free(&s);
 }
@@ -141,7 +141,7 @@ Test(v2, crc_flag_cleared_in_a_crc_box_is_corrupt)
 	cr_assert_eq(bb_reader_walk(r, 0, collect_fn, &g), 0);
 	cr_assert_eq(g.n, 1);
 	cr_expect_str_eq(g.text[0], "two");
-	cr_expect_eq(bb_reader_ring_stats(r, 0)->crc_bad, 1);
+	cr_expect_eq(bb_reader_stream_stats(r, 0)->crc_bad, 1);
 	bb_reader_close(r);
 	synth_free(&s);
 }
@@ -168,7 +168,7 @@ Test(v2, crc_covers_the_seq_word)
 	r = open_synth(&s);
 	cr_assert_eq(bb_reader_walk(r, 0, collect_fn, &g), 0);
 	cr_expect_eq(g.n, 1);
-	cr_expect_eq(bb_reader_ring_stats(r, 0)->crc_bad, 1);
+	cr_expect_eq(bb_reader_stream_stats(r, 0)->crc_bad, 1);
 	bb_reader_close(r);
 	synth_free(&s);
 }
@@ -235,7 +235,7 @@ Test(v2, important_copy_shown_once_merged_and_per_ring)
 		}
 		cr_expect_eq(both, 1);
 		cr_expect_eq(copies, 1);
-		cr_expect_eq(bb_reader_ring_stats(r, 2)->dup_suppressed, 1);
+		cr_expect_eq(bb_reader_stream_stats(r, 2)->dup_suppressed, 1);
 		bb_reader_close(r);
 	}
 	synth_free(&s);

@@ -39,7 +39,7 @@ static int got_cb(const struct bb_record *rec, void *arg)
 	cr_assert_lt(g->n, MAXGOT);
 	bb_format_value(rec->tag, rec->flags, rec->value, rec->value_len, buf, sizeof(buf));
 	snprintf(g->text[g->n], sizeof(g->text[0]), "%s", buf);
-	g->ring[g->n] = rec->ring;
+	g->ring[g->n] = rec->stream;
 	g->pos[g->n] = rec->pos;
 	g->gap[g->n] = rec->gap_before;
 	g->tid[g->n] = rec->tid;
@@ -65,7 +65,7 @@ Test(v3, a_log_is_one_ring_in_log_order)
 {
 	struct synth3 x;
 	struct bb_reader *r;
-	const struct bb_ring_stats *st;
+	const struct bb_stream_stats *st;
 	struct got g;
 	uint64_t p;
 
@@ -99,21 +99,21 @@ Test(v3, a_log_is_one_ring_in_log_order)
 		if (i)
 			cr_assert_gt(g.pos[i], g.pos[i - 1]);
 	}
-	cr_assert_eq(bb_reader_info(r)->ring_count, 3);
+	cr_assert_eq(bb_reader_info(r)->stream_count, 3);
 	cr_assert_eq(bb_reader_info(r)->version_major, 3);
 	cr_assert_eq(bb_reader_info(r)->seg_count, 4);
-	st = bb_reader_ring_stats(r, 2);
+	st = bb_reader_stream_stats(r, 2);
 	cr_assert_not_null(st);
-	cr_assert_eq(st->kind, BB_RING_PRIVATE);
-	cr_assert_eq(st->claim, BB_RING_OWNED);
+	cr_assert_eq(st->kind, BB_STREAM_THREAD);
+	cr_assert_eq(st->claim, BB_STREAM_OWNED);
 	cr_assert_eq(st->log, 7);
 	cr_assert_eq(st->segments, 3);
 	cr_assert_eq(st->tid, 4242);
 	cr_assert_str_eq(st->thread_name, "worker");
 	cr_assert_eq(st->read, 4);
-	cr_assert_eq(bb_reader_ring_stats(r, 0)->kind, BB_RING_SHARED);
-	cr_assert_eq(bb_reader_ring_stats(r, 1)->kind, BB_RING_IMPORTANT);
-	cr_assert_null(bb_reader_ring_stats(r, 3));
+	cr_assert_eq(bb_reader_stream_stats(r, 0)->kind, BB_STREAM_SHARED);
+	cr_assert_eq(bb_reader_stream_stats(r, 1)->kind, BB_STREAM_IMPORTANT);
+	cr_assert_null(bb_reader_stream_stats(r, 3));
 	bb_reader_close(r);
 	synth_free(&x.s);
 }
@@ -143,7 +143,7 @@ Test(v3, a_hole_between_segments_is_measured_exactly)
 	cr_assert_eq(g.pos[1], 5000);
 	/* "old" is 16 + 4 = 20 bytes, stride 24: the log lost 5000 - 824 */
 	cr_assert_eq(g.gap[1], 5000 - 824);
-	cr_assert_eq(bb_reader_ring_stats(r, 2)->claim, BB_RING_RETIRED);
+	cr_assert_eq(bb_reader_stream_stats(r, 2)->claim, BB_STREAM_RETIRED);
 	bb_reader_close(r);
 	synth_free(&x.s);
 }
@@ -155,7 +155,7 @@ Test(v3, logs_by_id_shared_ring_names_and_idle_segments)
 {
 	struct synth3 x;
 	struct bb_reader *r;
-	struct bb_ring_stats sum;
+	struct bb_stream_stats sum;
 	struct got g;
 	uint8_t v[32];
 	size_t n;
@@ -192,7 +192,7 @@ Test(v3, torn_record_at_a_dead_logs_head)
 {
 	struct synth3 x;
 	struct bb_reader *r;
-	struct bb_ring_stats sum;
+	struct bb_stream_stats sum;
 	struct got g;
 	uint32_t busy;
 
@@ -222,7 +222,7 @@ Test(v3, damaged_descriptors_and_records_cost_only_themselves)
 {
 	struct synth3 x;
 	struct bb_reader *r;
-	const struct bb_ring_stats *st;
+	const struct bb_stream_stats *st;
 	struct got g;
 	uint64_t p;
 
@@ -250,11 +250,11 @@ Test(v3, damaged_descriptors_and_records_cost_only_themselves)
 	cr_assert_str_eq(g.text[1], "three");
 	cr_assert_gt(g.gap[1], 0, "the scribbled record is a hole");
 	cr_assert_str_eq(g.text[2], "four");
-	st = bb_reader_ring_stats(r, 2);
+	st = bb_reader_stream_stats(r, 2);
 	cr_assert_eq(st->log, 1);
 	cr_assert_eq(st->corrupt, 2, "the scribbled record and the overlapping segment");
 	cr_assert(strstr(st->problem, "inside the segment before it"), "%s", st->problem);
-	st = bb_reader_ring_stats(r, 3);
+	st = bb_reader_stream_stats(r, 3);
 	cr_assert_eq(st->log, 2);
 	cr_assert_eq(st->corrupt, 2);
 	cr_assert(strstr(st->problem, "segment"), "%s", st->problem);

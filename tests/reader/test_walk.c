@@ -28,7 +28,7 @@ static int collect_fn(const struct bb_record *rec, void *arg)
 	struct got *g = arg;
 
 	cr_assert_lt(g->n, MAXREC);
-	g->r[g->n].ring = rec->ring;
+	g->r[g->n].ring = rec->stream;
 	g->r[g->n].tid = rec->tid;
 	snprintf(g->r[g->n].name, 16, "%s", rec->thread_name);
 	g->r[g->n].pos = rec->pos;
@@ -42,7 +42,7 @@ static int collect_fn(const struct bb_record *rec, void *arg)
 	return 0;
 }
 
-static struct got *walk(struct synth *s, unsigned flags, struct bb_ring_stats *st)
+static struct got *walk(struct synth *s, unsigned flags, struct bb_stream_stats *st)
 {
 	static struct got g;
 	struct bb_reader *r;
@@ -59,7 +59,7 @@ static struct got *walk(struct synth *s, unsigned flags, struct bb_ring_stats *s
 Test(walk, exact_read_back)
 {
 	struct synth s;
-	struct bb_ring_stats st;
+	struct bb_stream_stats st;
 	struct got *g;
 	char want[32];
 
@@ -100,7 +100,7 @@ Test(walk, exact_read_back)
 Test(walk, wrap_around_straddles_the_end)
 {
 	struct synth s;
-	struct bb_ring_stats st;
+	struct bb_stream_stats st;
 	struct got *g;
 	char text[128];
 	int straddled = 0, first;
@@ -133,7 +133,7 @@ Test(walk, wrap_around_straddles_the_end)
 Test(walk, torn_at_head_of_dead_owner)
 {
 	struct synth s;
-	struct bb_ring_stats st;
+	struct bb_stream_stats st;
 	struct bb_reader *r;
 	struct got *g;
 	char err[256];
@@ -167,7 +167,7 @@ Test(walk, torn_at_head_of_dead_owner)
 Test(walk, corrupt_seq_is_counted_and_walk_recovers)
 {
 	struct synth s;
-	struct bb_ring_stats st;
+	struct bb_stream_stats st;
 	struct got *g;
 	uint64_t pos[10];
 	uint32_t bad = 0xdeadbeef;
@@ -187,7 +187,7 @@ Test(walk, corrupt_seq_is_counted_and_walk_recovers)
 Test(walk, seq_of_another_position_is_stale)
 {
 	struct synth s;
-	struct bb_ring_stats st;
+	struct bb_stream_stats st;
 	struct got *g;
 	uint64_t pos[6];
 	uint32_t stale;
@@ -207,7 +207,7 @@ Test(walk, seq_of_another_position_is_stale)
 Test(walk, lengths_outside_the_ring_or_head)
 {
 	struct synth s;
-	struct bb_ring_stats st;
+	struct bb_stream_stats st;
 	struct got *g;
 	uint64_t pos[8];
 	uint16_t len;
@@ -231,7 +231,7 @@ Test(walk, lengths_outside_the_ring_or_head)
 Test(walk, impossible_head_and_tail)
 {
 	struct synth s;
-	struct bb_ring_stats st;
+	struct bb_stream_stats st;
 	struct got *g;
 
 	synth_init(&s, 3, 4096);
@@ -260,7 +260,7 @@ Test(walk, impossible_head_and_tail)
 Test(walk, owner_records_attribute_threads)
 {
 	struct synth s;
-	struct bb_ring_stats st;
+	struct bb_stream_stats st;
 	struct got *g;
 
 	synth_init(&s, 2, 4096);
@@ -291,7 +291,7 @@ Test(walk, owner_records_attribute_threads)
 Test(walk, shared_ring_records_carry_their_tid)
 {
 	struct synth s;
-	struct bb_ring_stats st;
+	struct bb_stream_stats st;
 	struct got *g;
 	uint8_t v[16];
 	size_t n = cb_text(v, "hi");
@@ -319,7 +319,7 @@ Test(walk, follow_delivers_only_new_records)
 {
 	struct synth s;
 	struct bb_reader *r;
-	struct bb_ring_stats st;
+	struct bb_stream_stats st;
 	static struct got g;
 	char err[256];
 
@@ -382,8 +382,8 @@ Test(walk, callback_stops_the_walk)
 	cr_expect_eq(bb_reader_walk(r, 0, stop_at_two, &n), 42);
 	n = 0;
 	cr_expect_eq(bb_reader_walk(r, BB_WALK_MERGE, stop_at_two, &n), 42);
-	cr_expect_eq(bb_reader_ring_stats(r, 0)->read + bb_reader_ring_stats(r, 1)->read, 4);
-	cr_expect_null(bb_reader_ring_stats(r, 2));
+	cr_expect_eq(bb_reader_stream_stats(r, 0)->read + bb_reader_stream_stats(r, 1)->read, 4);
+	cr_expect_null(bb_reader_stream_stats(r, 2));
 	bb_reader_close(r);
 	synth_free(&s);
 }
@@ -391,7 +391,7 @@ Test(walk, callback_stops_the_walk)
 Test(walk, unknown_tags_and_malformed_values_do_not_stop_the_walk)
 {
 	struct synth s;
-	struct bb_ring_stats st;
+	struct bb_stream_stats st;
 	struct got *g;
 	static const uint8_t junk[] = { 0xff, 0x00, 0x13 };
 	uint8_t v[16];
@@ -418,7 +418,7 @@ Test(walk, unknown_tags_and_malformed_values_do_not_stop_the_walk)
 Test(walk, garbage_rings_terminate)
 {
 	struct synth s;
-	struct bb_ring_stats st;
+	struct bb_stream_stats st;
 	unsigned seed = 12345;
 	uint64_t delivered = 0, corrupt = 0;
 

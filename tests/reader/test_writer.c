@@ -77,7 +77,7 @@ static int seen_fn(const struct bb_record *rec, void *arg)
 Test(writer, dead_owner_reads_back)
 {
 	struct bb_reader *r;
-	struct bb_ring_stats st;
+	struct bb_stream_stats st;
 	struct seen s = { 0 };
 	char err[512];
 	int status;

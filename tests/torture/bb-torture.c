@@ -341,12 +341,12 @@ static int live_cb(const struct bb_record *rec, void *arg)
 		return 0;
 	if (rec->tag != BB_TAG_BYTES || !(p = tt_cbor_bytes(rec->value, rec->value_len, &n))) {
 		fprintf(stderr, "bb-torture: live reader: ring %u pos %" PRIu64
-			": unexpected tag %u or value\n", rec->ring, rec->pos, rec->tag);
+			": unexpected tag %u or value\n", rec->stream, rec->pos, rec->tag);
 		_exit(99);
 	}
 	if ((why = tt_verify(p, n, &h))) {
 		fprintf(stderr, "bb-torture: live reader: ring %u pos %" PRIu64 ": %s\n",
-			rec->ring, rec->pos, why);
+			rec->stream, rec->pos, why);
 		_exit(99);
 	}
 	if (h.serial >= live_nseen) {
@@ -361,22 +361,22 @@ static int live_cb(const struct bb_record *rec, void *arg)
 		live_nseen = c;
 	}
 	ls = &live_seen[h.serial];
-	if (live_follow && ls->seen && ls->ring == rec->ring && h.seq > ls->seq &&
+	if (live_follow && ls->seen && ls->ring == rec->stream && h.seq > ls->seq &&
 	    ls->walk + 1 >= live_walk && !(rec->flags & BB_RF_TID)) {
 		uint64_t want = h.seq == ls->seq + 1 ? 0 : strides(live_seed, h.serial, ls->seq + 1, h.seq);
 
 		if (rec->gap_before != want) {
 			fprintf(stderr, "bb-torture: live reader: ring %u serial %u seq %" PRIu64
 				" after %" PRIu64 ": gap_before %" PRIu64 ", the records between "
-				"took %" PRIu64 "\n", rec->ring, h.serial, h.seq, ls->seq,
+				"took %" PRIu64 "\n", rec->stream, h.serial, h.seq, ls->seq,
 				rec->gap_before, want);
 			_exit(99);
 		}
 		fig->live_gaps += want > 0;
 	}
-	if (!ls->seen || ls->ring != rec->ring || h.seq > ls->seq) {
+	if (!ls->seen || ls->ring != rec->stream || h.seq > ls->seq) {
 		ls->seen = true;
-		ls->ring = rec->ring;
+		ls->ring = rec->stream;
 		ls->seq = h.seq;
 		ls->walk = live_walk;
 	}
@@ -396,7 +396,7 @@ static void *live_main(void *arg)
 	}
 	live_info = *bb_reader_info(r);
 	for (unsigned k = 0;; k++) {
-		struct bb_ring_stats sum;
+		struct bb_stream_stats sum;
 		unsigned flags = k % 3 == 0 ? 0 : k % 3 == 1 ? BB_WALK_MERGE :
 					      BB_WALK_FOLLOW | BB_WALK_MERGE;
 		int rc;
@@ -551,7 +551,7 @@ static int check_cb(const struct bb_record *rec, void *arg)
 	}
 	x = &w->v[w->n++];
 	*x = (struct rec){
-		.ring = rec->ring, .tid = rec->tid, .tag = rec->tag, .flags = rec->flags,
+		.ring = rec->stream, .tid = rec->tid, .tag = rec->tag, .flags = rec->flags,
 		.pos = rec->pos, .len = rec_len(rec), .gap = rec->gap_before,
 	};
 	if (rec->tag == BB_TAG_OWNER) {
@@ -569,7 +569,7 @@ static int check_cb(const struct bb_record *rec, void *arg)
 		w->bad++;
 		if (opt.verbose || (w->bad <= 3 && !strcmp(run_mode, "kills")))
 			fprintf(stderr, "  ring %u pos %" PRIu64 " tag %u flags 0x%x: %s\n",
-				rec->ring, rec->pos, rec->tag, rec->flags, why);
+				rec->stream, rec->pos, rec->tag, rec->flags, why);
 	}
 	return 0;
 }
@@ -737,15 +737,15 @@ static int check_killed(pid_t pid, bool early)
 	}
 	qsort(sx, nsx, sizeof(*sx), segx_cmp);
 
-	for (uint32_t i = 0; i < info->ring_count; i++) {
-		const struct bb_ring_stats *st = bb_reader_ring_stats(r, i);
+	for (uint32_t i = 0; i < info->stream_count; i++) {
+		const struct bb_stream_stats *st = bb_reader_stream_stats(r, i);
 		bool log = st->log != 0;
 		uint64_t expect = 0;
 		const struct segx *segs = NULL, *cur = NULL;
 		size_t nsegs = 0, si = 0;
 		uint32_t shown = 0; /* log: serial whose records we saw last, 0 = none */
 
-		if (!log && st->kind != BB_RING_SHARED) {
+		if (!log && st->kind != BB_STREAM_SHARED) {
 			/* the important ring gets no records from us */
 			continue;
 		}
@@ -1179,7 +1179,7 @@ static char sbox[4096];
 static int check_scribbled_api(pid_t pid, bool unused)
 {
 	struct walk w = { 0 };
-	struct bb_ring_stats sum;
+	struct bb_stream_stats sum;
 	struct bb_reader *r;
 	char err[256];
 	size_t len;

@@ -152,7 +152,7 @@ void bbx_em_bytes(struct bbx_em *em, const uint8_t *p, size_t n)
 
 void bbx_em_record_start(struct bbx_em *em, int64_t wall_ns, uint64_t clock_ns,
 			 bool with_pid, int32_t pid, int32_t tid, const char *thread,
-			 uint32_t ring, const char *type)
+			 uint32_t stream, const char *type)
 {
 	char t[BBX_TIME_MAX], *p;
 	size_t n = 0, k;
@@ -185,8 +185,8 @@ void bbx_em_record_start(struct bbx_em *em, int64_t wall_ns, uint64_t clock_ns,
 		bbx__cbor_text(em->o, (const uint8_t *)thread, strlen(thread));
 		p = bbx_out_reserve(em->o, 64);
 		n = 0;
-		LIT("\x64ring");
-		n += cb_head(p + n, 0, ring);
+		LIT("\x66stream");
+		n += cb_head(p + n, 0, stream);
 		LIT("\x64type");
 		n += cb_text(p + n, type, strnlen(type, 16));
 		bbx_out_commit(em->o, n);
@@ -228,8 +228,8 @@ void bbx_em_record_start(struct bbx_em *em, int64_t wall_ns, uint64_t clock_ns,
 		p = bbx_out_reserve(em->o, 64);
 		n = 0;
 	}
-	LIT("\",\"ring\":");
-	n += bbx_fmt_u64(p + n, ring);
+	LIT("\",\"stream\":");
+	n += bbx_fmt_u64(p + n, stream);
 	LIT(",\"type\":\"");
 	k = strnlen(type, 16);
 	memcpy(p + n, type, k);

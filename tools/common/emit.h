@@ -83,7 +83,7 @@ static inline void bbx_em_kv_str(struct bbx_em *em, const char *k, const char *s
  */
 void bbx_em_record_start(struct bbx_em *em, int64_t wall_ns, uint64_t clock_ns,
 			 bool with_pid, int32_t pid, int32_t tid, const char *thread,
-			 uint32_t ring, const char *type);
+			 uint32_t stream, const char *type);
 
 /*
  * Close a record opened by bbx_em_record_start(): "truncated", then

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * reaper/journal.c - bb-reap --journal: one structured journal entry for
+ * reaper/journal-send.c - bb-reap --journal: one structured journal entry for
  * each box whose owner died (crashed, or orphaned: SIGKILL, the OOM killer,
  * _exit, exec), sent once per box (reported.c) with sd_journal_sendv(3), for
  * systemd-journal-upload to carry to a collector and for
@@ -217,7 +217,7 @@ static int record_cb(const struct bb_record *rec, void *arg)
 	if (w->count++ < w->from)
 		return 0;
 	bbx_em_record_start(w->em, rec->wall_ns, rec->ts, false, 0, rec->tid,
-			    rec->thread_name ? rec->thread_name : "", rec->ring,
+			    rec->thread_name ? rec->thread_name : "", rec->stream,
 			    bb_tag_name(rec->tag));
 	bbx_em_record_value(w->em, rec->tag, rec->value, rec->value_len);
 	bbx_em_record_end(w->em, rec->flags & BB_RF_TRUNCATED, rec->flags & BB_RF_IMPORTANT);
@@ -257,7 +257,7 @@ static uint64_t add_records(struct entry *e, struct bb_reader *r, unsigned n)
 	if (bb_reader_walk(r, BB_WALK_MERGE, count_cb, &w) < 0)
 		return 0;
 	total = w.count;
-	add(e, "BB_RECORDS_TOTAL", "%llu", (unsigned long long)total);
+	add(e, BBJ_RECORDS_TOTAL, "%llu", (unsigned long long)total);
 	if (!n || !total)
 		return total;
 	if (json_open(&j) < 0) {
@@ -268,7 +268,7 @@ static uint64_t add_records(struct entry *e, struct bb_reader *r, unsigned n)
 	 * last @n of them as JSON */
 	w = (struct walk){ .from = total > n ? total - n : 0, .em = &j.em };
 	bb_reader_walk(r, BB_WALK_MERGE, record_cb, &w);
-	json_field(e, &j, "BB_RECORDS", JSON_MAX);
+	json_field(e, &j, BBJ_RECORDS, JSON_MAX);
 	return total;
 }
 
@@ -306,7 +306,7 @@ static void add_release(struct entry *e, struct bb_reader *r)
 
 	bb_reader_state(r, release_cb, &rel, NULL);
 	if (rel.text[0])
-		add(e, "BB_RELEASE", "%s", rel.text);
+		add(e, BBJ_RELEASE, "%s", rel.text);
 }
 
 static void add_state(struct entry *e, struct bb_reader *r)
@@ -318,7 +318,7 @@ static void add_state(struct entry *e, struct bb_reader *r)
 		return;
 	}
 	bb_reader_state(r, state_cb, &j.em, NULL);
-	json_field(e, &j, "BB_STATE_JSON", JSON_MAX);
+	json_field(e, &j, BBJ_STATE_JSON, JSON_MAX);
 }
 
 /* ---- the crash: signal, stack, grouping key ---------------------------- */
@@ -404,12 +404,12 @@ static void add_stack(struct entry *e, struct bb_reader *r, const struct bb_cras
 			    : cr->frame_flags[i] & BB_CRASH_FRAME_EXACT ? 'p' : 'r';
 	}
 	if (len) {
-		add_bytes(e, "BB_STACK", buf, len - 1); /* without the last newline */
-		add_bytes(e, "BB_STACK_KINDS", kinds, nk);
+		add_bytes(e, BBJ_STACK, buf, len - 1); /* without the last newline */
+		add_bytes(e, BBJ_STACK_KINDS, kinds, nk);
 	}
 	free(buf);
 	if (cr->nframes)
-		add(e, "BB_STACK_HASH", "%016llx", (unsigned long long)h);
+		add(e, BBJ_STACK_HASH, "%016llx", (unsigned long long)h);
 }
 
 /* BB_BUILD_ID: the executable's, the module area's first object, crash or
@@ -425,7 +425,7 @@ static void add_build_id(struct entry *e, struct bb_reader *r)
 		return;
 	bb__hex(id, mods[0].build_id, mods[0].build_id_len);
 	id[2 * mods[0].build_id_len] = '\0';
-	add(e, "BB_BUILD_ID", "%s", id);
+	add(e, BBJ_BUILD_ID, "%s", id);
 }
 
 /* ---- OOM kills: the kernel's word, from the journal -------------------- */
@@ -580,9 +580,9 @@ static void add_boot_id(struct entry *e, const char *boot)
 	}
 	if (k == 32 && strlen(boot) == 36) {
 		id[32] = '\0';
-		add(e, "BB_BOOT_ID", "%s", id);
+		add(e, BBJ_BOOT_ID, "%s", id);
 	} else {
-		add_text(e, "BB_BOOT_ID", boot, 40);
+		add_text(e, BBJ_BOOT_ID, boot, 40);
 	}
 }
 
@@ -593,22 +593,22 @@ static void add_unit(struct entry *e, const struct bb_box_info *in, uint32_t fil
 	char why[512];
 
 	if (in->cgroup[0])
-		add_text(e, "BB_CGROUP", in->cgroup, sizeof(in->cgroup));
+		add_text(e, BBJ_CGROUP, in->cgroup, sizeof(in->cgroup));
 	if (in->invocation_id[0])
-		add(e, "BB_INVOCATION_ID", "%s", in->invocation_id);
+		add(e, BBJ_INVOCATION_ID, "%s", in->invocation_id);
 	if (!in->unit[0])
 		return;
 	/* unit names are checked by the reader: [A-Za-z0-9:_.\\@-] only */
-	add(e, "BB_UNIT", "%s", in->unit);
+	add(e, BBJ_UNIT, "%s", in->unit);
 	if (in->user_unit[0])
-		add(e, "BB_USER_UNIT", "%s", in->user_unit);
+		add(e, BBJ_USER_UNIT, "%s", in->user_unit);
 	if (!reap_unit_vouched(in, file_uid, why, sizeof(why))) {
-		add(e, "BB_UNIT_VOUCHED", "0");
-		add_text(e, "BB_UNIT_CLAIM", why, sizeof(why));
+		add(e, BBJ_UNIT_VOUCHED, "0");
+		add_text(e, BBJ_UNIT_CLAIM, why, sizeof(why));
 		return;
 	}
-	add(e, "BB_UNIT_VOUCHED", "1");
-	add_text(e, "BB_UNIT_VOUCHED_BY", why, sizeof(why));
+	add(e, BBJ_UNIT_VOUCHED, "1");
+	add_text(e, BBJ_UNIT_VOUCHED_BY, why, sizeof(why));
 	add(e, "OBJECT_SYSTEMD_UNIT", "%s", in->unit);
 	if (in->invocation_id[0])
 		add(e, "OBJECT_SYSTEMD_INVOCATION_ID", "%s", in->invocation_id);
@@ -652,57 +652,57 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 	add(e, "MESSAGE_ID", "%s", BB_JOURNAL_MESSAGE_ID);
 	add(e, "PRIORITY", "%d", crashed ? 2 : 4);
 	add(e, "SYSLOG_IDENTIFIER", "bb-reap");
-	add(e, "BB_PID", "%ld", (long)in->pid);
-	add(e, "BB_STARTTIME", "%llu", (unsigned long long)in->starttime);
+	add(e, BBJ_PID, "%ld", (long)in->pid);
+	add(e, BBJ_STARTTIME, "%llu", (unsigned long long)in->starttime);
 	add_boot_id(e, in->boot_id);
-	add(e, "BB_UID", "%lu", (unsigned long)uid);
-	add_bytes(e, "BB_COMM", comm, strlen(comm));
-	add_text(e, "BB_CMDLINE", in->cmdline, sizeof(in->cmdline));
-	add(e, "BB_LIVENESS", "%s", crashed ? "crashed" : "orphaned");
-	add(e, "BB_FORMAT", "%u.%u", in->version_major, in->version_minor);
-	add(e, "BB_BOX_SIZE", "%llu", (unsigned long long)box_bytes);
-	add_text(e, "BB_BOX_PATH", path, PATH_MAX);
+	add(e, BBJ_UID, "%lu", (unsigned long)uid);
+	add_bytes(e, BBJ_COMM, comm, strlen(comm));
+	add_text(e, BBJ_CMDLINE, in->cmdline, sizeof(in->cmdline));
+	add(e, BBJ_LIVENESS, "%s", crashed ? "crashed" : "orphaned");
+	add(e, BBJ_FORMAT, "%u.%u", in->version_major, in->version_minor);
+	add(e, BBJ_BOX_SIZE, "%llu", (unsigned long long)box_bytes);
+	add_text(e, BBJ_BOX_PATH, path, PATH_MAX);
 	if (archive)
-		add_text(e, "BB_ARCHIVE", archive, 4096);
+		add_text(e, BBJ_ARCHIVE, archive, 4096);
 	if (crashed) {
-		add(e, "BB_SIGNAL", "%d", in->phase_signal);
+		add(e, BBJ_SIGNAL, "%d", in->phase_signal);
 		if (signame)
-			add(e, "BB_SIGNAL_NAME", "%s", signame);
-		add(e, "BB_CRASH_RECORD", "%s", bb_crash_status_name(cr.status));
+			add(e, BBJ_SIGNAL_NAME, "%s", signame);
+		add(e, BBJ_CRASH_RECORD, "%s", bb_crash_status_name(cr.status));
 	}
 	if (crashed && cr.status == BB_CRASH_COMPLETE && cr.kind == BB_CRASH_KIND_FATAL) {
 		/* bb_crash_record(): why, instead of a signal's details.
 		 * The reason is text the program wrote, like a record: another
 		 * user's only with --journal-content=all. */
-		add(e, "BB_CRASH_KIND", "fatal");
+		add(e, BBJ_CRASH_KIND, "fatal");
 		if (content)
-			add_text(e, "BB_CRASH_REASON", cr.reason, sizeof(cr.reason));
+			add_text(e, BBJ_CRASH_REASON, cr.reason, sizeof(cr.reason));
 	} else if (crashed && cr.status == BB_CRASH_COMPLETE) {
 		const char *code = bbx_sigcode_name(cr.signal, cr.code);
 
-		add(e, "BB_CRASH_KIND", "signal");
-		add(e, "BB_SIGNAL_CODE", "%d", cr.code);
+		add(e, BBJ_CRASH_KIND, "signal");
+		add(e, BBJ_SIGNAL_CODE, "%d", cr.code);
 		if (code)
-			add(e, "BB_SIGNAL_CODE_NAME", "%s", code);
+			add(e, BBJ_SIGNAL_CODE_NAME, "%s", code);
 		/* only a fault the kernel raised has an address */
 		if (cr.has_addr && cr.code > 0)
-			add(e, "BB_FAULT_ADDR", "0x%llx", (unsigned long long)cr.addr);
+			add(e, BBJ_FAULT_ADDR, "0x%llx", (unsigned long long)cr.addr);
 		if (cr.stack_overflow)
-			add(e, "BB_STACK_OVERFLOW", "1");
+			add(e, BBJ_STACK_OVERFLOW, "1");
 	}
 	if (crashed && cr.status == BB_CRASH_COMPLETE) {
-		add(e, "BB_CRASH_TID", "%d", (int)cr.tid);
-		add_text(e, "BB_CRASH_THREAD", cr.thread, sizeof(cr.thread));
+		add(e, BBJ_CRASH_TID, "%d", (int)cr.tid);
+		add_text(e, BBJ_CRASH_THREAD, cr.thread, sizeof(cr.thread));
 		add_stack(e, r, &cr, where, sizeof(where));
 	}
 	add_build_id(e, r);
 	add_release(e, r);
 	add_unit(e, in, uid);
 	if (!crashed && (oom = oom_killed(in)) >= 0)
-		add(e, "BB_OOM_KILL", "%d", oom);
+		add(e, BBJ_OOM_KILL, "%d", oom);
 	/* the owner's deaths since its last entry that no entry tells of */
 	if (reap_reported_suppressed(c, uid))
-		add(e, "BB_SUPPRESSED", "%llu",
+		add(e, BBJ_SUPPRESSED, "%llu",
 		    (unsigned long long)reap_reported_suppressed(c, uid));
 	if (read_all) {
 		uint64_t total;
@@ -748,12 +748,12 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 		size_t m = strlen(msg);
 
 		snprintf(msg + m, sizeof(msg) - m, " [%s]", omit);
-		add(e, "BB_BOX_OMITTED", "%s", omit);
+		add(e, BBJ_BOX_OMITTED, "%s", omit);
 	}
 	add_bytes(e, "MESSAGE", msg, strlen(msg));
 	/* whether BB_BOX follows: a reader listing entries knows without
 	 * reading (and decompressing) the box */
-	add(e, "BB_BOX_ATTACHED", "%d", attach ? 1 : 0);
+	add(e, BBJ_BOX_ATTACHED, "%d", attach ? 1 : 0);
 	if (attach) {
 		size_t len = 0;
 		const void *data = bb_reader_data(r, &len);
@@ -761,7 +761,7 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 		if (!data || len != box_bytes)
 			e->err = e->err ? e->err : -ESTALE; /* changed while being read */
 		else
-			add_bytes(e, "BB_BOX", data, len);
+			add_bytes(e, BBJ_BOX, data, len);
 	}
 }
 
