@@ -23,7 +23,12 @@
 # the client no vDSO), so "per call" counts only glibc's wrapper around the
 # system call, not the ~50-100 instructions of the vDSO read; "excl clock" is
 # unaffected.
+# The clock: BLACKBOX_CLOCK, monotonic unless set (the "excl clock" column
+# subtracts a clock_gettime loop, which is what a monotonic box's record
+# calls; with BLACKBOX_CLOCK=tsc "per call" is the figure to read).
 set -eu
+: "${BLACKBOX_CLOCK:=monotonic}"
+export BLACKBOX_CLOCK
 
 profile=0
 if [ "${1-}" = "--profile" ]; then

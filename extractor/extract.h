@@ -176,6 +176,7 @@ void bbx_frame_struct(struct bbx_em *em, const struct bbx_frame *f, bool raw);
 
 /* report.c */
 const char *bbx_clock_desc(const struct bb_box_info *in);
+const char *bbx_clock_reason(const struct bb_box_info *in, bool text);
 bool bbx_is_damaged(const struct bbx_ctx *c, const struct bb_stream_stats *tot);
 void bbx_unit_struct(struct bbx_em *em, const struct bb_box_info *in);
 void bbx_summary_struct(struct bbx_ctx *c, int live, int code);

@@ -119,6 +119,7 @@ static void list_one(const struct bbx_opts *o, struct bbx_out *out, struct bbx_e
 				bbx_em_kv_str(em, "signal_name", sig);
 		}
 		bbx_em_kv_str(em, "clock", bbx_clock_desc(in));
+		bbx_em_kv_str(em, "clock_reason", bbx_clock_reason(in, false));
 		bbx_em_kv_u64(em, "size", in->box_size);
 		bbx_em_kv_u64(em, "streams_used", in->streams_used);
 		bbx_em_kv_u64(em, "stream_count", in->stream_count);

@@ -26,6 +26,33 @@ const char *bbx_clock_desc(const struct bb_box_info *in)
 	}
 }
 
+/*
+ * Why the box has its clock (header clock_reason): a short token for JSON
+ * and CBOR (@text false) or a phrase for the text report.
+ */
+const char *bbx_clock_reason(const struct bb_box_info *in, bool text)
+{
+	switch (in->clock_reason) {
+	case BB_CLOCK_WHY_TRUSTED:
+		return text ? "default: the kernel's clocksource is tsc and the TSC is invariant"
+			    : "trusted";
+	case BB_CLOCK_WHY_CLOCKSOURCE:
+		return text ? "default: the kernel's clocksource is not tsc" : "clocksource";
+	case BB_CLOCK_WHY_NOT_INVARIANT:
+		return text ? "the CPU reports no invariant TSC" : "not-invariant";
+	case BB_CLOCK_WHY_ASKED:
+		return text ? "asked for" : "asked";
+	case BB_CLOCK_WHY_ASKED_UNTRUSTED:
+		return text ? "asked for; the kernel's clocksource is not tsc" : "asked-untrusted";
+	case BB_CLOCK_WHY_CALIBRATION:
+		return text ? "the TSC failed calibration" : "calibration";
+	case BB_CLOCK_WHY_NO_TSC:
+		return text ? "no TSC on this architecture" : "no-tsc";
+	default:
+		return text ? "reason not recorded" : "unrecorded";
+	}
+}
+
 /* ---- verification report -------------------------------------------- */
 
 static const char *ring_kind_name(uint32_t k)
@@ -109,6 +136,7 @@ void bbx_summary_struct(struct bbx_ctx *c, int live, int code)
 	}
 	bbx_em_kv_str(em, "crash_record", bb_crash_status_name(c->crash.status));
 	bbx_em_kv_str(em, "clock", bbx_clock_desc(in));
+	bbx_em_kv_str(em, "clock_reason", bbx_clock_reason(in, false));
 	if (in->clock == BB_CLOCK_TSC)
 		bbx_em_kv_u64(em, "tsc_hz", in->tsc_hz);
 	bbx_em_key(em, "created");
@@ -210,10 +238,10 @@ void bbx_summary_text(struct bbx_ctx *c, int live)
 	else if (in->file_uid != in->uid) /* --any-owner: whose file it really is */
 		snprintf(owner, sizeof(owner), " (file owner uid %u)", in->file_uid);
 	bbx_msg(in->path, "pid %d (%s) uid %u%s, %s%s; format %u.%u, %u of %u streams used; "
-	    "clock %s; crash record %s",
+	    "clock %s (%s); crash record %s",
 	    (int)in->pid, in->comm, in->uid, owner, bb_liveness_name(live), sig,
 	    in->version_major, in->version_minor, in->streams_used, in->stream_count,
-	    bbx_clock_desc(in), bb_crash_status_name(c->crash.status));
+	    bbx_clock_desc(in), bbx_clock_reason(in, true), bb_crash_status_name(c->crash.status));
 	for (i = 0; i < in->stream_count; i++) {
 		const struct bb_stream_stats *p = bb_reader_stream_stats(c->r, i);
 

@@ -1,8 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * clock.c - the writer's record clock: CLOCK_MONOTONIC (default) or the x86-64
- * TSC, calibrated against CLOCK_MONOTONIC once, in bb_init() (FORMAT.md §11
- * "TSC clock").
+ * clock.c - the writer's record clock: the x86-64 TSC, calibrated against
+ * CLOCK_MONOTONIC once, in bb_init() (FORMAT.md §11 "TSC clock"), or
+ * CLOCK_MONOTONIC.
+ *
+ * The choice (bb__clock_setup()): the clock asked for (bb_options.clock,
+ * BLACKBOX_CLOCK) when there is one; by default the TSC only where the
+ * kernel trusts it - its current clocksource is "tsc", which the kernel
+ * keeps only while its watchdog finds the TSC stable and synchronised - and
+ * the CPU reports it invariant; CLOCK_MONOTONIC otherwise.  The header
+ * records the reason (enum bb_clock_reason), which bb-extract prints.
  *
  * Calibration: two (TSC, CLOCK_MONOTONIC) pairs about BB__CAL_NS apart.  Each
  * pair is the best of BB__CAL_TRIES reads "rdtsc; clock_gettime; rdtsc": the
@@ -20,9 +27,12 @@
  * stays synchronised across cores, which makes one calibration valid for
  * the whole box and timestamps comparable between threads.
  */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -57,6 +67,33 @@ int bb__tsc_invariant(void)
 #else
 	return 0;
 #endif
+}
+
+int bb__clocksource_is_tsc(void)
+{
+	const char *path = secure_getenv("BB_TEST_CLOCKSOURCE");
+	char buf[32];
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	if (!path || !*path)
+		path = BB__CLOCKSOURCE_PATH;
+	/* O_NONBLOCK: a FIFO named by the test hook must not block
+	 * bb_init(); only a regular file (sysfs attributes are) is read. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return 0;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	return !strcmp(buf, "tsc\n") || !strcmp(buf, "tsc");
 }
 
 #if defined(__x86_64__)
@@ -151,11 +188,30 @@ static bool bb__tsc_calibrate(struct bb_header *h)
 int bb__clock_setup(struct bb_header *h, int requested)
 {
 	int clock = BB_CLOCK_MONOTONIC;
+	int reason;
 
 	h->clock_requested = (uint8_t)requested;
 #if defined(__x86_64__)
-	if (requested == BB_CLOCK_TSC && bb__tsc_invariant() && bb__tsc_calibrate(h)) {
+	if (requested == BB_CLOCK_MONOTONIC) {
+		reason = BB_CLOCK_WHY_ASKED;
+	} else if (!bb__tsc_invariant()) {
+		reason = BB_CLOCK_WHY_NOT_INVARIANT;
+	} else if (requested == BB_CLOCK_TSC) {
 		clock = BB_CLOCK_TSC;
+		reason = bb__clocksource_is_tsc() ? BB_CLOCK_WHY_ASKED
+						  : BB_CLOCK_WHY_ASKED_UNTRUSTED;
+	} else if (bb__clocksource_is_tsc()) {
+		clock = BB_CLOCK_TSC;
+		reason = BB_CLOCK_WHY_TRUSTED;
+	} else {
+		reason = BB_CLOCK_WHY_CLOCKSOURCE;
+	}
+	if (clock == BB_CLOCK_TSC && !bb__tsc_calibrate(h)) {
+		clock = BB_CLOCK_MONOTONIC;
+		reason = BB_CLOCK_WHY_CALIBRATION;
+	}
+	h->clock_reason = (uint8_t)reason;
+	if (clock == BB_CLOCK_TSC) {
 		h->anchor_realtime_ns = bb__clock_ns(CLOCK_REALTIME);
 		/* Read right after the anchor pair: the (realtime, anchor)
 		 * pair is one clock read apart, as in the
@@ -163,6 +219,9 @@ int bb__clock_setup(struct bb_header *h, int requested)
 		h->clock = BB_CLOCK_TSC;
 		return clock;
 	}
+#else
+	reason = requested == BB_CLOCK_MONOTONIC ? BB_CLOCK_WHY_ASKED : BB_CLOCK_WHY_NO_TSC;
+	h->clock_reason = (uint8_t)reason;
 #endif
 	h->tsc_anchor = 0;
 	h->tsc_hz = 0;

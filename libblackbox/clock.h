@@ -90,14 +90,31 @@ static inline int64_t bb__ts_to_wall_ns(const struct bb_header *h, uint64_t ts)
  * bb__clock_setup - choose the record clock for a new box and write the
  * header's clock fields: clock, clock_requested, anchor_realtime_ns,
  * anchor_clock_ns and, for BB_CLOCK_TSC, tsc_anchor/tsc_hz/tsc_mult/
- * tsc_shift.  @requested is 0 (default), BB_CLOCK_MONOTONIC or
- * BB_CLOCK_TSC.  Returns the clock actually used: BB_CLOCK_TSC only on
- * x86-64 with an invariant TSC (CPUID 0x80000007 EDX bit 8) and a sane
- * calibration, BB_CLOCK_MONOTONIC otherwise (a fallback the header shows as
- * clock != clock_requested).  Takes about 2 ms in TSC mode (calibration),
- * microseconds otherwise.  Not AS-safe (bb_init() only).
+ * tsc_shift, and clock_reason (enum bb_clock_reason).  @requested is 0
+ * (default), BB_CLOCK_MONOTONIC or BB_CLOCK_TSC.  Returns the clock actually
+ * used: BB_CLOCK_TSC only on x86-64 with an invariant TSC (CPUID 0x80000007
+ * EDX bit 8) and a sane calibration, and, by default (@requested 0), only
+ * when the kernel's current clocksource is the TSC (bb__clocksource_is_tsc());
+ * an explicit BB_CLOCK_TSC is honoured on any clocksource (reason
+ * BB_CLOCK_WHY_ASKED_UNTRUSTED).  BB_CLOCK_MONOTONIC otherwise.  Takes
+ * about 2 ms for the first TSC box of a process (calibration), microseconds
+ * otherwise.  Called by bb_init() and by a fork child's first write
+ * (bb__nobox()): everything it calls (clock_gettime, open, read, close)
+ * is async-signal-safe, and the calibration is reused there.
  */
 int bb__clock_setup(struct bb_header *h, int requested);
+
+/* Where the kernel names its current clocksource. */
+#define BB__CLOCKSOURCE_PATH "/sys/devices/system/clocksource/clocksource0/current_clocksource"
+
+/*
+ * bb__clocksource_is_tsc - is the kernel's current clocksource "tsc"?
+ * Reads BB__CLOCKSOURCE_PATH, or for tests the regular file that
+ * BB_TEST_CLOCKSOURCE names (secure_getenv(): ignored in set-user-ID
+ * programs; a non-regular file counts as "not tsc", and is never waited
+ * for).  false when unreadable.
+ */
+int bb__clocksource_is_tsc(void);
 
 /* bb__tsc_invariant - does this CPU advertise an invariant TSC?  false on
  * anything but x86-64, and when the test hook BB_TEST_NO_INVARIANT_TSC=1 is

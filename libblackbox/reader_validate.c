@@ -301,6 +301,8 @@ int bb__rdr_check_header(struct bb_reader *r, const struct bb_header *h, uint64_
 	copy_str(in->cmdline, h->cmdline, sizeof(in->cmdline));
 	in->clock = h->clock;
 	in->clock_requested = h->clock_requested;
+	in->clock_reason = h->clock_reason <= BB_CLOCK_WHY_NO_TSC ? h->clock_reason
+								 : BB_CLOCK_WHY_UNKNOWN;
 	in->flags = h->flags;
 	if (h->clock == BB_CLOCK_TSC) {
 		in->tsc_hz = h->tsc_hz;

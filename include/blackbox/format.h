@@ -86,6 +86,27 @@ enum bb_clock {
 	BB_CLOCK_TSC       = 4, /* raw x86-64 TSC ticks; header tsc_* convert (2.0) */
 };
 
+/*
+ * bb_header.clock_reason (3.2): why the writer stamps records with the
+ * clock it does (docs/FORMAT.md §11 "TSC clock").  0: not recorded (a box
+ * of an older writer).
+ */
+enum bb_clock_reason {
+	BB_CLOCK_WHY_UNKNOWN        = 0, /* not recorded */
+	BB_CLOCK_WHY_TRUSTED        = 1, /* default: the kernel's clocksource is the
+	                                  * TSC and the CPU's TSC is invariant: TSC */
+	BB_CLOCK_WHY_CLOCKSOURCE    = 2, /* default: the kernel's clocksource is not
+	                                  * the TSC (or unreadable): monotonic */
+	BB_CLOCK_WHY_NOT_INVARIANT  = 3, /* default or asked TSC: the CPU reports no
+	                                  * invariant TSC: monotonic */
+	BB_CLOCK_WHY_ASKED          = 4, /* the clock asked for (bb_options.clock,
+	                                  * BLACKBOX_CLOCK); a TSC the kernel trusts */
+	BB_CLOCK_WHY_ASKED_UNTRUSTED = 5, /* TSC asked for and used although the
+	                                  * kernel's clocksource is not the TSC */
+	BB_CLOCK_WHY_CALIBRATION    = 6, /* the TSC failed calibration: monotonic */
+	BB_CLOCK_WHY_NO_TSC         = 7, /* not x86-64: no TSC clock: monotonic */
+};
+
 /* bb_header.cgroup_hierarchy (2.1): which line of /proc/self/cgroup
  * bb_header.cgroup comes from. */
 enum bb_cgroup_hierarchy {
@@ -167,7 +188,8 @@ struct bb_header {
 	uint32_t tsc_shift;          /* 516 */
 	uint8_t  clock_requested;    /* 520 enum bb_clock asked for (env/options); 0 = default.
 	                              *     clock != clock_requested means a fallback */
-	uint8_t  reserved1[3];       /* 521 */
+	uint8_t  clock_reason;       /* 521 enum bb_clock_reason (3.2); 0 = not recorded */
+	uint8_t  reserved1[2];       /* 522 */
 	uint32_t state_slot_count;   /* 524 slots in the state table, 0 = no table */
 	uint64_t state_table_offset; /* 528 from the start of the box */
 	uint32_t state_slot_size;    /* 536 bytes per slot, multiple of 8, >= 64 */
@@ -449,6 +471,7 @@ BB__FORMAT_ASSERT(offsetof(struct bb_header, phase) == 440, header_phase);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, dropped_toobig) == 488, header_dropped_toobig);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, tsc_anchor) == 496, header_tsc_anchor);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, clock_requested) == 520, header_clock_requested);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, clock_reason) == 521, header_clock_reason);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, state_table_offset) == 528, header_state_table);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, modules_offset) == 544, header_modules);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, state_errors) == 560, header_state_errors);

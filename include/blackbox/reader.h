@@ -145,6 +145,9 @@ struct bb_box_info {
 				  a segment (their thread got none) */
 	uint64_t seg_stolen;   /* segments taken from another thread's log */
 	uint64_t seg_restarted;/* a thread with one segment started it over */
+	/* Format 3.2: why the writer chose its clock (enum bb_clock_reason;
+	 * BB_CLOCK_WHY_UNKNOWN = 0 for an older box or a value out of range). */
+	int      clock_reason;
 };
 
 /*

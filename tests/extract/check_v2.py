@@ -245,8 +245,34 @@ def main():
                                  text=True).stdout
             row = next((l for l in lst.splitlines() if l.startswith("%d " % pid5)), "")
             check("monotonic (tsc unavailable)" in row, "fallback --list row %r" % row)
+            lst = subprocess.run([EXTRACT, "--list", "--json", "--dir", d5],
+                                 stdout=subprocess.PIPE, text=True).stdout
+            ent = [e for e in jlines(lst) if e.get("pid") == pid5]
+            check(ent and ent[0].get("clock_reason") == "not-invariant",
+                  "fallback --list --json %r" % ent)
         finally:
             shutil.rmtree(d5)
+
+        # The default clock on a clocksource the kernel does not trust
+        # (test hook: the library reads this file instead of sysfs):
+        # monotonic, and both the summary and --list say why
+        d8 = tempfile.mkdtemp(prefix="bbv2c.")
+        try:
+            cs = os.path.join(d8, "clocksource")
+            with open(cs, "w") as f:
+                f.write("hpet\n")
+            env8 = {"BB_TEST_CLOCKSOURCE": cs, "BLACKBOX_CLOCK": ""}
+            pid8 = crash_child(d8, env_extra=env8)
+            rc, out, err = extract(d8, pid8)
+            check("clock monotonic (default: the kernel's clocksource is not tsc)" in err,
+                  "default clock on hpet: summary %r" % err)
+            rc, out, err = extract(d8, pid8, "--json")
+            summ = jlines(out)[-1]["summary"]
+            check(summ.get("clock") == "monotonic" and
+                  summ.get("clock_reason") in ("clocksource", "not-invariant"),
+                  "default clock on hpet: %r" % summ)
+        finally:
+            shutil.rmtree(d8)
 
         # TSC: stamps convert to wall times inside the run (slack for the
         # calibration, not a timing threshold)
@@ -260,6 +286,8 @@ def main():
             summ = recs[-1]["summary"]
             check(summ["clock"] in ("tsc", "monotonic (tsc unavailable)"),
                   "clock %r" % summ["clock"])
+            check(summ.get("clock_reason") in ("asked", "asked-untrusted", "not-invariant"),
+                  "asked tsc: clock_reason %r" % summ.get("clock_reason"))
             stamps = [r["ts_ns"] for r in recs if "ts_ns" in r]
             check(len(stamps) >= 6, "tsc records %d" % len(stamps))
             check(all(t0 - 10**9 <= s <= t1 + 10**9 for s in stamps),
