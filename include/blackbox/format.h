@@ -25,7 +25,7 @@ extern "C" {
 /* "BLACKBOX" read as a little-endian u64: bytes 42 4c 41 43 4b 42 4f 58. */
 #define BB_MAGIC            UINT64_C(0x584f424b43414c42)
 #define BB_FORMAT_MAJOR     3   /* a reader refuses a newer major */
-#define BB_FORMAT_MINOR     1   /* a reader reads any minor of its major */
+#define BB_FORMAT_MINOR     2   /* a reader reads any minor of its major */
 #define BB_FORMAT_MAJOR_OLDEST 2 /* the oldest major a reader still reads (2.x:
                                   * private rings, no segments) */
 #define BB_BYTE_ORDER_MARK  UINT32_C(0x01020304) /* stored in writer order */
@@ -43,6 +43,7 @@ extern "C" {
  * (docs/FORMAT.md §13). */
 #define BB_SEG_DESC_SIZE    64u   /* one cache line per segment descriptor */
 #define BB_THREAD_SLOT_SIZE 64u   /* one cache line per thread slot */
+#define BB_LAST_WORDS_SIZE  128u  /* 3.2: a thread slot's last words entry */
 #define BB_SEG_MIN_SIZE     4096u
 #define BB_SEG_MAX_SIZE     (UINT32_C(1) << 30)
 #define BB_SEG_MAX_COUNT    4096u /* segments, and thread slots, per box */
@@ -207,7 +208,19 @@ struct bb_header {
 	uint32_t crash_stacks_count; /* 1224 at most BB_CRASH_STACKS_MAX */
 	uint32_t crash_stacks_asked; /* 1228 threads asked (may exceed count: those
 	                              *      beyond it were not asked, no room) */
-	uint8_t  reserved[BB_CRASH_OFFSET - 1232];
+	/*
+	 * Format 3.2: last words and recycling (docs/FORMAT.md §13).  Zero:
+	 * no last words table (3.0, 3.1).
+	 */
+	uint64_t last_words_offset;  /* 1232 thread_count entries of last_words_size */
+	uint32_t last_words_size;    /* 1240 BB_LAST_WORDS_SIZE */
+	uint32_t reserved4;          /* 1244 */
+	uint64_t recycled_gone;      /* 1248 records of logs no longer in the box:
+	                              *      their thread slot went to another
+	                              *      thread (each log's recycled and last
+	                              *      words, added when its slot is reused) */
+	uint64_t logs_gone;          /* 1256 such logs */
+	uint8_t  reserved[BB_CRASH_OFFSET - 1264];
 
 	/* The crash area: written once by the crash handler (first fatal
 	 * signal wins), a record envelope + value exactly like a ring record,
@@ -305,8 +318,28 @@ struct bb_thread_slot {
 	uint32_t cur_ord;     /*  24 its ordinal */
 	uint32_t reserved0;   /*  28 */
 	char     thread_name[16]; /* 32 */
-	uint64_t reserved1[2];/*  48 */
+	uint64_t recycled;    /*  48 3.2: records of the log taken out of the box
+	                       *     with its segments (the last words kept are
+	                       *     not counted) */
+	uint64_t reserved1;   /*  56 */
 };
+
+/*
+ * Last words (3.2), one entry per thread slot, BB_LAST_WORDS_SIZE bytes:
+ * the newest record of a log whose last segment was taken, copied by the
+ * thread that took it, at its log position.  The same seqlock as a
+ * segment's: own goes CLAIMING (next generation), a release fence, start,
+ * head and data, then own SEALED with release.  Valid when own is SEALED;
+ * it then holds the log positions [start, head) at data, as a segment
+ * would (one record: envelope, value, CRC trailer).
+ */
+struct bb_last_words {
+	uint64_t own;         /*   0 BB_SEG_OWN(state, generation, log id) */
+	uint64_t start;       /*   8 log position of the record */
+	uint64_t head;        /*  16 just past it */
+	uint8_t  data[BB_LAST_WORDS_SIZE - 24]; /* 24 */
+};
+#define BB_LAST_WORDS_DATA (BB_LAST_WORDS_SIZE - 24u) /* the largest record kept */
 #define BB_QUEUE(idx, ord)  ((uint64_t)(uint32_t)(ord) << 32 | (uint32_t)(idx))
 #define BB_QUEUE_IDX(q)     ((uint32_t)(q))
 #define BB_QUEUE_ORD(q)     ((uint32_t)((uint64_t)(q) >> 32))
@@ -428,9 +461,12 @@ BB__FORMAT_ASSERT(offsetof(struct bb_header, cgroup) == 616, header_cgroup);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, seg_count) == 1128, header_seg_count);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, overflow) == 1208, header_overflow);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, crash_stacks_offset) == 1216, header_crash_stacks);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, last_words_offset) == 1232, header_last_words);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, logs_gone) == 1256, header_logs_gone);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, crash) == BB_CRASH_OFFSET, header_crash_area);
 BB__FORMAT_ASSERT(sizeof(struct bb_seg_desc) == BB_SEG_DESC_SIZE, segment_descriptor_size);
 BB__FORMAT_ASSERT(sizeof(struct bb_thread_slot) == BB_THREAD_SLOT_SIZE, thread_slot_size);
+BB__FORMAT_ASSERT(sizeof(struct bb_last_words) == BB_LAST_WORDS_SIZE, last_words_size);
 BB__FORMAT_ASSERT(sizeof(struct bb_modules_hdr) == 24, module_area_header);
 BB__FORMAT_ASSERT(offsetof(struct bb_ring_desc, claim) == 64, head_tail_alone_on_line_0);
 BB__FORMAT_ASSERT(offsetof(struct bb_ring_desc, lock) == 112, descriptor_lock);
