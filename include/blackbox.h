@@ -31,6 +31,8 @@
  *                            any value but "" and "0" turns it on)
  *   BLACKBOX_BUDGET=BYTES    crash-loop budget when bb_options.budget is 0
  *                            (suffixes k, m, g; default 64m; 0 = none)
+ *   BLACKBOX_FORK_SIZE=BYTES the box of a child of fork() when
+ *                            bb_options.fork_size is 0 (default 512k)
  *   BLACKBOX_RELEASE=TEXT    the program's release when bb_options.release is
  *                            NULL or "" (state key "release", BB_RELEASE)
  */
@@ -89,6 +91,11 @@ struct bb_field {
 /* Default crash-loop budget: the bytes a uid's dead boxes may hold in the
  * box directory (bb_options.budget, BLACKBOX_BUDGET). */
 #define BB_DEFAULT_BUDGET      (64u << 20)
+/* Default size of the box of a child of fork() (BB_FORK_NEW_BOX), when
+ * neither bb_options.fork_size nor BLACKBOX_FORK_SIZE gives one, and the
+ * parent's box is larger: a worker of a pool writes less than the service
+ * (docs/DESIGN.md §9 "Process pools"). */
+#define BB_DEFAULT_FORK_SIZE   (512u << 10)
 
 /* struct bb_options.flags */
 #define BB_OPT_KEEP_ON_EXIT   0x1u /* exit() leaves the box in place */
@@ -144,6 +151,11 @@ struct bb_options {
 	                         * bb-reap --journal sends as BB_RELEASE and
 	                         * crash groups list; NULL or "" =
 	                         * BLACKBOX_RELEASE, or none */
+	size_t      fork_size;  /* the box of a child of fork() (BB_FORK_NEW_BOX),
+	                         * created at its first write: 0 = BLACKBOX_FORK_SIZE
+	                         * or BB_DEFAULT_FORK_SIZE, never more than the
+	                         * parent's size; with segment_count, the parent's
+	                         * size unless given */
 };
 
 /* The longest bb_options.release / BLACKBOX_RELEASE. */
@@ -154,10 +166,14 @@ struct bb_options {
  * (0 = BLACKBOX_SIZE or BB_DEFAULT_SIZE).  Registers an atexit handler that
  * marks the box "exited" and unlinks it.  Before it creates the box, it
  * enforces the crash-loop budget (bb_options.budget): dead boxes of its
- * own uid in the box directory, never a live owner's, are removed until
- * they hold at most the budget less the new box; the new box's state table
- * counts them (key "blackbox.budget_removed") and names this process's PID
- * namespace ("blackbox.pid_ns").  bb_init(3), CRASH LOOPS, says which go.
+ * own uid and its own program (its executable) in the box directory, never
+ * a live owner's, never the program's newest nor its newest crashed box,
+ * are removed while the uid's dead boxes hold more than the budget less
+ * the new box; nothing in a set-uid process nor while bb-reap --watch
+ * runs.  The new box's state table counts them (key
+ * "blackbox.budget_removed") and names this process's PID namespace
+ * ("blackbox.pid_ns").  bb_init(3), CRASH LOOPS, says which go and what
+ * it costs.
  *
  * Returns 0, or:
  *  -EALREADY  a box is already open in this process

@@ -171,6 +171,7 @@ static void bb__atexit(void)
 			shm_unlink(box->name);
 		else
 			unlink(box->path);
+		bb__budget_release();
 	}
 	/* Not unmapped: other threads may still be writing during exit. */
 }
@@ -652,11 +653,36 @@ static int bb__open(const struct bb_options *o, const char *dir, size_t size)
 	return 0;
 }
 
+/*
+ * The box of a child of fork() (docs/DESIGN.md §9 "Process pools"): a
+ * worker's records, not the service's: bb_options.fork_size, or
+ * BLACKBOX_FORK_SIZE, or BB_DEFAULT_FORK_SIZE, at most @size; with
+ * segment_count and no size given, the parent's.  Planned here, so that a
+ * size too small fails bb_init() rather than the child's first write.
+ * Stored in @o->fork_size; 0 or -EINVAL.
+ */
+static int bb__fork_size_of(struct bb_options *o, size_t size)
+{
+	const char *env = (o->flags & BB_OPT_NO_ENV) ? NULL : secure_getenv("BLACKBOX_FORK_SIZE");
+	struct bb__layout l;
+	size_t fs = o->fork_size;
+
+	if (!fs && env && *env && !(fs = bb__parse_size(env)))
+		return -EINVAL;
+	if (!fs)
+		fs = o->segment_count ? size : BB_DEFAULT_FORK_SIZE;
+	if (size && fs > size)
+		fs = size;
+	o->fork_size = fs;
+	return fs == size ? 0 : bb__plan(fs, o->segment_count, o->segment_size, &l);
+}
+
 BB_EXPORT int bb_init_opts(const struct bb_options *opts)
 {
 	struct bb_options o = { 0 };
 	const char *env, *dir;
 	size_t size;
+	int ret;
 
 	if (opts)
 		o = *opts;
@@ -702,6 +728,9 @@ BB_EXPORT int bb_init_opts(const struct bb_options *opts)
 		return -EINVAL;
 	if (!size && !o.segment_count)
 		size = BB_DEFAULT_SIZE;
+	ret = bb__fork_size_of(&o, size);
+	if (ret < 0)
+		return ret;
 	if (dir && strlen(dir) >= sizeof(bb__g.dir) - 96)
 		return -ENAMETOOLONG;
 
@@ -715,14 +744,11 @@ BB_EXPORT int bb_init_opts(const struct bb_options *opts)
 	}
 	bb__g.disabled = false;
 	bb__g.fork_pending = 0;
-	{
-		int ret = bb__open(&bb__g.opts, bb__g.opts.dir, size);
-
-		/* The crash handler (crash.c), once the box exists. */
-		if (ret == 0 && (ret = bb__crash_init(&bb__g.opts)) < 0)
-			bb_close();
-		return ret;
-	}
+	ret = bb__open(&bb__g.opts, bb__g.opts.dir, size);
+	/* The crash handler (crash.c), once the box exists. */
+	if (ret == 0 && (ret = bb__crash_init(&bb__g.opts)) < 0)
+		bb_close();
+	return ret;
 }
 
 BB_EXPORT int bb_init(size_t size)
@@ -751,6 +777,7 @@ BB_EXPORT int bb_close(void)
 				  (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
 		BB__STORE_RELEASE(&box->hdr->phase, (uint32_t)BB_PHASE_CLOSED);
 		bb__remove(box);
+		bb__budget_release();
 	}
 	bb__unmap(box);
 	bb__tls.f.window = NULL;
@@ -796,7 +823,8 @@ int bb__nobox(void)
 	 * nothing else, so its later plain reset needs no ordering. */
 	if (bb__g.fork_pending == 1 &&
 	    BB__CAS_ACQUIRE(&bb__g.fork_pending, &expect, 2)) {
-		int ret = bb__open(&bb__g.opts, bb__g.have_dir ? bb__g.dir : NULL, bb__g.opts.size);
+		int ret = bb__open(&bb__g.opts, bb__g.have_dir ? bb__g.dir : NULL,
+				   bb__g.opts.fork_size);
 
 		if (ret < 0) {
 			bb__g.disabled = true;   /* say it once, then stay quiet */
@@ -1050,7 +1078,7 @@ publish:
 	BB__STORE_RELAXED(&r->desc->tail, tail);
 	/* Orders the new tail before the busy seq and the record bytes that
 	 * overwrite what it released.  Pairs with the acquire fence in
-	 * bb__span_read(): a reader that copied overwritten bytes sees this
+	 * bb__extent_read(): a reader that copied overwritten bytes sees this
 	 * tail and drops the copy. */
 	BB__FENCE_RELEASE();
 }

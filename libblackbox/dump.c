@@ -37,7 +37,7 @@
 
 /* A ring of the ring table, or a segment of a thread's log (3.0). */
 struct bb__cursor {
-	struct bb__span v;
+	struct bb__extent v;
 	uint64_t pos;
 	uint64_t head;
 	uint64_t skipped;   /* corrupt bytes skipped by a resync, not yet said */
@@ -147,11 +147,11 @@ static bool bb__seen_has(int32_t tid, uint64_t ts)
  * Move the cursor past what cannot be read at its position (FORMAT.md §8,
  * the walk of every reader: ring.h): a record the writer lapped resumes at
  * its new tail, a corrupt one at the next record that validates (the bytes
- * skipped are said by bb__dump_one()).  @rd: what bb__span_read() said.
+ * skipped are said by bb__dump_one()).  @rd: what bb__extent_read() said.
  */
 static void bb__cursor_skip(struct bb__cursor *c, enum bb__rd rd)
 {
-	c->pos = bb__span_skip(&c->v, c->pos, c->head, rd, bb__rec, &c->skipped);
+	c->pos = bb__extent_skip(&c->v, c->pos, c->head, rd, bb__rec, &c->skipped);
 }
 
 /* Peek at the timestamp of the cursor's next record; false at the end. */
@@ -168,9 +168,9 @@ static bool bb__peek(struct bb__cursor *c, uint64_t *ts)
 			c->done = true;
 			break;
 		}
-		bb__span_copy(&c->v, c->pos, &h, sizeof(h));
-		if (bb__span_seq(&c->v, c->pos) == BB_SEQ_DONE(c->pos) &&
-		    bb__span_envelope_ok(&c->v, &h, c->pos, c->head)) {
+		bb__extent_copy(&c->v, c->pos, &h, sizeof(h));
+		if (bb__extent_seq(&c->v, c->pos) == BB_SEQ_DONE(c->pos) &&
+		    bb__extent_envelope_ok(&c->v, &h, c->pos, c->head)) {
 			*ts = c->peek_ts = h.ts;
 			c->peek_pos = c->pos;
 			c->peeked = true;
@@ -178,7 +178,7 @@ static bool bb__peek(struct bb__cursor *c, uint64_t *ts)
 		}
 		/* Lapped or corrupt: as the reader decides, after its fence. */
 		BB__FENCE_ACQUIRE();
-		bb__cursor_skip(c, bb__span_lapped(&c->v, c->pos) ? BB__RD_OVERWRITTEN
+		bb__cursor_skip(c, bb__extent_lapped(&c->v, c->pos) ? BB__RD_OVERWRITTEN
 								    : BB__RD_CORRUPT);
 	}
 	return false;
@@ -218,7 +218,7 @@ static int bb__dump_one(int fd, const struct bb_header *hdr, struct bb__cursor *
 
 	if (c->skipped && (n = bb__say_skipped(fd, c)) < 0)
 		return n;
-	rd = bb__span_read(&c->v, c->pos, c->head, bb__rec, &len);
+	rd = bb__extent_read(&c->v, c->pos, c->head, bb__rec, &len);
 	if (rd != BB__RD_OK) {
 		bb__cursor_skip(c, rd);
 		return 0;
@@ -297,7 +297,7 @@ BB_EXPORT int bb_dump(int fd)
 		struct bb__cursor *c = &bb__cur[total++];
 		struct bb_ring_desc *d = box->rings[i].desc;
 
-		c->v = (struct bb__span){ .desc = d, .data = box->rings[i].data,
+		c->v = (struct bb__extent){ .desc = d, .data = box->rings[i].data,
 					       .size = box->ring_size,
 					       .max_record = box->max_record };
 		/* The live part, as every reader checks it (ring.h): a ring
@@ -315,7 +315,7 @@ BB_EXPORT int bb_dump(int fd)
 		const struct bb_seg_desc *d = &box->segs[i];
 
 		/* Owner word (acquire), start, head (acquire), as every reader
-		 * reads a segment (ring.h); bb__span_read() checks the owner
+		 * reads a segment (ring.h); bb__extent_read() checks the owner
 		 * word again after each copy. */
 		if (bb__seg_bounds(&c->v, d, box->segdata + (size_t)i * box->seg_size,
 				   box->seg_size, box->max_record, &c->pos, &c->head) != 1)

@@ -35,5 +35,8 @@ struct bb_options;
 int bb__budget_trim(const struct bb_options *o, const char *dir, uint64_t new_size,
 		    uint64_t *removed);
 void bb__budget_note(uint64_t removed);
+/* At a clean exit that removes the box: its bytes leave the index's bound
+ * and the deaths it counted go to its program's next box (budget.c). */
+void bb__budget_release(void);
 
 #endif /* BB_INTERNAL_H */

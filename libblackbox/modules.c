@@ -130,6 +130,35 @@ static int bb__mod_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+struct bb__main_id {
+	uint8_t *out;
+	size_t   cap, len;
+};
+
+static int bb__main_id_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct bb__main_id *m = arg;
+	const uint8_t *id = NULL;
+	size_t n = 0;
+
+	(void)size;
+	for (ElfW(Half) i = 0; i < info->dlpi_phnum && !n; i++)
+		if (info->dlpi_phdr[i].p_type == PT_NOTE)
+			n = bb__build_id(info, &info->dlpi_phdr[i], &id);
+	m->len = n < m->cap ? n : m->cap;
+	if (m->len)
+		memcpy(m->out, id, m->len);
+	return 1; /* the main program comes first: done */
+}
+
+size_t bb__main_build_id(uint8_t *out, size_t cap)
+{
+	struct bb__main_id m = { out, cap, 0 };
+
+	dl_iterate_phdr(bb__main_id_cb, &m);
+	return m.len;
+}
+
 void bb__modules_gather(struct bb__box *box)
 {
 	struct bb_modules_hdr *mh = (struct bb_modules_hdr *)(void *)box->modules;

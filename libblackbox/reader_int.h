@@ -24,7 +24,7 @@
  * thread's log (is_log: its segments are in r->segs during a walk, v is
  * unused). */
 struct rstream {
-	struct bb__span v;
+	struct bb__extent v;
 	struct bb_stream_stats st;
 	uint64_t next;       /* where a BB_WALK_FOLLOW walk resumes */
 	uint64_t end;        /* where the current walk's collection ended */
@@ -221,7 +221,7 @@ int bb__rdr_keep(struct bb_reader *r, uint32_t ring, uint64_t pos, uint32_t len,
 		 const uint8_t *rec);
 int bb__rdr_note_gap(struct bb_reader *r, uint32_t ring, uint64_t pos, uint64_t *expect,
 		     bool *have_expect);
-const uint8_t *bb__rdr_read_fixed(struct bb_reader *r, const struct bb__span *v,
+const uint8_t *bb__rdr_read_fixed(struct bb_reader *r, const struct bb__extent *v,
 				  uint64_t pos, uint64_t head, uint32_t *lenp, enum bb__rd *rd);
 
 /* reader_liveness.c */

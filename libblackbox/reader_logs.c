@@ -347,7 +347,7 @@ int bb__rdr_collect_log(struct bb_reader *r, uint32_t i, unsigned flags, bool al
 	}
 	for (size_t k = rr->seg_first; k < rr->seg_first + rr->seg_n; k++) {
 		const struct rseg *s = &r->segs[k];
-		struct bb__span v = {
+		struct bb__extent v = {
 			.desc = NULL, .size = r->seg_size, .max_record = r->info.max_record,
 			.start = s->start, .own = &s->own, .own0 = s->own,
 			.data = r->base + r->seg_data_off + (uint64_t)s->idx * r->seg_size,
@@ -411,14 +411,14 @@ int bb__rdr_collect_log(struct bb_reader *r, uint32_t i, unsigned flags, bool al
 			}
 			/* nothing changes a copy: a record that fails is corrupt */
 			rr->st.corrupt++;
-			pos = bb__span_skip(&v, pos, s->head, BB__RD_CORRUPT, r->rec,
+			pos = bb__extent_skip(&v, pos, s->head, BB__RD_CORRUPT, r->rec,
 					    &rr->st.skipped_bytes);
 		}
 		/* A dead owner's record busy at the head of its current
 		 * segment is the write its death cut short (counted once). */
 		if (last && !alive && BB_SEG_STATE(s->own) == BB_SEG_OPEN &&
 		    s->head - s->start + 4 <= r->seg_size &&
-		    bb__span_seq(&v, s->head) == BB_SEQ_BUSY(s->head) &&
+		    bb__extent_seq(&v, s->head) == BB_SEQ_BUSY(s->head) &&
 		    !(rr->torn_counted && rr->torn_head == s->head)) {
 			rr->st.torn++;
 			rr->torn_counted = true;

@@ -174,7 +174,7 @@ static int copy_live(struct bb_reader *r, uint64_t off, uint64_t from, uint64_t 
  * writer's release fence after it publishes a new tail and before it
  * overwrites the bytes that tail released (bb__ring_make_room()): if our copy
  * holds any byte of an overwrite, the new tail is seen here (the role of
- * the acquire fence in bb__span_read()).
+ * the acquire fence in bb__extent_read()).
  */
 static int fix_tails(struct bb_reader *r)
 {

@@ -384,7 +384,7 @@ int bb__rdr_setup(struct bb_reader *r, const char *label, char *err, size_t errl
 		char *why = rr->st.problem;
 		size_t wl = sizeof(rr->st.problem);
 
-		rr->v = (struct bb__span){
+		rr->v = (struct bb__extent){
 			.desc = d, .size = in->ring_size, .max_record = in->max_record,
 		};
 		bb__rdr_refresh_ring(rr);

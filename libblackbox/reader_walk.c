@@ -114,7 +114,7 @@ int bb__rdr_keep(struct bb_reader *r, uint32_t ring, uint64_t pos, uint32_t len,
 }
 
 /*
- * read_fixed - bb__span_read() for the reader's private copy, which nothing
+ * read_fixed - bb__extent_read() for the reader's private copy, which nothing
  * changes during a walk (bb__rdr_load() raised each copied tail past what the
  * writer overwrote while it was copied): the same checks of seq, len and
  * stride, but no writer can race us, so there is no copy to re-validate
@@ -122,7 +122,7 @@ int bb__rdr_keep(struct bb_reader *r, uint32_t ring, uint64_t pos, uint32_t len,
  * around the ring's end; NULL (*rd says why) when it fails validation.
  * The same for a segment of a log (v->desc NULL, FORMAT.md §13).
  */
-const uint8_t *bb__rdr_read_fixed(struct bb_reader *r, const struct bb__span *v,
+const uint8_t *bb__rdr_read_fixed(struct bb_reader *r, const struct bb__extent *v,
 				  uint64_t pos, uint64_t head, uint32_t *lenp, enum bb__rd *rd)
 {
 	/* a segment's positions start at v->start and never wrap (the
@@ -130,18 +130,18 @@ const uint8_t *bb__rdr_read_fixed(struct bb_reader *r, const struct bb__span *v,
 	size_t off = v->desc ? (size_t)(pos & (v->size - 1)) : (size_t)(pos - v->start);
 	struct bb_record_hdr h;
 
-	bb__span_copy(v, pos, &h, sizeof(h)); /* inside the ring whatever it holds */
-	if (bb__span_envelope_ok(v, &h, pos, head)) {
+	bb__extent_copy(v, pos, &h, sizeof(h)); /* inside the ring whatever it holds */
+	if (bb__extent_envelope_ok(v, &h, pos, head)) {
 		*lenp = h.len;
 		*rd = BB__RD_OK;
 		if (off + h.len <= v->size)
 			return v->data + off;
-		bb__span_copy(v, pos, r->rec, h.len);
+		bb__extent_copy(v, pos, r->rec, h.len);
 		return r->rec;
 	}
-	/* as bb__span_read() decides: a tail past pos means overwritten (a
+	/* as bb__extent_read() decides: a tail past pos means overwritten (a
 	 * snapshot's tails were raised past what the copy lost) */
-	*rd = bb__span_lapped(v, pos) ? BB__RD_OVERWRITTEN : BB__RD_CORRUPT;
+	*rd = bb__extent_lapped(v, pos) ? BB__RD_OVERWRITTEN : BB__RD_CORRUPT;
 	return NULL;
 }
 
@@ -249,13 +249,13 @@ static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
 				rr->st.overwritten++;
 			else
 				rr->st.corrupt++;
-			pos = bb__span_skip(&rr->v, pos, head, rd, r->rec, &rr->st.skipped_bytes);
+			pos = bb__extent_skip(&rr->v, pos, head, rd, r->rec, &rr->st.skipped_bytes);
 			break;
 		}
 	}
 	/* A dead owner's record busy at head is the write its death cut short;
 	 * a live owner's is a write in progress.  Counted once per head. */
-	if (pos == head && !alive && bb__span_seq(&rr->v, head) == BB_SEQ_BUSY(head) &&
+	if (pos == head && !alive && bb__extent_seq(&rr->v, head) == BB_SEQ_BUSY(head) &&
 	    !(rr->torn_counted && rr->torn_head == head)) {
 		rr->st.torn++;
 		rr->torn_counted = true;

@@ -19,14 +19,14 @@
 #include "crc32c.h"
 
 /*
- * A span: the reader's read-only view of one ring, or of one segment of a
+ * An extent: the reader's read-only view of one ring, or of one segment of a
  * thread's log (3.0, FORMAT.md §13; docs/DESIGN.md §1).  A ring: its descriptor (head, tail) and its data, the
  * position pos at data + (pos & (size - 1)), wrapping.  A segment (desc
  * NULL): the log positions [start, start + size) at data, never wrapping;
  * its bytes are valid while the segment's owner word, *own, still names
  * the hand-over own0 (BB_SEG_SAME_USE: the seqlock of FORMAT.md §13).
  */
-struct bb__span {
+struct bb__extent {
 	const struct bb_ring_desc *desc; /* a ring's descriptor, in the box; NULL: a segment */
 	const uint8_t *data;             /* ring data (single-mapped), or segment data */
 	uint64_t size;                   /* ring_size (power of two), or seg_size */
@@ -53,9 +53,9 @@ static inline int64_t bb__pos_diff(uint64_t a, uint64_t b)
 
 /* Copy @n bytes at ring position @pos, wrapping at the end of the ring.
  * The bytes may be changing under us (live box): that is the seqlock's
- * intended race, resolved by the re-validation in bb__span_read().  In a
+ * intended race, resolved by the re-validation in bb__extent_read().  In a
  * segment, bytes past its end (a corrupt length) read as zeros. */
-static inline void bb__span_copy(const struct bb__span *v, uint64_t pos,
+static inline void bb__extent_copy(const struct bb__extent *v, uint64_t pos,
 				 void *dst, size_t n)
 {
 	size_t off = (size_t)(pos & (v->size - 1));
@@ -80,10 +80,10 @@ static inline void bb__span_copy(const struct bb__span *v, uint64_t pos,
 	}
 }
 
-static inline uint32_t bb__span_seq(const struct bb__span *v, uint64_t pos)
+static inline uint32_t bb__extent_seq(const struct bb__extent *v, uint64_t pos)
 {
 	/* Relaxed: ordered by the acquire load of head (first read) or by the
-	 * acquire fence in bb__span_read() (re-read).  A segment's caller
+	 * acquire fence in bb__extent_read() (re-read).  A segment's caller
 	 * keeps pos + 4 inside it (pos 8-aligned and below a head that is). */
 	if (!v->desc)
 		return BB__LOAD_RELAXED((uint32_t *)(uintptr_t)(v->data + (pos - v->start)));
@@ -94,7 +94,7 @@ static inline uint32_t bb__span_seq(const struct bb__span *v, uint64_t pos)
  * segment over (a segment: its owner word names another hand-over)?
  * Called after an acquire fence, so it sees any tail published (any
  * hand-over begun) before the bytes we copied were overwritten. */
-static inline int bb__span_lapped(const struct bb__span *v, uint64_t pos)
+static inline int bb__extent_lapped(const struct bb__extent *v, uint64_t pos)
 {
 	uint64_t tail;
 
@@ -122,7 +122,7 @@ enum bb__rb {
 	BB__RB_LAPPED = 3,
 };
 
-static inline enum bb__rb bb__ring_bounds(const struct bb__span *v, uint64_t *headp,
+static inline enum bb__rb bb__ring_bounds(const struct bb__extent *v, uint64_t *headp,
 					  uint64_t *tailp)
 {
 	uint64_t head, tail;
@@ -135,7 +135,7 @@ static inline enum bb__rb bb__ring_bounds(const struct bb__span *v, uint64_t *he
 		head = BB__LOAD_ACQUIRE((uint64_t *)(uintptr_t)&v->desc->head);
 		/* Relaxed: ordered after the head load by its acquire, so this
 		 * is a tail at least as new as the one published before that
-		 * head; a newer one is caught per record by bb__span_read(). */
+		 * head; a newer one is caught per record by bb__extent_read(). */
 		tail = BB__LOAD_RELAXED((uint64_t *)(uintptr_t)&v->desc->tail);
 		if (bb__pos_diff(head, tail) >= 0 || tries == 3)
 			break;
@@ -163,9 +163,9 @@ static inline enum bb__rb bb__ring_bounds(const struct bb__span *v, uint64_t *he
  * of a log (OPEN or SEALED, a log id, start and head 8-aligned, head - start
  * <= size), 0 when it holds none (FREE, CLAIMING), -1 when its descriptor
  * is corrupt.  The caller's reads of the bytes are then proven by
- * bb__span_read() (the owner word again, after an acquire fence).  AS-safe.
+ * bb__extent_read() (the owner word again, after an acquire fence).  AS-safe.
  */
-static inline int bb__seg_bounds(struct bb__span *v, const struct bb_seg_desc *d,
+static inline int bb__seg_bounds(struct bb__extent *v, const struct bb_seg_desc *d,
 				 const uint8_t *data, uint64_t size, uint32_t max_record,
 				 uint64_t *startp, uint64_t *headp)
 {
@@ -174,7 +174,7 @@ static inline int bb__seg_bounds(struct bb__span *v, const struct bb_seg_desc *d
 	uint64_t own = BB__LOAD_ACQUIRE((uint64_t *)(uintptr_t)&d->own), start, head;
 	uint32_t st = BB_SEG_STATE(own);
 
-	*v = (struct bb__span){ .desc = NULL, .data = data, .size = size,
+	*v = (struct bb__extent){ .desc = NULL, .data = data, .size = size,
 				     .max_record = max_record, .own = &d->own, .own0 = own };
 	if (st != BB_SEG_OPEN && st != BB_SEG_SEALED)
 		return 0;
@@ -191,11 +191,11 @@ static inline int bb__seg_bounds(struct bb__span *v, const struct bb_seg_desc *d
 }
 
 /*
- * bb__span_envelope_ok - the checks of an envelope copied from @pos (FORMAT.md
+ * bb__extent_envelope_ok - the checks of an envelope copied from @pos (FORMAT.md
  * §8 steps 3.1-3.2): committed at pos, a sane len, a stride inside the ring
  * and inside [pos, @head).  The one envelope check of every walk.
  */
-static inline int bb__span_envelope_ok(const struct bb__span *v, const struct bb_record_hdr *h,
+static inline int bb__extent_envelope_ok(const struct bb__extent *v, const struct bb_record_hdr *h,
 				       uint64_t pos, uint64_t head)
 {
 	uint64_t stride = BB_RECORD_STRIDE(h->len);
@@ -206,7 +206,7 @@ static inline int bb__span_envelope_ok(const struct bb__span *v, const struct bb
 }
 
 /*
- * bb__span_read - copy the record at @pos (a position in [tail, head) of a
+ * bb__extent_read - copy the record at @pos (a position in [tail, head) of a
  * head loaded with acquire) into @buf (at least max_record bytes) and prove
  * it intact.  On BB__RD_OK *lenp is the record's exact length.
  *
@@ -222,23 +222,23 @@ static inline int bb__span_envelope_ok(const struct bb__span *v, const struct bb
  * its CLAIMING word, then a release fence, before it writes a byte
  * (bb__seg_take()), so a copy that saw such a byte sees the new word.
  */
-static inline enum bb__rd bb__span_read(const struct bb__span *v, uint64_t pos,
+static inline enum bb__rd bb__extent_read(const struct bb__extent *v, uint64_t pos,
 					 uint64_t head, uint8_t *buf, uint32_t *lenp)
 {
 	struct bb_record_hdr h;
-	uint32_t seq = bb__span_seq(v, pos);
+	uint32_t seq = bb__extent_seq(v, pos);
 
 	if (seq != BB_SEQ_DONE(pos))
 		goto bad;
-	bb__span_copy(v, pos, &h, sizeof(h));
-	if (!bb__span_envelope_ok(v, &h, pos, head))
+	bb__extent_copy(v, pos, &h, sizeof(h));
+	if (!bb__extent_envelope_ok(v, &h, pos, head))
 		goto bad;
-	bb__span_copy(v, pos, buf, h.len);
+	bb__extent_copy(v, pos, buf, h.len);
 
 	/* Pairs with the writer's release fence after it stores a new tail:
 	 * orders our copy before the re-reads. */
 	BB__FENCE_ACQUIRE();
-	if (bb__span_lapped(v, pos) || bb__span_seq(v, pos) != seq)
+	if (bb__extent_lapped(v, pos) || bb__extent_seq(v, pos) != seq)
 		return BB__RD_OVERWRITTEN;
 	*lenp = h.len;
 	return BB__RD_OK;
@@ -246,25 +246,25 @@ bad:
 	/* Pairs as above: a record torn by a concurrent overwrite shows up as
 	 * a moved tail; otherwise the bytes really are wrong. */
 	BB__FENCE_ACQUIRE();
-	return bb__span_lapped(v, pos) ? BB__RD_OVERWRITTEN : BB__RD_CORRUPT;
+	return bb__extent_lapped(v, pos) ? BB__RD_OVERWRITTEN : BB__RD_CORRUPT;
 }
 
 /*
- * bb__span_resync - after the record at @pos failed validation with the
+ * bb__extent_resync - after the record at @pos failed validation with the
  * tail still behind it (corrupt): the next position before @head whose seq
  * says "committed here" and whose record validates (FORMAT.md §8,
  * "corrupt"), or @head when there is none.  @buf: scratch of max_record
  * bytes.  The bytes skipped are the difference.  AS-safe.
  */
-static inline uint64_t bb__span_resync(const struct bb__span *v, uint64_t pos,
+static inline uint64_t bb__extent_resync(const struct bb__extent *v, uint64_t pos,
 				       uint64_t head, uint8_t *buf)
 {
 	for (uint64_t p = pos + 8; bb__pos_diff(head, p) > 0; p += 8) {
 		uint32_t len;
 
-		if (bb__span_seq(v, p) != BB_SEQ_DONE(p))
+		if (bb__extent_seq(v, p) != BB_SEQ_DONE(p))
 			continue;
-		if (bb__span_read(v, p, head, buf, &len) == BB__RD_CORRUPT)
+		if (bb__extent_read(v, p, head, buf, &len) == BB__RD_CORRUPT)
 			continue;
 		return p; /* the caller reads it again and keeps or resyncs */
 	}
@@ -272,12 +272,12 @@ static inline uint64_t bb__span_resync(const struct bb__span *v, uint64_t pos,
 }
 
 /*
- * bb__span_after_lap - where a walk resumes after the record at @pos was
+ * bb__extent_after_lap - where a walk resumes after the record at @pos was
  * overwritten: the tail the writer published (made visible by the acquire
- * fence of bb__span_read()), when it is 8-aligned and past @pos, else the
+ * fence of bb__extent_read()), when it is 8-aligned and past @pos, else the
  * next 8-aligned position.
  */
-static inline uint64_t bb__span_after_lap(const struct bb__span *v, uint64_t pos)
+static inline uint64_t bb__extent_after_lap(const struct bb__extent *v, uint64_t pos)
 {
 	uint64_t t;
 
@@ -285,7 +285,7 @@ static inline uint64_t bb__span_after_lap(const struct bb__span *v, uint64_t pos
 	 * end, where every walk of it stops. */
 	if (!v->desc)
 		return v->start + v->size;
-	/* Relaxed: bb__span_read() issued the acquire fence that made the
+	/* Relaxed: bb__extent_read() issued the acquire fence that made the
 	 * newer tail visible. */
 	t = BB__LOAD_RELAXED((uint64_t *)(uintptr_t)&v->desc->tail);
 
@@ -293,23 +293,23 @@ static inline uint64_t bb__span_after_lap(const struct bb__span *v, uint64_t pos
 }
 
 /*
- * bb__span_skip - where a walk resumes after the record at @pos could not
- * be read (@rd, as bb__span_read() or a fixed-snapshot read decided): past
+ * bb__extent_skip - where a walk resumes after the record at @pos could not
+ * be read (@rd, as bb__extent_read() or a fixed-snapshot read decided): past
  * the writer's lap when it was overwritten, at the next record that
  * validates when it is corrupt (FORMAT.md §8), adding the corrupt bytes
  * passed over to *@skipped.  The one decision every walk of the library
  * makes (the reader's, reader_walk.c; bb_dump()'s, dump.c).  @buf: scratch
  * of max_record bytes.  AS-safe.
  */
-static inline uint64_t bb__span_skip(const struct bb__span *v, uint64_t pos,
+static inline uint64_t bb__extent_skip(const struct bb__extent *v, uint64_t pos,
 				     uint64_t head, enum bb__rd rd, uint8_t *buf,
 				     uint64_t *skipped)
 {
 	uint64_t p;
 
 	if (rd == BB__RD_OVERWRITTEN)
-		return bb__span_after_lap(v, pos);
-	p = bb__span_resync(v, pos, head, buf);
+		return bb__extent_after_lap(v, pos);
+	p = bb__extent_resync(v, pos, head, buf);
 	*skipped += p - pos;
 	return p;
 }

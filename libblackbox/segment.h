@@ -125,7 +125,7 @@ void bb__seg_use(struct bb__box *box, struct bb__tls *t, uint32_t c, uint32_t i,
 	BB__STORE_RELAXED(&d->own, BB_SEG_OWN(BB_SEG_CLAIMING, gen, log));
 	/* Orders the CLAIMING word before every store below, the records
 	 * included.  Pairs with a reader's acquire fence before it reads the
-	 * owner word again (ring.h bb__span_read(), reader_snapshot.c). */
+	 * owner word again (ring.h bb__extent_read(), reader_snapshot.c). */
 	BB__FENCE_RELEASE();
 	BB__STORE_RELAXED(&d->start, start);
 	BB__STORE_RELAXED(&d->head, start);

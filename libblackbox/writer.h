@@ -385,5 +385,8 @@ int bb__crash_init(const struct bb_options *o);
 int bb__crash_thread_start(struct bb__tls *t);
 void bb__crash_thread_exit(struct bb__tls *t);
 void bb__modules_gather(struct bb__box *box);
+/* The main program's GNU build id (as the module area records it, first
+ * object) into @out, at most @cap bytes: its length, 0 when it has none. */
+size_t bb__main_build_id(uint8_t *out, size_t cap);
 
 #endif /* BB_WRITER_H */

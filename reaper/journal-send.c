@@ -309,6 +309,40 @@ static void add_release(struct entry *e, struct bb_reader *r)
 		add(e, BBJ_RELEASE, "%s", rel.text);
 }
 
+/*
+ * BB_BUDGET_REMOVED: the deaths of this box's program that libblackbox's
+ * crash-loop budget removed before this box was created (its state key
+ * "blackbox.budget_removed", bb_init(3) CRASH LOOPS): each was a box like
+ * this one, gone unreported, so a fleet's count of this program's deaths
+ * adds it to this entry's one.  Sent when not 0.
+ */
+static int budget_cb(const struct bb_state_entry *s, void *arg)
+{
+	static const char key[] = "blackbox.budget_removed";
+	struct bb__cbor c;
+	const uint8_t *k;
+	size_t kn;
+	uint64_t n;
+
+	if (s->status != BB_SLOT_OK || s->key_len != sizeof(key) - 1 ||
+	    memcmp(s->key, key, sizeof(key) - 1))
+		return 0;
+	c = (struct bb__cbor){ .p = s->value, .end = s->value + s->value_len };
+	if (bb__cbor_container(&c, 4, &n) || n != 2 || bb__cbor_string(&c, 3, &k, &kn) ||
+	    bb__cbor_uint(&c, arg))
+		*(uint64_t *)arg = 0;
+	return 1; /* found: stop */
+}
+
+static void add_budget_removed(struct entry *e, struct bb_reader *r)
+{
+	uint64_t n = 0;
+
+	bb_reader_state(r, budget_cb, &n, NULL);
+	if (n)
+		add(e, BBJ_BUDGET_REMOVED, "%llu", (unsigned long long)n);
+}
+
 static void add_state(struct entry *e, struct bb_reader *r)
 {
 	struct jsonbuf j;
@@ -636,7 +670,7 @@ static bool first_time(struct reap_ctx *c, uint32_t uid)
  */
 static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r,
 		  uint32_t uid, bool crashed, bool read_all, bool attach, const char *omit,
-		  const char *path, const char *archive, uint64_t box_bytes)
+		  const char *path, const char *archive, const char *nocopy, uint64_t box_bytes)
 {
 	const struct bb_box_info *in = bb_reader_info(r);
 	char comm[4 * 32 + 1], qcomm[4 * 32 + 3], where[4 * 4096 + 64] = "", msg[8192];
@@ -664,6 +698,10 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 	add_text(e, BBJ_BOX_PATH, path, PATH_MAX);
 	if (archive)
 		add_text(e, BBJ_ARCHIVE, archive, 4096);
+	/* --archive asked for a copy and there is none: the entry says so
+	 * (BB_NOT_ARCHIVED, and in MESSAGE), not only the run's log */
+	if (nocopy)
+		add(e, BBJ_NOT_ARCHIVED, "%s", nocopy);
 	if (crashed) {
 		add(e, BBJ_SIGNAL, "%d", in->phase_signal);
 		if (signame)
@@ -697,6 +735,7 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 	}
 	add_build_id(e, r);
 	add_release(e, r);
+	add_budget_removed(e, r);
 	add_unit(e, in, uid);
 	if (!crashed && (oom = oom_killed(in)) >= 0)
 		add(e, BBJ_OOM_KILL, "%d", oom);
@@ -744,6 +783,11 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 		snprintf(msg, sizeof(msg), "%s[%ld] (uid %lu) crashed: %s, crash record %s (%s)",
 			 qcomm, (long)in->pid, (unsigned long)uid, sig,
 			 bb_crash_status_name(cr.status), recs);
+	if (nocopy) {
+		size_t m = strlen(msg);
+
+		snprintf(msg + m, sizeof(msg) - m, " [no archive copy: %s]", nocopy);
+	}
 	if (omit[0]) {
 		size_t m = strlen(msg);
 
@@ -832,6 +876,10 @@ int reap_journal_box(struct reap_ctx *c, struct bb_reader *r, const struct stat 
 		reap_emit(c, &ev, false);
 		return 0;
 	}
+	/* --watch opens (and locks) the reported file only for a pass that
+	 * has a death to report (watch.c): said on failure; the box is kept */
+	if (!c->reported_file && (ret = reap_reported_open(c)) < 0)
+		return ret;
 	reap_key_init(&k, in, uid);
 	if (reap_reported_seen(c, &k))
 		return 0;
@@ -845,7 +893,8 @@ int reap_journal_box(struct reap_ctx *c, struct bb_reader *r, const struct stat 
 	box_bytes = in->file_size < in->box_size ? in->file_size : in->box_size;
 	attach = decide(c, uid, box_bytes, used_bytes, &read_all, omit, sizeof(omit));
 	snprintf(path, sizeof(path), "%s/%s", base->dir, base->name);
-	build(&e, c, r, uid, crashed, read_all, attach, omit, path, archive, box_bytes);
+	build(&e, c, r, uid, crashed, read_all, attach, omit, path, archive, base->nocopy,
+	      box_bytes);
 	ev.reason = crashed ? "crashed" : "orphaned";
 	ev.journal = attach ? "box attached" : omit[0] ? omit : "summary";
 	if (e.err) {

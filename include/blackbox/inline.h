@@ -245,7 +245,7 @@ uint8_t *bb__sink_busy(struct bb__sink *r, uint64_t pos)
 	 * record they overwrite, whose release is ordered before them by the
 	 * tail fence of bb__ring_make_room() (this record's or an earlier
 	 * one's), in a segment by the fence after the hand-over's CLAIMING
-	 * word; those fences pair with the acquire fence in bb__span_read().
+	 * word; those fences pair with the acquire fence in bb__extent_read().
 	 * The argument: docs/DESIGN.md §5. */
 	BB__SIGNAL_FENCE();
 	return rec;

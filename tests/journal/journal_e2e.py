@@ -257,6 +257,7 @@ class Test:
         self.check_central(a, b, c, d, boxes, unit, inv, forged)
         self.check_rate()
         self.check_budget()
+        self.check_crash_loop()
         self.check_catalog(a)
         print("journal_e2e: ok (%s)" % ("with the unit case" if unit else "no unit case"))
 
@@ -390,6 +391,38 @@ class Test:
                                        "MESSAGE_ID=" + MESSAGE_ID,
                                        "BB_PID=%d" % e.pid]).stdout))
         check(len(local) == 1, "rate: %d local entries of pid %d" % (len(local), e.pid))
+
+    def check_crash_loop(self):
+        """libblackbox's crash-loop budget: 12 restarts of a program that
+        crashes at start, a budget of two boxes; the boxes the budget
+        removed are counted in the entries of the boxes left
+        (BB_BUDGET_REMOVED): entries plus counts are the 12 deaths.  As
+        root, with the copy of the crasher made for uid 65534: another
+        file, so another program than the crasher whose boxes root still
+        has (they would be deaths of the same program, counted too)."""
+        env = dict(os.environ, BLACKBOX_DIR=self.boxes, BLACKBOX_SIZE="128k",
+                   BLACKBOX_BUDGET="384k", LD_LIBRARY_PATH=self.bindir)
+        env.pop("INVOCATION_ID", None)
+        pids = []
+        for _ in range(12):
+            p = subprocess.Popen([self.nobody_crasher, "crash"], stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+            line = p.stdout.readline()
+            check(line.strip().isdigit(), "crash loop: no pid (%r)" % line)
+            pids.append(int(line))
+            check(p.wait(20) == -signal.SIGSEGV, "crash loop: no SIGSEGV")
+            p.stdout.close()
+        run([self.reap, "--dir", self.boxes, "--journal", "--journal-reported", self.state,
+             "--json", "--min-age", "0", "--journal-rate", "1000"])
+        run(["journalctl", "--flush"], timeout=30)
+        local = [e for e in ours(parse_export(run(["journalctl", "-o", "export", "--no-pager",
+                                                   "MESSAGE_ID=" + MESSAGE_ID]).stdout))
+                 if int(e["BB_PID"]) in pids]
+        removed = sum(int(e.get("BB_BUDGET_REMOVED", b"0")) for e in local)
+        check(len(local) < 12 and removed > 0, "crash loop: %d entries, %d removed counted" % (
+            len(local), removed))
+        check(len(local) + removed == 12, "crash loop: %d entries + %d removed, not 12 deaths"
+              % (len(local), removed))
 
     def check_budget(self):
         """--journal-box-budget: root's boxes sent today are B's (C was over

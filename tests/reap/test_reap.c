@@ -33,6 +33,7 @@
 #include <blackbox/format.h>
 #include <blackbox/reader.h>
 
+#include "../helpers/boxdir.h"
 #include "../helpers/common.h"
 
 /* Paths here are short temporary names; a cut one would fail an assertion. */
@@ -60,20 +61,10 @@ struct fx {
 /* Copy the file @src to @dir/@name, mode 0755. */
 static void copy_exec(const char *src, const char *dir, const char *name)
 {
-	char dst[PATH_MAX], buf[65536];
-	int in = open(src, O_RDONLY | O_CLOEXEC), out;
-	ssize_t n;
+	char dst[PATH_MAX];
 
-	cr_assert(in >= 0, "open %s: %s", src, strerror(errno));
 	snprintf(dst, sizeof(dst), "%s/%s", dir, name);
-	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
-	cr_assert(out >= 0, "create %s: %s", dst, strerror(errno));
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		cr_assert_eq(write(out, buf, (size_t)n), n, "write %s", dst);
-	cr_assert_eq(n, 0, "read %s: %s", src, strerror(errno));
-	cr_assert_eq(fchmod(out, 0755), 0); /* whatever the umask */
-	close(in);
-	close(out);
+	bbt_copy_file(src, dst, 0755);
 }
 
 static void fx_init(struct fx *f)
@@ -116,12 +107,6 @@ static const char *prog_for(struct fx *f, const char *env, const char *name, lon
 	return buf;
 }
 
-static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st; (void)ftw;
-	return flag == FTW_DP ? rmdir(p) : unlink(p), 0;
-}
-
 static void fx_fini(struct fx *f)
 {
 	for (int i = 0; i < f->nlive; i++) {
@@ -129,7 +114,7 @@ static void fx_fini(struct fx *f)
 		close(f->live_in[i]);
 		waitpid(f->live[i], NULL, 0);
 	}
-	nftw(f->base, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	nftw(f->base, bbt_rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* ---- writer processes --------------------------------------------------- */
@@ -212,26 +197,6 @@ static pid_t spawn_clean_exit(struct fx *f)
 }
 
 /* ---- files -------------------------------------------------------------- */
-
-/* Name of the (first) box of @pid in @dir, or "" if none; static buffer. */
-static const char *box_of(const char *dir, pid_t pid)
-{
-	static char name[256];
-	char pre[64];
-	struct dirent *e;
-	DIR *d = opendir(dir);
-
-	name[0] = '\0';
-	snprintf(pre, sizeof(pre), BB_NAME_PREFIX "%ld.", (long)pid);
-	cr_assert(d);
-	while ((e = readdir(d)))
-		if (!strncmp(e->d_name, pre, strlen(pre))) {
-			snprintf(name, sizeof(name), "%s", e->d_name);
-			break;
-		}
-	closedir(d);
-	return name;
-}
 
 static bool exists(const char *dir, const char *name)
 {
@@ -407,12 +372,12 @@ static void build_zoo(struct fx *f, struct zoo *z)
 	pid_t p;
 
 	memset(z, 0, sizeof(*z));
-	snprintf(z->live, sizeof(z->live), "%s", box_of(f->shm, spawn_live(f, "wait")));
-	snprintf(z->killed1, sizeof(z->killed1), "%s", box_of(f->shm, spawn_killed(f, -1)));
-	snprintf(z->killed2, sizeof(z->killed2), "%s", box_of(f->shm, spawn_killed(f, -1)));
-	snprintf(z->execed, sizeof(z->execed), "%s", box_of(f->shm, spawn_live(f, "exec")));
+	snprintf(z->live, sizeof(z->live), "%s", bbt_box_of(f->shm, spawn_live(f, "wait")));
+	snprintf(z->killed1, sizeof(z->killed1), "%s", bbt_box_of(f->shm, spawn_killed(f, -1)));
+	snprintf(z->killed2, sizeof(z->killed2), "%s", bbt_box_of(f->shm, spawn_killed(f, -1)));
+	snprintf(z->execed, sizeof(z->execed), "%s", bbt_box_of(f->shm, spawn_live(f, "exec")));
 	p = spawn_clean_exit(f);
-	cr_assert_str_empty(box_of(f->shm, p), "a clean exit must leave nothing");
+	cr_assert_str_empty(bbt_box_of(f->shm, p), "a clean exit must leave nothing");
 	cr_assert_str_not_empty(z->live);
 	cr_assert_str_not_empty(z->killed1);
 	cr_assert_str_not_empty(z->killed2);
@@ -492,7 +457,7 @@ static void build_zoo(struct fx *f, struct zoo *z)
 
 		z->have_nobody = true;
 		snprintf(z->nobody, sizeof(z->nobody), "%s",
-			 box_of(f->shm, spawn_killed(f, NOBODY)));
+			 bbt_box_of(f->shm, spawn_killed(f, NOBODY)));
 		cr_assert_str_not_empty(z->nobody);
 		snprintf(z->chowned, sizeof(z->chowned), BB_NAME_PREFIX "%ld.%llu.5", (long)h->pid,
 			 (unsigned long long)h->starttime);
@@ -678,11 +643,11 @@ Test(reap, archives_read_back)
 	k1 = spawn_killed(&f, -1);
 	k2 = spawn_killed(&f, -1);
 	/* a damaged box is evidence: archived too */
-	box = read_box(&f, box_of(f.shm, k2), &len);
+	box = read_box(&f, bbt_box_of(f.shm, k2), &len);
 	cr_assert_lt(data_start((struct bb_header *)box), len);
 	memset(box + data_start((struct bb_header *)box), 0x5a,
 	       len - data_start((struct bb_header *)box));
-	snprintf(corrupt, sizeof(corrupt), "%s.damaged", box_of(f.shm, k2));
+	snprintf(corrupt, sizeof(corrupt), "%s.damaged", bbt_box_of(f.shm, k2));
 	put(&f, corrupt, box, len);
 	free(box);
 
@@ -840,7 +805,8 @@ Test(reap, keep_and_max_bytes_prune_only_ours)
 /*
  * A box larger than its owner's archive quota is not copied, and its
  * records are not read, but it goes all the same, with a line saying why
- * it has no copy: left in place, it would hold its memory forever.
+ * it has no copy: left in place, it would hold its memory forever.  The
+ * exit status says a box went without any copy (3, bb-reap(8)).
  */
 Test(reap, a_box_over_the_quota_goes_without_a_copy)
 {
@@ -851,11 +817,12 @@ Test(reap, a_box_over_the_quota_goes_without_a_copy)
 
 	fx_init(&f);
 	k = spawn_killed(&f, -1);
-	snprintf(name, sizeof(name), "%s", box_of(f.shm, k));
+	snprintf(name, sizeof(name), "%s", bbt_box_of(f.shm, k));
 	cr_assert(name[0]);
 	r = run_reap(&f, "--dir", f.shm, "--min-age", "0", "--archive", f.arch,
 		     "--max-archive-bytes", "16k", "--json");
-	cr_expect_eq(r.status, 0, "exit %d:\n%s", r.status, r.err);
+	cr_expect_eq(r.status, 3, "exit %d:\n%s", r.status, r.err);
+	cr_expect(strstr(r.err, "1 box reaped without an archive copy"), "stderr:\n%s", r.err);
 	cr_expect(!exists(f.shm, name), "the box over the quota was left in place:\n%s", r.err);
 	cr_expect_eq(count_archives(f.arch), 0, "a box over the quota was archived");
 	cr_expect(strstr(r.err, "bb-reap: reaped ") &&
@@ -926,7 +893,7 @@ Test(reap, min_age_counts_from_the_last_sign_of_life)
 
 	fx_init(&f);
 	k = spawn_killed(&f, -1);
-	snprintf(name, sizeof(name), "%s", box_of(f.shm, k));
+	snprintf(name, sizeof(name), "%s", bbt_box_of(f.shm, k));
 
 	r = run_reap(&f, "--dir", f.shm, "--json");
 	cr_expect_eq(r.status, 0);
@@ -980,8 +947,8 @@ Test(reap, non_root_reaps_only_its_own)
 		cr_skip_test("needs root to run processes as uid %d", NOBODY);
 	fx_init(&f);
 	chmod(f.out, 01777);
-	snprintf(theirs, sizeof(theirs), "%s", box_of(f.shm, spawn_killed(&f, -1)));
-	snprintf(mine, sizeof(mine), "%s", box_of(f.shm, spawn_killed(&f, NOBODY)));
+	snprintf(theirs, sizeof(theirs), "%s", bbt_box_of(f.shm, spawn_killed(&f, -1)));
+	snprintf(mine, sizeof(mine), "%s", bbt_box_of(f.shm, spawn_killed(&f, NOBODY)));
 	spawn_live(&f, "wait");
 
 	r = run_reap_as(&f, NOBODY, "--dir", f.shm, "--min-age", "0", "--verbose", (char *)NULL);
@@ -1187,9 +1154,9 @@ Test(reap, watch_reaps_a_box_when_its_owner_dies)
 	args[1] = aged[1] = f.shm;
 	args[7] = f.arch;
 	live = spawn_live(&f, "wait");
-	snprintf(live_box, sizeof(live_box), "%s", box_of(f.shm, live));
+	snprintf(live_box, sizeof(live_box), "%s", bbt_box_of(f.shm, live));
 	k = spawn_writer(&f, "wait", -1, &in);
-	snprintf(before, sizeof(before), "%s", box_of(f.shm, k));
+	snprintf(before, sizeof(before), "%s", bbt_box_of(f.shm, k));
 	w = start_watch(&f, args);
 	usleep(300000); /* its first pass took a pidfd of each owner */
 	cr_assert_eq(kill(k, SIGKILL), 0);
@@ -1198,7 +1165,7 @@ Test(reap, watch_reaps_a_box_when_its_owner_dies)
 	cr_expect(wait_gone(f.shm, before, 30), "the box of an owner killed while watched stayed");
 	/* a box created while it watches */
 	k = spawn_writer(&f, "wait", -1, &in);
-	snprintf(after, sizeof(after), "%s", box_of(f.shm, k));
+	snprintf(after, sizeof(after), "%s", bbt_box_of(f.shm, k));
 	usleep(300000);
 	cr_assert_eq(kill(k, SIGKILL), 0);
 	waitpid(k, NULL, 0);
@@ -1221,7 +1188,7 @@ Test(reap, watch_reaps_a_box_when_its_owner_dies)
 	/* --min-age 1: reaped once old enough, by its timer */
 	w = start_watch(&f, aged);
 	k = spawn_writer(&f, "wait", -1, &in);
-	snprintf(late, sizeof(late), "%s", box_of(f.shm, k));
+	snprintf(late, sizeof(late), "%s", bbt_box_of(f.shm, k));
 	usleep(300000);
 	cr_assert_eq(kill(k, SIGKILL), 0);
 	waitpid(k, NULL, 0);
@@ -1298,7 +1265,8 @@ Test(budget, zero_turns_it_off_and_garbage_is_refused)
 	fx_fini(&f);
 }
 
-/* Bytes the files of @uid in @dir hold, but the names in @except. */
+/* Bytes the box files of @uid in @dir hold, but the names in @except
+ * (the budget's index, .bb-budget.<uid>, is not a box). */
 static uint64_t usage_of(const char *dir, uid_t uid, const char *const *except)
 {
 	uint64_t total = 0;
@@ -1312,26 +1280,13 @@ static uint64_t usage_of(const char *dir, uid_t uid, const char *const *except)
 
 		for (const char *const *x = except; *x; x++)
 			skip |= !strcmp(*x, e->d_name);
+		skip |= strncmp(e->d_name, BB_NAME_PREFIX, strlen(BB_NAME_PREFIX)) != 0;
 		if (!skip && fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    S_ISREG(st.st_mode) && st.st_uid == uid)
 			total += (uint64_t)st.st_blocks * 512;
 	}
 	closedir(d);
 	return total;
-}
-
-/* The budget's count in a box's state table (the slot rendered as
- * bb-extract shows it: "blackbox.budget_removed=N"). */
-static int removed_cb(const struct bb_state_entry *e, void *arg)
-{
-	static const char key[] = "blackbox.budget_removed=";
-	char text[128];
-
-	if (e->status == BB_SLOT_OK &&
-	    bb_format_value(BB_TAG_KV, 0, e->value, e->value_len, text, sizeof(text)) > 0 &&
-	    !strncmp(text, key, sizeof(key) - 1))
-		*(uint64_t *)arg = strtoull(text + sizeof(key) - 1, NULL, 10);
-	return 0;
 }
 
 /* A box of a live process in a PID namespace of its own (its pid 1 there
@@ -1378,9 +1333,9 @@ static pid_t spawn_in_pid_ns(struct fx *f, pid_t *middle, int *in)
 	cr_assert_gt(g, 0);
 	/* its box exists once it printed its readiness (to /dev/null): wait
 	 * for a box claiming pid 1 */
-	for (int i = 0; i < 500 && !box_of(f->shm, 1)[0]; i++)
+	for (int i = 0; i < 500 && !bbt_box_of(f->shm, 1)[0]; i++)
 		usleep(10000);
-	cr_assert(box_of(f->shm, 1)[0], "the writer in its PID namespace made no box");
+	cr_assert(bbt_box_of(f->shm, 1)[0], "the writer in its PID namespace made no box");
 	return g;
 }
 
@@ -1419,18 +1374,18 @@ Test(budget, a_crash_loop_holds_the_budget_and_counts_every_death)
 
 		pids[i] = run_crasher(&f);
 		if (i == 0)
-			snprintf(first, sizeof(first), "%s", box_of(f.shm, pids[0]));
+			snprintf(first, sizeof(first), "%s", bbt_box_of(f.shm, pids[0]));
 		if (i == 0 && root) {
 			/* what the budget must never touch, of the same program
 			 * and younger than the loop's first box: the first to go
 			 * if the rules let them */
 			usleep(10000);
 			snprintf(nobody_name, sizeof(nobody_name), "%s",
-				 box_of(f.shm, spawn_killed(&f, NOBODY)));
+				 bbt_box_of(f.shm, spawn_killed(&f, NOBODY)));
 			live = spawn_live(&f, "wait");
-			snprintf(live_name, sizeof(live_name), "%s", box_of(f.shm, live));
+			snprintf(live_name, sizeof(live_name), "%s", bbt_box_of(f.shm, live));
 			ns = spawn_in_pid_ns(&f, &nsmid, &nsin);
-			snprintf(ns_name, sizeof(ns_name), "%s", box_of(f.shm, 1));
+			snprintf(ns_name, sizeof(ns_name), "%s", bbt_box_of(f.shm, 1));
 			except[ne++] = live_name;
 			except[ne++] = ns_name;
 		}
@@ -1441,7 +1396,7 @@ Test(budget, a_crash_loop_holds_the_budget_and_counts_every_death)
 			      LOOP_BUDGET);
 	}
 	cr_expect(exists(f.shm, first), "the first box of the crash loop is gone");
-	cr_expect(box_of(f.shm, pids[LOOP_RUNS - 1])[0], "the newest box is gone");
+	cr_expect(bbt_box_of(f.shm, pids[LOOP_RUNS - 1])[0], "the newest box is gone");
 	/* every death counted: the loop's boxes left, and what they counted */
 	d = opendir(f.shm);
 	cr_assert(d);
@@ -1459,7 +1414,7 @@ Test(budget, a_crash_loop_holds_the_budget_and_counts_every_death)
 		for (int i = 0; i < LOOP_RUNS && !ours; i++)
 			ours = bb_reader_info(r)->pid == pids[i];
 		if (ours) {
-			bb_reader_state(r, removed_cb, &n, NULL);
+			bb_reader_state(r, bbt_budget_removed_cb, &n, NULL);
 			counted += 1 + n;
 		}
 		bb_reader_close(r);

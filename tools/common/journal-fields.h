@@ -36,6 +36,7 @@
 	X(BBJ_BOX_SIZE, "BB_BOX_SIZE")                                        \
 	X(BBJ_BOX_PATH, "BB_BOX_PATH")                                        \
 	X(BBJ_ARCHIVE, "BB_ARCHIVE")                                          \
+	X(BBJ_NOT_ARCHIVED, "BB_NOT_ARCHIVED")                                \
 	/* its unit, vouched for by systemd or only claimed */                \
 	X(BBJ_UNIT, "BB_UNIT")                                                \
 	X(BBJ_USER_UNIT, "BB_USER_UNIT")                                      \
@@ -66,6 +67,7 @@
 	X(BBJ_STATE_JSON, "BB_STATE_JSON")                                    \
 	/* deaths not reported, and the box itself */                         \
 	X(BBJ_SUPPRESSED, "BB_SUPPRESSED")                                    \
+	X(BBJ_BUDGET_REMOVED, "BB_BUDGET_REMOVED")                            \
 	X(BBJ_BOX_ATTACHED, "BB_BOX_ATTACHED")                                \
 	X(BBJ_BOX_OMITTED, "BB_BOX_OMITTED")                                  \
 	X(BBJ_BOX, "BB_BOX")
