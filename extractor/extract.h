@@ -32,7 +32,10 @@ enum {
 	BBX_EXIT_AMBIGUOUS = 5, /* PID: boxes of several owners claim it, none chosen */
 };
 
-enum bbx_format { BBX_FMT_TEXT, BBX_FMT_JSON, BBX_FMT_CBOR };
+enum bbx_format { BBX_FMT_TEXT, BBX_FMT_JSON, BBX_FMT_CBOR, BBX_FMT_PERFETTO };
+
+/* --journal-directory given at most this often. */
+#define BBX_JOURNAL_DIRS_MAX 16
 
 /* --debug-dir given at most this often. */
 #define DEBUG_DIRS_MAX 16
@@ -46,11 +49,15 @@ struct bbx_opts {
 	const char *debug_dirs[DEBUG_DIRS_MAX]; /* absolute */
 	size_t ndebug_dirs;
 	bool journal;        /* --journal, --journal-directory: journal-*.c */
-	const char *journal_dir, *machine, *boot, *cursor;
+	const char *journal_dir, *machine, *boot, *cursor; /* journal_dir: the first */
+	const char *journal_dirs[BBX_JOURNAL_DIRS_MAX]; /* every --journal-directory */
+	size_t njournal_dirs;
 	bool untrusted;      /* --untrusted: --list shows entries not from bb-reap too */
 	bool groups;         /* --groups: the crash groups of the entries */
 	const char *group;   /* --group ID: those of a group; alone, its newest box */
-	const char *comm, *unit, *state; /* --comm, --unit, --state: filters */
+	const char *comm, *unit, *state, *release; /* --comm, --unit, --state,
+						      --release: filters */
+	bool wide;           /* --wide: --list and --groups with every column */
 	int64_t since_us, until_us; /* --since, --until (0: none), CLOCK_REALTIME us */
 	/* A box taken out of a journal entry (journal-box.c) has no file, so no
 	 * file owner: whose it is comes from what the entry proves. */
@@ -120,6 +127,7 @@ struct bbx_ctx {
 	uint64_t gaps;       /* gap records written (records.c) */
 	struct bbx_threads *threads; /* JSON / CBOR: each thread's last record,
 					for the summary (records.c, threads.c) */
+	struct bbx_spans *spans;     /* each thread's open spans (spans.c) */
 };
 
 #define TEXT_FAST   4096u            /* try formatting in place in this much */
@@ -133,6 +141,10 @@ int bbx_extract(const struct bbx_opts *o, struct bbx_out *out, struct bb_reader 
 int bbx_save(const struct bbx_opts *o, struct bb_reader *r);
 int bbx_all(const struct bbx_opts *o, struct bbx_out *out);
 
+/* perfetto.c: --perfetto, the box as a Perfetto trace on @out; an exit
+ * code */
+int bbx_perfetto(const struct bbx_opts *o, struct bbx_out *out, struct bb_reader *r, int live);
+
 /* records.c: bb_record_fn callbacks, arg a struct bbx_ctx */
 int bbx_text_record(const struct bb_record *rec, void *arg);
 int bbx_struct_record(const struct bb_record *rec, void *arg);
@@ -140,6 +152,12 @@ int bbx_struct_record(const struct bb_record *rec, void *arg);
  * 4 * 15 + 1 bytes, not terminated); its length. */
 size_t bbx_thread_name(char *p, const char *name);
 
+
+/* spans.c: after the records, each thread's open spans (text: lines on
+ * the output; JSON / CBOR: the summary's "open_spans") */
+struct bbx_spans;
+void bbx_spans_text(struct bbx_ctx *c, int live);
+void bbx_spans_struct(struct bbx_ctx *c, int live);
 
 /* preamble.c: the crash block, then the state table, before any record */
 int bbx_preamble(struct bbx_ctx *c);

@@ -403,7 +403,17 @@ enum bb_tag {
 	                    * (2.0, the crash area; docs/FORMAT.md §11) */
 	BB_TAG_STATE = 11, /* array(2): [text key, value] in a state slot (2.0) */
 	BB_TAG_MODULES = 12, /* array of [path, bias, start, end, build id bytes] (2.0) */
+	BB_TAG_SPAN_BEGIN = 13, /* array(3..5): [text name, map(n) {text key: value},
+	                         * uint depth, (uint flow id | null), (bytes(24)
+	                         * trace id 16 + span id 8)] (3.2, FORMAT.md §6) */
+	BB_TAG_SPAN_END = 14,   /* uint depth: closes the open span of that depth (3.2) */
 };
+
+/* A span's correlation (BB_TAG_SPAN_BEGIN's 5th item): a W3C trace
+ * context's trace id then its parent (span) id. */
+#define BB_SPAN_TRACE_ID_SIZE 16u
+#define BB_SPAN_SPAN_ID_SIZE  8u
+#define BB_SPAN_CTX_SIZE      (BB_SPAN_TRACE_ID_SIZE + BB_SPAN_SPAN_ID_SIZE)
 
 /*
  * State table (2.0): state_slot_count slots of state_slot_size bytes at

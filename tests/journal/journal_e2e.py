@@ -276,6 +276,14 @@ class Test:
               "no journal file in the central directory")
 
     def check_central(self, a, b, c, d, boxes, unit, inv, forged):
+        def box_of(e):
+            """BB_BOX as the box's bytes: bb-reap sends a zstd frame
+            (BB_BOX_ENCODING=zstd) unless --compress=none."""
+            if e.get("BB_BOX_ENCODING") != b"zstd":
+                return e["BB_BOX"]
+            check(e["BB_BOX"][:4] == b"\x28\xb5\x2f\xfd", "BB_BOX_ENCODING=zstd, no frame")
+            return run(["zstd", "-d", "-c"], input=e["BB_BOX"], stdin=None).stdout
+
         ents = ours(parse_export(run(["journalctl", "-D", self.central, "-o", "export",
                                       "--no-pager", "MESSAGE_ID=" + MESSAGE_ID]).stdout))
         by = {}
@@ -288,8 +296,8 @@ class Test:
         # A: the crash, box and all
         check(ea["BB_SIGNAL"] == b"11" and ea["BB_SIGNAL_NAME"] == b"SIGSEGV", "A signal")
         check(ea["PRIORITY"] == b"2" and ea["BB_LIVENESS"] == b"crashed", "A priority, liveness")
-        check(ea["BB_BOX"] == boxes[a.pid], "A: BB_BOX differs from the box (%d vs %d bytes)"
-              % (len(ea["BB_BOX"]), len(boxes[a.pid])))
+        check(box_of(ea) == boxes[a.pid], "A: BB_BOX differs from the box (%d vs %d bytes)"
+              % (len(box_of(ea)), len(boxes[a.pid])))
         check(ea["BB_UID"] == str(NOBODY).encode(), "A: BB_UID")
         msg = ea["MESSAGE"].decode()
         check(re.fullmatch(r"\"ev\\x1b\]0;x\\x07il\\x7f\"\[%d\] \(uid %d\) crashed: SIGSEGV at "
@@ -316,7 +324,7 @@ class Test:
         # B: killed: no signal, priority 4, box attached
         check("BB_SIGNAL" not in eb and eb["PRIORITY"] == b"4" and
               eb["BB_LIVENESS"] == b"orphaned", "B: %r" % eb.get("MESSAGE"))
-        check(eb["BB_BOX"] == boxes[b.pid], "B: BB_BOX differs from the box")
+        check(box_of(eb) == boxes[b.pid], "B: BB_BOX differs from the box")
         check(re.fullmatch(rb"[0-9a-f]{40}", eb.get("BB_BUILD_ID", b"")) and
               eb["BB_BUILD_ID"] == ea["BB_BUILD_ID"], "B: BB_BUILD_ID %r" % eb.get("BB_BUILD_ID"))
         # C: over the cap: the summary, and it says so
@@ -330,7 +338,7 @@ class Test:
 
         # bb-extract on the central journal: what it prints of the file
         jd = [self.extract, "--journal-directory", self.central]
-        for fmt in ([], ["--json"]):
+        for fmt in ([], ["--json"], ["--perfetto"]):
             for p in (a, b):
                 fromj = run(jd + fmt + ["--no-symbols", str(p.pid)], ok=None)
                 fromf = run([self.extract, "--any-owner", "--no-symbols"] + fmt +
@@ -338,7 +346,13 @@ class Test:
                 check(fromj.returncode == fromf.returncode,
                       "pid %d %r: exit %d from the journal, %d from the file\n%r" % (
                           p.pid, fmt, fromj.returncode, fromf.returncode, fromj.stderr))
-                if fmt:
+                if fmt == ["--perfetto"]:
+                    # the trace of the box alone (no entry fields before it),
+                    # the file's byte for byte: a Trace's first packet
+                    check(fromj.stdout == fromf.stdout and fromj.stdout[:1] == b"\x0a",
+                          "pid %d: --perfetto from the journal differs from the file's"
+                          % p.pid)
+                elif fmt:
                     jl, fl = fromj.stdout.splitlines(), fromf.stdout.splitlines()
                     check(jl[:-1] == fl[:-1], "pid %d: JSON records differ" % p.pid)
                     js, fs = json.loads(jl[-1])["summary"], json.loads(fl[-1])["summary"]
