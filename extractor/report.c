@@ -79,7 +79,7 @@ static const char *ring_claim_name(uint32_t s)
 static bool ring_worth_reporting(const struct bb_stream_stats *st)
 {
 	return st->tid || st->read || st->torn || st->overwritten ||
-	       st->corrupt || st->skipped_bytes;
+	       st->corrupt || st->skipped_bytes || st->recycled;
 }
 
 /* Damage: anything that could not be proven intact and is not the ring's
@@ -156,6 +156,11 @@ void bbx_summary_struct(struct bbx_ctx *c, int live, int code)
 	bbx_em_kv_u64(em, "skipped_bytes", tot.skipped_bytes);
 	bbx_em_kv_u64(em, "bad_values", c->bad_values);
 	bbx_em_kv_u64(em, "important_duplicates", tot.dup_suppressed);
+	/* records that left the box with their segments: of the threads
+	 * listed (each stream's "recycled"), and of threads gone from it */
+	bbx_em_kv_u64(em, "recycled", tot.recycled + in->recycled_gone);
+	bbx_em_kv_u64(em, "recycled_gone", in->recycled_gone);
+	bbx_em_kv_u64(em, "threads_gone", in->logs_gone);
 	if (c->has_state) {
 		bbx_em_key(em, "state_table");
 		bbx_em_map(em);
@@ -203,6 +208,7 @@ void bbx_summary_struct(struct bbx_ctx *c, int live, int code)
 		bbx_em_kv_u64(em, "corrupt", st.corrupt);
 		bbx_em_kv_u64(em, "crc_bad", st.crc_bad);
 		bbx_em_kv_u64(em, "skipped_bytes", st.skipped_bytes);
+		bbx_em_kv_u64(em, "recycled", st.recycled);
 		if (c->lost)
 			bbx_em_kv_u64(em, "lost_bytes", c->lost[i]);
 		if (st.problem[0])
@@ -258,6 +264,19 @@ void bbx_summary_text(struct bbx_ctx *c, int live)
 		    (unsigned long long)st.skipped_bytes,
 		    st.problem[0] ? "; descriptor rejected: " : "", st.problem);
 	}
+	for (i = 0; i < in->stream_count; i++) {
+		const struct bb_stream_stats *p = bb_reader_stream_stats(c->r, i);
+
+		if (!p || !p->recycled)
+			continue;
+		st = *p;
+		st.thread_name[sizeof(st.thread_name) - 1] = '\0';
+		bbx_msg(in->path, "thread %d (%s): %llu older records recycled", (int)st.tid,
+		    st.thread_name, (unsigned long long)st.recycled);
+	}
+	if (in->logs_gone)
+		bbx_msg(in->path, "%llu threads no longer in the box: %llu records recycled",
+		    (unsigned long long)in->logs_gone, (unsigned long long)in->recycled_gone);
 	if (c->has_state || in->state_errors)
 		bbx_msg(in->path, "state table: %u slots, %u set, %u busy, %u corrupt; "
 		    "%llu bb_set() calls failed in the owner",

@@ -252,6 +252,7 @@ struct bb__layout {
 	uint64_t table_off;
 	uint64_t slot_off;
 	uint64_t seg_off;
+	uint64_t lw_off;      /* last words (3.2): one entry per thread slot */
 	uint64_t state_off;
 	uint64_t mod_off;
 	uint64_t stk_off;     /* the crash slots (3.2) */
@@ -267,14 +268,15 @@ static uint64_t bb__round_up(uint64_t v, uint64_t a)
 }
 
 /*
- * Thread slots for @n segments: twice as many.  A slot holds a thread's
- * log while the log holds a segment, its thread's life and after: when
- * every segment is held by a different exited thread, as many threads
- * again can join and take them over (segment.c).
+ * Thread slots for @n segments: four times as many.  A slot holds a
+ * thread's log while the log holds a segment or its last words, its
+ * thread's life and after (segment.c): a thousand threads that wrote and
+ * exited keep their last words in the default box, whose segments are a
+ * few hundred.
  */
 static uint32_t bb__slots(uint32_t n)
 {
-	return n > BB_SEG_MAX_COUNT / 2 ? BB_SEG_MAX_COUNT : 2 * n;
+	return n > BB_SEG_MAX_COUNT / 4 ? BB_SEG_MAX_COUNT : 4 * n;
 }
 
 /*
@@ -303,7 +305,8 @@ static uint64_t bb__layout_for(struct bb__layout *l, uint32_t n, uint64_t page)
 	l->table_off = BB_HEADER_SIZE;
 	l->slot_off = l->table_off + (uint64_t)BB__RINGS * BB_RING_DESC_SIZE;
 	l->seg_off = l->slot_off + (uint64_t)l->nslots * BB_THREAD_SLOT_SIZE;
-	l->state_off = l->seg_off + (uint64_t)n * BB_SEG_DESC_SIZE;
+	l->lw_off = l->seg_off + (uint64_t)n * BB_SEG_DESC_SIZE;
+	l->state_off = l->lw_off + (uint64_t)l->nslots * BB_LAST_WORDS_SIZE;
 	l->mod_off = l->state_off + (uint64_t)BB__STATE_SLOTS * BB__STATE_SLOT_SIZE;
 	l->stk_off = l->mod_off + BB__MODULES_SIZE;
 	l->data_off = bb__round_up(l->stk_off + (uint64_t)l->nstk * BB_CRASH_SLOT_SIZE, page);
@@ -360,7 +363,8 @@ static int bb__plan(size_t size, unsigned nsegs, size_t seg_size, struct bb__lay
 	need = bb__layout_for(l, 0, page);
 	if (size <= need)
 		return -EINVAL;
-	n = (size - need) / (seg_size + 2 * BB_THREAD_SLOT_SIZE + BB_SEG_DESC_SIZE) + 1;
+	n = (size - need) / (seg_size + 4 * (BB_THREAD_SLOT_SIZE + BB_LAST_WORDS_SIZE) +
+			     BB_SEG_DESC_SIZE) + 1;
 	if (n > BB_SEG_MAX_COUNT)
 		n = BB_SEG_MAX_COUNT;
 	while (n && bb__layout_for(l, (uint32_t)n, page) > size)
@@ -538,6 +542,7 @@ static void bb__box_setup(struct bb__box *box, const struct bb_options *o,
 	box->nstacks = l->nstk;
 	box->segs = (struct bb_seg_desc *)(void *)((uint8_t *)box->hdr + l->seg_off);
 	box->slots = (struct bb_thread_slot *)(void *)((uint8_t *)box->hdr + l->slot_off);
+	box->lw = (struct bb_last_words *)(void *)((uint8_t *)box->hdr + l->lw_off);
 	box->nsegs = l->nsegs;
 	box->nslots = l->nslots;
 	box->seg_size = l->seg_size;
@@ -595,6 +600,8 @@ static void bb__write_header(struct bb__box *box, const struct bb_options *o,
 	h->seg_desc_size = BB_SEG_DESC_SIZE;
 	h->thread_table_offset = l->slot_off;
 	h->thread_slot_size = BB_THREAD_SLOT_SIZE;
+	h->last_words_offset = l->lw_off;
+	h->last_words_size = BB_LAST_WORDS_SIZE;
 	for (uint32_t i = 0; i < BB__RINGS; i++) {
 		struct bb_ring_desc *d = box->rings[i].desc;
 
@@ -1071,8 +1078,16 @@ BB_EXPORT void bb__ring_make_room(struct bb__sink *r, uint64_t end)
 		uint64_t q = BB__LOAD_ACQUIRE(&s->queue), own;
 		uint32_t i;
 
+		/* Only when no other log should give first (segment.c,
+		 * bb__seg_next()): no exited thread's log holds a segment,
+		 * and no live log can hold 2 more than we do (we hold more
+		 * than half the box), or we looked lately and none did. */
 		if (bb_likely(BB_QUEUE_IDX(q) != c &&
-			      BB__LOAD_RELAXED(&box->hdr->seg_next) >= box->nsegs)) {
+			      BB__LOAD_RELAXED(&box->hdr->seg_next) >= box->nsegs &&
+			      !BB__LOAD_RELAXED(&box->retired) &&
+			      (2 * (t->ord - BB_QUEUE_ORD(q) + 1) + 2 > box->nsegs || t->calm))) {
+			if (t->calm)
+				t->calm--;
 			i = bb__seg_pop(box, s, q, &own);
 			if (bb_likely(i != BB_SEG_NONE)) {
 				bb__seg_use(box, t, c, i, own, r->head, t->ord + 1);

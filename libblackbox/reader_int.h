@@ -69,6 +69,9 @@ struct rseg {
 	uint64_t start, head;
 	uint64_t own;
 	uint32_t ord;
+	uint32_t slot;       /* last words (3.2): the thread slot whose entry
+	                      * this is, in place of a segment (idx unused) */
+	bool lw;
 };
 
 /* A log id and the index of its stream in r->streams (sorted by log id). */
@@ -97,6 +100,7 @@ struct bb_reader {
 	uint32_t cap_streams;  /* r->streams allocated */
 	/* 3.0: segments and the thread table (validated; seg_count 0: none) */
 	uint64_t seg_off, seg_data_off, thr_off;
+	uint64_t lw_off;       /* 3.2: last words table, thread_count entries; 0: none */
 	uint32_t seg_count, seg_size, thread_count;
 	struct rseg *segs;     /* the current walk's segments, by stream then start */
 	size_t nsegs, csegs;

@@ -76,6 +76,31 @@ static int64_t ring_of_log(struct bb_reader *r, uint32_t log)
 	return ring;
 }
 
+/* Last words entry @i of the copy (3.2), or NULL when the box has none. */
+static const struct bb_last_words *lw_entry(const struct bb_reader *r, uint32_t i)
+{
+	if (!r->lw_off)
+		return NULL;
+	return (const struct bb_last_words *)(const void *)
+		(r->base + r->lw_off + (uint64_t)i * BB_LAST_WORDS_SIZE);
+}
+
+/* The log whose last words entry @i holds, 0 when none is valid: SEALED,
+ * a log id, one 8-aligned record's positions that fit the entry. */
+static uint32_t lw_log(const struct bb_reader *r, uint32_t i, struct bb_last_words *c)
+{
+	const struct bb_last_words *e = lw_entry(r, i);
+
+	if (!e)
+		return 0;
+	memcpy(c, e, offsetof(struct bb_last_words, data)); /* our copy: plain loads */
+	if (BB_SEG_STATE(c->own) != BB_SEG_SEALED || !BB_SEG_LOG(c->own) ||
+	    (c->start | c->head) % 8 || bb__pos_diff(c->head, c->start) <= 0 ||
+	    c->head - c->start > BB_LAST_WORDS_DATA)
+		return 0;
+	return BB_SEG_LOG(c->own);
+}
+
 static int seg_cmp(const void *a, const void *b)
 {
 	const struct rseg *x = a, *y = b;
@@ -91,13 +116,23 @@ static int seg_cmp(const void *a, const void *b)
  * thread slot it names, when that slot still holds this log). */
 static void describe(struct bb_reader *r, struct rstream *rr, const struct rseg *s)
 {
-	const struct bb_seg_desc *d = bb__rdr_seg(r, r->base, s->idx);
 	uint32_t slot;
 
-	memcpy(&rr->st.tid, &d->tid, sizeof(rr->st.tid));
-	memcpy(rr->st.thread_name, d->thread_name, sizeof(rr->st.thread_name));
+	if (s->lw) {
+		/* last words: the slot describes the thread */
+		const struct bb_thread_slot *t = bb__rdr_slot(r, r->base, s->slot);
+
+		memcpy(&rr->st.tid, &t->tid, sizeof(rr->st.tid));
+		memcpy(rr->st.thread_name, t->thread_name, sizeof(rr->st.thread_name));
+		slot = s->slot;
+	} else {
+		const struct bb_seg_desc *d = bb__rdr_seg(r, r->base, s->idx);
+
+		memcpy(&rr->st.tid, &d->tid, sizeof(rr->st.tid));
+		memcpy(rr->st.thread_name, d->thread_name, sizeof(rr->st.thread_name));
+		memcpy(&slot, &d->slot, sizeof(slot));
+	}
 	rr->st.thread_name[sizeof(rr->st.thread_name) - 1] = '\0';
-	memcpy(&slot, &d->slot, sizeof(slot));
 	rr->st.claim = BB_STREAM_RETIRED;
 	if (slot < r->thread_count) {
 		const struct bb_thread_slot *t = bb__rdr_slot(r, r->base, slot);
@@ -107,6 +142,24 @@ static void describe(struct bb_reader *r, struct rstream *rr, const struct rseg 
 		memcpy(&claim, &t->claim, sizeof(claim));
 		if (log == rr->st.log && claim == BB_RING_OWNED)
 			rr->st.claim = BB_STREAM_OWNED;
+	}
+}
+
+/* Each log's recycled count, from the thread slot that still holds it
+ * (3.2; 0 in an older box, whose slots have 0 there). */
+static void recycled_counts(struct bb_reader *r)
+{
+	for (uint32_t i = 0; i < r->thread_count; i++) {
+		const struct bb_thread_slot *t = bb__rdr_slot(r, r->base, i);
+		uint32_t log;
+		uint64_t n;
+		size_t at;
+
+		memcpy(&log, &t->log, sizeof(log));
+		memcpy(&n, &t->recycled, sizeof(n));
+		at = log_at(r, log);
+		if (log && at < r->nlogs && r->logs[at].log == log)
+			r->streams[r->logs[at].stream].st.recycled = n;
 	}
 }
 
@@ -148,6 +201,25 @@ static int new_logs(struct bb_reader *r)
 		at = log_at(r, log);
 		if (at < r->nlogs && r->logs[at].log == log)
 			continue;
+		ids[n++] = log;
+	}
+	for (uint32_t i = 0; r->lw_off && i < r->thread_count; i++) {
+		struct bb_last_words c;
+		uint32_t log = lw_log(r, i, &c);
+		size_t at;
+		uint32_t *m;
+
+		if (!log)
+			continue;
+		at = log_at(r, log);
+		if (at < r->nlogs && r->logs[at].log == log)
+			continue;
+		m = realloc(ids, (n + 1) * sizeof(*ids));
+		if (!m) {
+			free(ids);
+			return -ENOMEM;
+		}
+		ids = m;
 		ids[n++] = log;
 	}
 	if (n > 1)
@@ -203,6 +275,24 @@ static int scan(struct bb_reader *r, bool count)
 			.own = c.own, .ord = c.ord,
 		};
 	}
+	/* Last words (3.2): a one-record segment of its log, in its slot. */
+	for (uint32_t i = 0; r->lw_off && i < r->thread_count; i++) {
+		struct bb_last_words c;
+		uint32_t log = lw_log(r, i, &c);
+		int64_t ring;
+
+		if (!log)
+			continue;
+		ring = ring_of_log(r, log);
+		if (ring < 0)
+			return (int)ring;
+		if (bb__rdr_grow((void **)&r->segs, &r->csegs, r->nsegs + 1, sizeof(*r->segs)))
+			return -ENOMEM;
+		r->segs[r->nsegs++] = (struct rseg){
+			.idx = BB_SEG_NONE, .stream = (uint32_t)ring, .start = c.start,
+			.head = c.head, .own = c.own, .slot = i, .lw = true,
+		};
+	}
 	if (r->nsegs > 1)
 		qsort(r->segs, r->nsegs, sizeof(*r->segs), seg_cmp);
 	for (size_t k = 0; k < r->nsegs; k++) {
@@ -215,6 +305,7 @@ static int scan(struct bb_reader *r, bool count)
 	}
 	for (uint32_t i = r->table_rings; i < r->info.stream_count; i++)
 		r->streams[i].st.segments = (uint32_t)r->streams[i].seg_n;
+	recycled_counts(r);
 	return 0;
 }
 
@@ -262,6 +353,17 @@ int bb__rdr_collect_log(struct bb_reader *r, uint32_t i, unsigned flags, bool al
 			.start = s->start, .own = &s->own, .own0 = s->own,
 			.data = r->base + r->seg_data_off + (uint64_t)s->idx * r->seg_size,
 		};
+
+		if (s->lw) {
+			/* last words: copied from a segment of the log that a
+			 * copy may still hold (taken, not yet reused): then the
+			 * segment has the record */
+			if (have_end && bb__pos_diff(end, s->start) > 0)
+				continue;
+			v.size = BB_LAST_WORDS_DATA;
+			v.data = r->base + r->lw_off + (uint64_t)s->slot * BB_LAST_WORDS_SIZE +
+				 offsetof(struct bb_last_words, data);
+		}
 		uint64_t pos = s->start;
 		bool last = k + 1 == rr->seg_first + rr->seg_n;
 

@@ -457,6 +457,41 @@ static int load_ring(struct bb_reader *r, uint32_t i, bool follow)
 }
 
 /*
+ * fix_last_words - the last words entries (3.2) of the copy, checked as a
+ * segment is: each entry's owner word read again after the copy (C); an
+ * entry whose word changed (a thread took the log's last segment, or a
+ * thread reused the slot, while we copied) is dropped from the copy
+ * (its word zeroed: no log).  The acquire fence pairs with the release
+ * fence the writer issues after its CLAIMING word and before the entry's
+ * bytes (bb__seg_leave()): a copy holding any such byte sees the new word.
+ */
+static int fix_last_words(struct bb_reader *r)
+{
+	size_t len = (size_t)r->thread_count * BB_LAST_WORDS_SIZE;
+	uint8_t *t;
+	int rc;
+
+	if (!r->lw_off || !len)
+		return 0;
+	t = malloc(len);
+	if (!t)
+		return -ENOMEM;
+	BB__FENCE_ACQUIRE();
+	rc = bb__rdr_pread_all(r->fd, t, len, r->lw_off);
+	for (uint32_t i = 0; !rc && i < r->thread_count; i++) {
+		uint8_t *c = r->base + r->lw_off + (uint64_t)i * BB_LAST_WORDS_SIZE;
+		uint64_t was, now;
+
+		memcpy(&was, c, sizeof(was));
+		memcpy(&now, t + (size_t)i * BB_LAST_WORDS_SIZE, sizeof(now));
+		if (was != now)
+			memset(c, 0, sizeof(was));
+	}
+	free(t);
+	return rc;
+}
+
+/*
  * load - bring the copy up to date for a live reader (r->fd >= 0).  Every
  * read is bounded by r->len = min(box_size, file size) as measured at
  * open: the file's apparent size never matters after that.  A file that
@@ -483,6 +518,8 @@ int bb__rdr_load(struct bb_reader *r, enum load_what what, bool follow)
 		if (!rc && before)
 			rc = load_segs(r, false, true, before);
 		free(before);
+		if (!rc)
+			rc = fix_last_words(r);
 		return rc;
 	}
 	if (what == LOAD_WALK) {
@@ -492,6 +529,8 @@ int bb__rdr_load(struct bb_reader *r, enum load_what what, bool follow)
 				rc = load_ring(r, i, follow);
 		if (!rc)
 			rc = load_segs(r, follow, false, NULL);
+		if (!rc)
+			rc = fix_last_words(r);
 		return rc;
 	}
 	/* LOAD_SNAPSHOT: the header and tables are in the copy (open) */
@@ -522,6 +561,8 @@ int bb__rdr_load(struct bb_reader *r, enum load_what what, bool follow)
 		rc = bb__rdr_fetch(r, r->state_off, (uint64_t)r->info.state_slot_count * r->slot_size);
 	if (!rc && r->seg_count && r->info.modules_size)
 		rc = bb__rdr_fetch(r, r->modules_off, r->info.modules_size);
+	if (!rc)
+		rc = fix_last_words(r);
 	return rc;
 }
 

@@ -174,6 +174,25 @@ static int check_segments(struct bb_reader *r, const struct bb_header *h, uint64
 		end = h->seg_table_offset + seg_len;
 	if (thr_len && h->thread_table_offset + thr_len > end)
 		end = h->thread_table_offset + thr_len;
+	r->lw_off = 0;
+	if (h->last_words_offset || h->last_words_size) {
+		uint64_t lw_len = (uint64_t)h->thread_count * BB_LAST_WORDS_SIZE;
+
+		if (h->last_words_size != BB_LAST_WORDS_SIZE || h->last_words_offset % 64 ||
+		    h->last_words_offset < h->header_size || h->last_words_offset > lim ||
+		    lw_len > lim - h->last_words_offset ||
+		    overlap(h->last_words_offset, lw_len, rt, rt_len) ||
+		    overlap(h->last_words_offset, lw_len, h->seg_table_offset, seg_len) ||
+		    overlap(h->last_words_offset, lw_len, h->thread_table_offset, thr_len))
+			return bb__rdr_say(err, errlen, -EBADMSG,
+				   "%s: last words table [%" PRIu64 ", +%" PRIu64 ") of %" PRIu32
+				   "-byte entries lies outside the %" PRIu64 "-byte box or "
+				   "overlaps a table", label, h->last_words_offset, lw_len,
+				   h->last_words_size, lim);
+		if (lw_len && h->last_words_offset + lw_len > end)
+			end = h->last_words_offset + lw_len;
+		r->lw_off = lw_len ? h->last_words_offset : 0;
+	}
 	if (data_len && (h->seg_data_offset < end || h->seg_data_offset % h->page_size ||
 			 h->seg_data_offset > lim || data_len > lim - h->seg_data_offset))
 		return bb__rdr_say(err, errlen, -EBADMSG,
@@ -352,6 +371,8 @@ void bb__rdr_refresh_info(struct bb_reader *r)
 		in->overflow = BB__LOAD_RELAXED(&h->overflow);
 		in->seg_stolen = BB__LOAD_RELAXED(&h->seg_stolen);
 		in->seg_restarted = BB__LOAD_RELAXED(&h->seg_restarted);
+		in->recycled_gone = BB__LOAD_RELAXED(&h->recycled_gone);
+		in->logs_gone = BB__LOAD_RELAXED(&h->logs_gone);
 	}
 }
 

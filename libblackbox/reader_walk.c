@@ -726,5 +726,6 @@ BB_EXPORT void bb_reader_total_stats(const struct bb_reader *r, struct bb_stream
 		sum->skipped_bytes += s->skipped_bytes;
 		sum->crc_bad += s->crc_bad;
 		sum->dup_suppressed += s->dup_suppressed;
+		sum->recycled += s->recycled;
 	}
 }

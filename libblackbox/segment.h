@@ -24,6 +24,16 @@ static inline struct bb_seg_desc *bb__seg(struct bb__box *box, uint32_t i)
 }
 
 /*
+ * bb__seg_leave - segment @o just left the log of slot @s (the caller won
+ * the pop): count its records in the slot's recycled, and when @lw is not
+ * NULL (it was the last segment of an exited thread's log, and the caller
+ * set *@lw CLAIMING with generation @gen) keep the newest record that
+ * fits as the log's last words.  Out of line, in segment.c.
+ */
+void bb__seg_leave(struct bb__box *box, struct bb_thread_slot *s, uint32_t o,
+		   struct bb_last_words *lw, uint32_t gen, uint32_t log);
+
+/*
  * bb__seg_pop - pop the oldest segment of slot @s's log, whose queue word
  * the caller loaded with acquire as @q (the acquire pairs with the release
  * of the pop, a compare-and-swap, or the owner's first push, that stored
@@ -31,15 +41,18 @@ static inline struct bb_seg_desc *bb__seg(struct bb__box *box, uint32_t i)
  * before).  Returns its index, and its owner word in *@own, or
  * BB_SEG_NONE when it may not be taken (it is the log's current one) or
  * another thread popped first.  The segment is then the caller's alone:
- * no queue names it any more.
+ * no queue names it any more; its records are counted as recycled, and
+ * when it was an exited thread's last, that thread's newest record is
+ * kept in its slot's last words first (bb__seg_leave()).
  */
 static inline __attribute__((always_inline))
 uint32_t bb__seg_pop(struct bb__box *box, struct bb_thread_slot *s, uint64_t q, uint64_t *own)
 {
 	const uint32_t nsegs = box->nsegs;
 	struct bb_seg_desc *const segs = box->segs;
-	uint32_t o = BB_QUEUE_IDX(q), m;
-	uint64_t w;
+	struct bb_last_words *lw = NULL;
+	uint32_t o = BB_QUEUE_IDX(q), m, gen = 0;
+	uint64_t w, lw0 = 0;
 
 	if (o >= nsegs)
 		return BB_SEG_NONE;
@@ -49,14 +62,31 @@ uint32_t bb__seg_pop(struct bb__box *box, struct bb_thread_slot *s, uint64_t q, 
 	if (BB_SEG_STATE(w) != BB_SEG_SEALED || BB_SEG_LOG(w) != BB__LOAD_RELAXED(&s->log))
 		return BB_SEG_NONE;
 	m = BB__LOAD_RELAXED(&segs[o].next);
-	if (m >= nsegs)
-		m = BB_SEG_NONE;  /* the last segment of an exited thread's log */
+	if (bb_unlikely(m >= nsegs)) {
+		/* The last segment of an exited thread's log (a live log's
+		 * newest is OPEN, never popped).  Claim its last words entry
+		 * first (a compare-and-swap to CLAIMING, acquire: after the
+		 * previous writer of the entry): a thread that would reuse the
+		 * slot once the queue is empty sees CLAIMING and leaves it
+		 * (bb__seg_join()). */
+		lw = &box->lw[s - box->slots];
+		lw0 = BB__LOAD_ACQUIRE(&lw->own);
+		gen = BB_SEG_GEN(lw0) + 1;
+		if (BB_SEG_STATE(lw0) == BB_SEG_CLAIMING ||
+		    !BB__CAS_ACQUIRE(&lw->own, &lw0, BB_SEG_OWN(BB_SEG_CLAIMING, gen, BB_SEG_LOG(w))))
+			return BB_SEG_NONE;
+		m = BB_SEG_NONE;
+	}
 	/* Acquire and release: the winner owns o (acquire: after the owner's
 	 * last stores to it), and the next popper, whose acquire load reads
 	 * the new word, sees what we saw of m (release).  A stale q (another
 	 * pop since) fails. */
-	if (!BB__CAS_ACQ_REL(&s->queue, &q, BB_QUEUE(m, BB_QUEUE_ORD(q) + 1)))
+	if (!BB__CAS_ACQ_REL(&s->queue, &q, BB_QUEUE(m, BB_QUEUE_ORD(q) + 1))) {
+		if (lw) /* release: nothing of ours to publish; the entry as it was */
+			BB__STORE_RELEASE(&lw->own, lw0);
 		return BB_SEG_NONE;
+	}
+	bb__seg_leave(box, s, o, lw, gen, BB_SEG_LOG(w));
 	*own = w;
 	return o;
 }

@@ -79,10 +79,17 @@ struct bb__box {
 	 * its thread writes through (process-local). */
 	struct bb_seg_desc *segs;
 	struct bb_thread_slot *slots;
+	struct bb_last_words *lw;  /* last words, one per thread slot (3.2) */
 	uint8_t *segdata;
 	size_t segdata_len;
 	uint32_t nsegs, seg_size, nslots;
 	struct bb__sink *windows;
+	/* Hints for choosing where a segment comes from (segment.c),
+	 * process-local, relaxed atomics, never trusted for ownership:
+	 * one past the highest thread slot ever claimed (slots_hi), and
+	 * how many exited threads' logs still hold segments (retired). */
+	uint32_t slots_hi;
+	uint32_t retired;
 	/* Mark segments of each ring (bb__ring_mark(), box.c): where the
 	 * first record of a mark segment starts, BB__MARKS per ring, indexed
 	 * by mark segment number modulo BB__MARKS.  Process-local, in the
@@ -106,6 +113,8 @@ struct bb__tls {
 	uint32_t ord;              /* its ordinal */
 	uint64_t own;              /* its owner word (OPEN), as we stored it */
 	uint32_t retry;            /* shared-ring writes since it last tried for a segment */
+	uint32_t calm;             /* segments to take from its own log before it
+	                            * looks for a richer one again (segment.c) */
 	char name[16];             /* its name when it first wrote (PR_GET_NAME) */
 };
 

@@ -23,6 +23,12 @@
 #define BB__STORE_RELAXED(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 #define BB__STORE_RELEASE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #define BB__FETCH_ADD(p, v)     __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+#define BB__FETCH_SUB(p, v)     __atomic_fetch_sub((p), (v), __ATOMIC_RELAXED)
+/* Relaxed exchange: a counter taken whole (statistics). */
+#define BB__EXCHANGE(p, v)      __atomic_exchange_n((p), (v), __ATOMIC_RELAXED)
+/* Strong compare-and-swap ordering nothing (a hint: a running maximum). */
+#define BB__CAS_RELAXED(p, expp, desired) \
+	__atomic_compare_exchange_n((p), (expp), (desired), 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)
 /* Strong compare-and-swap: acquire on success, relaxed on failure. */
 #define BB__CAS_ACQUIRE(p, expp, desired) \
 	__atomic_compare_exchange_n((p), (expp), (desired), 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)

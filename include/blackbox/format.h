@@ -43,6 +43,7 @@ extern "C" {
  * (docs/FORMAT.md §13). */
 #define BB_SEG_DESC_SIZE    64u   /* one cache line per segment descriptor */
 #define BB_THREAD_SLOT_SIZE 64u   /* one cache line per thread slot */
+#define BB_LAST_WORDS_SIZE  128u  /* 3.2: a thread slot's last words entry */
 #define BB_SEG_MIN_SIZE     4096u
 #define BB_SEG_MAX_SIZE     (UINT32_C(1) << 30)
 #define BB_SEG_MAX_COUNT    4096u /* segments, and thread slots, per box */
@@ -249,7 +250,19 @@ struct bb_header {
 	uint64_t crash_slots_offset; /* 1240 crash_slots_count slots of crash_slot_size */
 	uint32_t crash_slots_count;  /* 1248 at most BB_CRASH_SLOTS_MAX */
 	uint32_t reserved4;          /* 1252 */
-	uint8_t  reserved[BB_CRASH_OFFSET - 1256];
+	/*
+	 * Format 3.2: last words and recycling (docs/FORMAT.md §13).  Zero:
+	 * no last words table (3.0, 3.1).
+	 */
+	uint64_t last_words_offset;  /* 1256 thread_count entries of last_words_size */
+	uint32_t last_words_size;    /* 1264 BB_LAST_WORDS_SIZE */
+	uint32_t reserved5;          /* 1268 */
+	uint64_t recycled_gone;      /* 1272 records of logs no longer in the box:
+	                              *      their thread slot went to another
+	                              *      thread (each log's recycled and last
+	                              *      words, added when its slot is reused) */
+	uint64_t logs_gone;          /* 1280 such logs */
+	uint8_t  reserved[BB_CRASH_OFFSET - 1288];
 
 	/* The crash area: written once by the crash handler (first fatal
 	 * signal wins), a record envelope + value exactly like a ring record,
@@ -347,8 +360,28 @@ struct bb_thread_slot {
 	uint32_t cur_ord;     /*  24 its ordinal */
 	uint32_t reserved0;   /*  28 */
 	char     thread_name[16]; /* 32 */
-	uint64_t reserved1[2];/*  48 */
+	uint64_t recycled;    /*  48 3.2: records of the log taken out of the box
+	                       *     with its segments (the last words kept are
+	                       *     not counted) */
+	uint64_t reserved1;   /*  56 */
 };
+
+/*
+ * Last words (3.2), one entry per thread slot, BB_LAST_WORDS_SIZE bytes:
+ * the newest record of a log whose last segment was taken, copied by the
+ * thread that took it, at its log position.  The same seqlock as a
+ * segment's: own goes CLAIMING (next generation), a release fence, start,
+ * head and data, then own SEALED with release.  Valid when own is SEALED;
+ * it then holds the log positions [start, head) at data, as a segment
+ * would (one record: envelope, value, CRC trailer).
+ */
+struct bb_last_words {
+	uint64_t own;         /*   0 BB_SEG_OWN(state, generation, log id) */
+	uint64_t start;       /*   8 log position of the record */
+	uint64_t head;        /*  16 just past it */
+	uint8_t  data[BB_LAST_WORDS_SIZE - 24]; /* 24 */
+};
+#define BB_LAST_WORDS_DATA (BB_LAST_WORDS_SIZE - 24u) /* the largest record kept */
 #define BB_QUEUE(idx, ord)  ((uint64_t)(uint32_t)(ord) << 32 | (uint32_t)(idx))
 #define BB_QUEUE_IDX(q)     ((uint32_t)(q))
 #define BB_QUEUE_ORD(q)     ((uint32_t)((uint64_t)(q) >> 32))
@@ -483,9 +516,12 @@ BB__FORMAT_ASSERT(offsetof(struct bb_header, overflow) == 1208, header_overflow)
 BB__FORMAT_ASSERT(offsetof(struct bb_header, crash_stacks_offset) == 1216, header_crash_stacks);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, crash_threads) == 1232, header_crash_threads);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, crash_slots_offset) == 1240, header_crash_slots);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, last_words_offset) == 1256, header_last_words);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, logs_gone) == 1280, header_logs_gone);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, crash) == BB_CRASH_OFFSET, header_crash_area);
 BB__FORMAT_ASSERT(sizeof(struct bb_seg_desc) == BB_SEG_DESC_SIZE, segment_descriptor_size);
 BB__FORMAT_ASSERT(sizeof(struct bb_thread_slot) == BB_THREAD_SLOT_SIZE, thread_slot_size);
+BB__FORMAT_ASSERT(sizeof(struct bb_last_words) == BB_LAST_WORDS_SIZE, last_words_size);
 BB__FORMAT_ASSERT(sizeof(struct bb_modules_hdr) == 24, module_area_header);
 BB__FORMAT_ASSERT(offsetof(struct bb_ring_desc, claim) == 64, head_tail_alone_on_line_0);
 BB__FORMAT_ASSERT(offsetof(struct bb_ring_desc, lock) == 112, descriptor_lock);

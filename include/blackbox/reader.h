@@ -148,6 +148,12 @@ struct bb_box_info {
 	/* Format 3.2: why the writer chose its clock (enum bb_clock_reason;
 	 * BB_CLOCK_WHY_UNKNOWN = 0 for an older box or a value out of range). */
 	int      clock_reason;
+	/* Format 3.2: records that left the box with the segments of logs
+	 * that are gone from it (their thread slot went to another thread),
+	 * and how many such logs.  A log still in the box counts its own in
+	 * struct bb_stream_stats.recycled. */
+	uint64_t recycled_gone;
+	uint64_t logs_gone;
 };
 
 /*
@@ -359,6 +365,10 @@ struct bb_stream_stats {
 	char     problem[128];
 	uint32_t log;          /* 3.0: the log id of a thread's log; 0 for a ring */
 	uint32_t segments;     /* 3.0: segments the log held at the last walk */
+	uint64_t recycled;     /* 3.2: records of the log that left the box with
+				  its segments (taken for other writing, oldest
+				  first), counted by the writer; its last words,
+				  kept, are not */
 };
 
 /* bb_reader_walk flags */

@@ -390,9 +390,14 @@ static void threads_in_turn(unsigned segments, size_t lost)
 		st = bb_reader_stream_stats(r, i);
 		cr_assert_eq(st->kind, BB_STREAM_THREAD);
 		cr_assert_eq(st->claim, BB_STREAM_RETIRED, "its thread exited");
-		cr_assert_eq(st->read, 100);
+		/* all its records, or (its segment taken) its last words and
+		 * the other 99 counted recycled */
+		cr_assert(st->read == 100 || (st->read == 1 && st->recycled == 99),
+			  "log %u: %llu read, %llu recycled", st->log,
+			  (unsigned long long)st->read, (unsigned long long)st->recycled);
 	}
-	cr_assert_eq(bb_reader_info(r)->stream_count, 2 + 7 - lost / 100);
+	/* every thread is there, at least by its last words */
+	cr_assert_eq(bb_reader_info(r)->stream_count, 2 + 7);
 	bb_reader_close(r);
 }
 
@@ -402,8 +407,9 @@ Test(concurrency, exited_threads_keep_their_segments_while_there_are_free_ones)
 }
 
 /* With 2 segments, each new thread takes an exited thread's: the newest
- * two threads' records are there, each attributed to its thread. */
+ * two threads' records are there, each attributed to its thread, and of
+ * each of the 5 before them its last words. */
 Test(concurrency, exited_threads_segments_taken_over_with_attribution)
 {
-	threads_in_turn(2, 500);
+	threads_in_turn(2, 495);
 }

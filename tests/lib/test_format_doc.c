@@ -73,7 +73,10 @@ static struct member header[] = {
 	M(struct bb_header, crash_stacks_count), M(struct bb_header, crash_stacks_asked),
 	M(struct bb_header, crash_threads), M(struct bb_header, crash_slot_size),
 	M(struct bb_header, crash_slots_offset), M(struct bb_header, crash_slots_count),
-	M(struct bb_header, reserved4), M(struct bb_header, reserved),
+	M(struct bb_header, reserved4), M(struct bb_header, last_words_offset),
+	M(struct bb_header, last_words_size), M(struct bb_header, reserved5),
+	M(struct bb_header, recycled_gone), M(struct bb_header, logs_gone),
+	M(struct bb_header, reserved),
 	M(struct bb_header, crash),
 };
 
@@ -89,7 +92,12 @@ static struct member slot[] = {
 	M(struct bb_thread_slot, log), M(struct bb_thread_slot, tid),
 	M(struct bb_thread_slot, current), M(struct bb_thread_slot, cur_ord),
 	M(struct bb_thread_slot, reserved0), M(struct bb_thread_slot, thread_name),
-	M(struct bb_thread_slot, reserved1),
+	M(struct bb_thread_slot, recycled), M(struct bb_thread_slot, reserved1),
+};
+
+static struct member last_words[] = {
+	M(struct bb_last_words, own), M(struct bb_last_words, start),
+	M(struct bb_last_words, head), M(struct bb_last_words, data),
 };
 
 static struct member desc[] = {
@@ -396,6 +404,10 @@ int main(int argc, char **argv)
 	s = section(doc, "### Thread slot", "\n### ");
 	check_table("bb_thread_slot", s, slot, sizeof(slot) / sizeof(slot[0]),
 		    sizeof(struct bb_thread_slot));
+	free(s);
+	s = section(doc, "### Last words", "\n### ");
+	check_table("bb_last_words", s, last_words, sizeof(last_words) / sizeof(last_words[0]),
+		    sizeof(struct bb_last_words));
 	free(s);
 
 	nr = crc_ranges(doc, r, 8);

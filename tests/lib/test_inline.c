@@ -1289,8 +1289,18 @@ Test(inline, threads_write_inline_while_a_reader_walks)
 		cr_assert_geq(k, 0, "a record that no thread wrote");
 		count[k]++;
 	}
-	for (int k = 0; k < NTHREADS; k++)
-		cr_assert_gt(count[k], 1000, "thread %d kept only %zu records", k, count[k]);
+	/* Every thread keeps its last words at least (a thread that ended
+	 * first gives its segments to those still writing, FORMAT.md §13
+	 * "Who keeps what"); the last ones to write keep many. */
+	{
+		size_t most = 0;
+
+		for (int k = 0; k < NTHREADS; k++) {
+			cr_assert_gt(count[k], 0, "thread %d kept nothing", k);
+			most = count[k] > most ? count[k] : most;
+		}
+		cr_assert_gt(most, 1000, "no thread kept more than %zu records", most);
+	}
 	free(c.r);
 	cr_assert_eq(bb_close(), 0);
 }

@@ -735,6 +735,30 @@ static int check_killed(pid_t pid, bool early)
 			fail("segment %u: left holding only %" PRIu64 " of %u bytes", i,
 			     d->head - d->start, info->seg_size);
 	}
+	/* Last words (3.2): a one-record segment of an exited thread's log,
+	 * in its slot, unless a segment still in the box holds the record. */
+	if (hdr->last_words_offset) {
+		struct segx *m = realloc(sx, (nsx + hdr->thread_count + 1) * sizeof(*sx));
+
+		if (!m)
+			abort();
+		sx = m;
+		for (uint32_t i = 0, n0 = (uint32_t)nsx; i < hdr->thread_count; i++) {
+			const struct bb_last_words *e = (const void *)(data + hdr->last_words_offset +
+								       (uint64_t)i * BB_LAST_WORDS_SIZE);
+			bool held = false;
+
+			if (BB_SEG_STATE(e->own) != BB_SEG_SEALED)
+				continue;
+			for (uint32_t j = 0; j < n0 && !held; j++)
+				held = sx[j].log == BB_SEG_LOG(e->own) && sx[j].start <= e->start &&
+				       e->start < sx[j].head;
+			if (!held)
+				sx[nsx++] = (struct segx){ .log = BB_SEG_LOG(e->own), .idx = BB_SEG_NONE,
+							   .next = BB_SEG_NONE, .state = BB_SEG_SEALED,
+							   .start = e->start, .head = e->head };
+		}
+	}
 	qsort(sx, nsx, sizeof(*sx), segx_cmp);
 
 	for (uint32_t i = 0; i < info->stream_count; i++) {
