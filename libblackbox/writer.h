@@ -375,6 +375,8 @@ int bb__crash_init(const struct bb_options *o);
  * already, or the handler off) or a negative errno. */
 int bb__crash_thread_start(struct bb__tls *t);
 void bb__crash_thread_exit(struct bb__tls *t);
+/* Heartbeats (watchdog.c): a thread that ends withdraws its deadline. */
+void bb__watchdog_thread_exit(struct bb__box *box);
 void bb__modules_gather(struct bb__box *box);
 /* The main program's GNU build id (as the module area records it, first
  * object) into @out, at most @cap bytes: its length, 0 when it has none. */

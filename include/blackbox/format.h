@@ -25,7 +25,7 @@ extern "C" {
 /* "BLACKBOX" read as a little-endian u64: bytes 42 4c 41 43 4b 42 4f 58. */
 #define BB_MAGIC            UINT64_C(0x584f424b43414c42)
 #define BB_FORMAT_MAJOR     3   /* a reader refuses a newer major */
-#define BB_FORMAT_MINOR     1   /* a reader reads any minor of its major */
+#define BB_FORMAT_MINOR     2   /* a reader reads any minor of its major */
 #define BB_FORMAT_MAJOR_OLDEST 2 /* the oldest major a reader still reads (2.x:
                                   * private rings, no segments) */
 #define BB_BYTE_ORDER_MARK  UINT32_C(0x01020304) /* stored in writer order */
@@ -63,6 +63,20 @@ extern "C" {
 #define BB_CRASH_SEQ_NO_ANSWER 4u /* as ASKED; the crashing thread stopped
                                    * waiting for the answer */
 #define BB_CRASH_STACKS_MAX 32u /* slots at most */
+
+/* A dump request (3.2): sigqueue(2) of header.dump_signal to the owner
+ * with sival_int = BB_DUMP_REQUEST(kind, id): kind BB_DUMP_HANG writes
+ * every thread's stack into the crash stacks area, kind BB_DUMP_SNAPSHOT
+ * does what bb_snapshot() does; the owner then stores id in
+ * header.dump_seq.  id: 1 .. BB_DUMP_ID_MAX. */
+#define BB_DUMP_HANG        1u
+#define BB_DUMP_SNAPSHOT    2u
+#define BB_DUMP_ID_MAX      0xffffffu
+#define BB_DUMP_REQUEST(kind, id) ((int)(0x40000000u | (uint32_t)(kind) << 24 | \
+					 ((uint32_t)(id) & BB_DUMP_ID_MAX)))
+#define BB_DUMP_IS_REQUEST(v) (((uint32_t)(v) & 0xf0000000u) == 0x40000000u)
+#define BB_DUMP_KIND(v)     (((uint32_t)(v) >> 24) & 0x3fu)
+#define BB_DUMP_VALUE(v)    ((uint32_t)(v) & BB_DUMP_ID_MAX)
 
 /* Box file name: <BB_NAME_PREFIX><pid>.<starttime>.<n>, n = 0, 1, ... */
 #define BB_NAME_PREFIX      "blackbox."
@@ -207,7 +221,19 @@ struct bb_header {
 	uint32_t crash_stacks_count; /* 1224 at most BB_CRASH_STACKS_MAX */
 	uint32_t crash_stacks_asked; /* 1228 threads asked (may exceed count: those
 	                              *      beyond it were not asked, no room) */
-	uint8_t  reserved[BB_CRASH_OFFSET - 1232];
+	/*
+	 * Format 3.2: heartbeats, hang dumps and snapshots (docs/FORMAT.md
+	 * §14).  Zero: none declared, none asked.
+	 */
+	uint32_t watchdog_ms;        /* 1232 smallest deadline a thread declared
+	                              *      (bb_watchdog()); 0: none */
+	int32_t  dump_signal;        /* 1236 the real-time signal that asks the
+	                              *      owner for a dump (the crash stacks'
+	                              *      signal); 0: none */
+	uint32_t snapshot_seq;       /* 1240 snapshots asked (bb_snapshot()) */
+	uint32_t dump_seq;           /* 1244 the id of the last dump answered
+	                              *      (BB_DUMP_VALUE() of the request) */
+	uint8_t  reserved[BB_CRASH_OFFSET - 1248];
 
 	/* The crash area: written once by the crash handler (first fatal
 	 * signal wins), a record envelope + value exactly like a ring record,
@@ -305,7 +331,10 @@ struct bb_thread_slot {
 	uint32_t cur_ord;     /*  24 its ordinal */
 	uint32_t reserved0;   /*  28 */
 	char     thread_name[16]; /* 32 */
-	uint64_t reserved1[2];/*  48 */
+	uint64_t heartbeat;   /*  48 3.2: record clock stamp of the thread's
+	                       *     last bb_heartbeat() or bb_watchdog() */
+	uint32_t watchdog_ms; /*  56 3.2: its deadline; 0: none declared */
+	uint32_t reserved1;   /*  60 */
 };
 #define BB_QUEUE(idx, ord)  ((uint64_t)(uint32_t)(ord) << 32 | (uint32_t)(idx))
 #define BB_QUEUE_IDX(q)     ((uint32_t)(q))
@@ -428,6 +457,9 @@ BB__FORMAT_ASSERT(offsetof(struct bb_header, cgroup) == 616, header_cgroup);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, seg_count) == 1128, header_seg_count);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, overflow) == 1208, header_overflow);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, crash_stacks_offset) == 1216, header_crash_stacks);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, watchdog_ms) == 1232, header_watchdog);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, dump_seq) == 1244, header_dump_seq);
+BB__FORMAT_ASSERT(offsetof(struct bb_thread_slot, heartbeat) == 48, slot_heartbeat);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, crash) == BB_CRASH_OFFSET, header_crash_area);
 BB__FORMAT_ASSERT(sizeof(struct bb_seg_desc) == BB_SEG_DESC_SIZE, segment_descriptor_size);
 BB__FORMAT_ASSERT(sizeof(struct bb_thread_slot) == BB_THREAD_SLOT_SIZE, thread_slot_size);
