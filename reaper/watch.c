@@ -63,6 +63,7 @@ struct watched {
 	int      pidfd;        /* its owner's, or -1 */
 	int64_t  due_ns;       /* CLOCK_MONOTONIC: look again then (0: never) */
 	unsigned tries;        /* REAP_UNBORN: looks so far */
+	struct reap_hb *hb;    /* its live owner's heartbeats (hang.c), or NULL */
 };
 
 struct watch {
@@ -76,6 +77,7 @@ struct watch {
 	size_t hcap;           /* a power of two, > 2 * live entries */
 	size_t live;           /* slots with a name */
 	int64_t rescan_ns;     /* CLOCK_MONOTONIC of the next full pass */
+	int64_t hb_ns;         /* CLOCK_MONOTONIC of the next heartbeat check */
 	bool stop, rescan;     /* SIGTERM or SIGINT; SIGHUP or an overflow */
 };
 
@@ -176,6 +178,8 @@ static void hash_remove(struct watch *w, const char *name)
 
 static void forget(struct watch *w, struct watched *e)
 {
+	reap_hb_detach(e->hb);
+	e->hb = NULL;
 	if (e->pidfd >= 0) {
 		epoll_ctl(w->ep, EPOLL_CTL_DEL, e->pidfd, NULL);
 		close(e->pidfd);
@@ -234,6 +238,8 @@ static bool wait_owner(struct watch *w, struct watched *e, pid_t pid)
 	}
 	e->pidfd = fd;
 	e->due_ns = 0;
+	reap_hb_detach(e->hb);
+	e->hb = reap_hb_attach(w->c, e->name, pid, fd);
 	return true;
 }
 
@@ -441,14 +447,31 @@ static void on_time(struct watch *w)
 	free(due);
 }
 
+/* Every REAP_HB_TICK_MS: the heartbeats and snapshot counts of the live
+ * boxes (hang.c). */
+static void on_heartbeats(struct watch *w)
+{
+	int64_t now = mono_ns();
+
+	if (now < w->hb_ns)
+		return;
+	w->hb_ns = now + (int64_t)REAP_HB_TICK_MS * 1000000;
+	for (size_t i = 0; i < w->n; i++)
+		if (w->v[i].name[0] && w->v[i].hb)
+			reap_hb_check(w->c, w->v[i].hb);
+}
+
 /* Milliseconds until the next thing due, for epoll_wait. */
 static int next_timeout(const struct watch *w)
 {
 	int64_t now = mono_ns(), next = w->rescan_ns;
 
-	for (size_t i = 0; i < w->n; i++)
+	for (size_t i = 0; i < w->n; i++) {
 		if (w->v[i].name[0] && w->v[i].due_ns && w->v[i].due_ns < next)
 			next = w->v[i].due_ns;
+		if (w->v[i].hb && w->hb_ns < next)
+			next = w->hb_ns;
+	}
 	if (next <= now)
 		return 0;
 	return (next - now) / 1000000 > 60000 ? 60000 : (int)((next - now) / 1000000) + 1;
@@ -462,6 +485,8 @@ static void on_pidfd(struct watch *w, size_t i)
 	if (i >= w->n || !w->v[i].name[0])
 		return;
 	snprintf(name, sizeof(name), "%s", w->v[i].name);
+	reap_hb_detach(w->v[i].hb);
+	w->v[i].hb = NULL;
 	epoll_ctl(w->ep, EPOLL_CTL_DEL, w->v[i].pidfd, NULL);
 	close(w->v[i].pidfd);
 	w->v[i].pidfd = -1;
@@ -542,6 +567,7 @@ int reap_watch(struct reap_ctx *c)
 		if (w.stop)
 			break;
 		on_time(&w);
+		on_heartbeats(&w);
 		if (w.rescan || mono_ns() >= w.rescan_ns)
 			full_pass(&w);
 		fflush(stdout);
@@ -549,9 +575,11 @@ int reap_watch(struct reap_ctx *c)
 	r = 0;
 out:
 	reap_watch_release(c->dirfd, w.lock, w.lock_name);
-	for (size_t i = 0; i < w.n; i++)
+	for (size_t i = 0; i < w.n; i++) {
+		reap_hb_detach(w.v[i].hb);
 		if (w.v[i].pidfd >= 0)
 			close(w.v[i].pidfd);
+	}
 	free(w.v);
 	free(w.hash);
 	if (w.in >= 0)
