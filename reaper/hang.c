@@ -318,6 +318,7 @@ void reap_hb_check(struct reap_ctx *c, struct reap_hb *h)
 {
 	int64_t now = mono_ns();
 	uint32_t snap = load32(&h->hdr->snapshot_seq);
+	struct reap_incident stuck = { .event = "hang" };
 
 	if (!h->nslots && load32(&h->hdr->watchdog_ms)) {
 		int fd = openat(c->dirfd, h->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -349,17 +350,20 @@ void reap_hb_check(struct reap_ctx *c, struct reap_hb *h)
 		}
 		if (h->named[i] || now - h->since[i] <= (int64_t)ms * 1000000)
 			continue;
+		/* every thread stuck now is named; one dump, one copy and
+		 * one entry for the box, told by its longest silent one */
 		h->named[i] = true;
-		{
-			struct reap_incident inc = { .event = "hang", .tid = tid,
-						     .age_ms = (uint64_t)(now - h->since[i]) / 1000000,
-						     .deadline_ms = ms };
-
-			memcpy(inc.thread, s->thread_name, sizeof(s->thread_name));
-			inc.thread[sizeof(inc.thread) - 1] = '\0';
-			inc.answered = ask_dump(h);
-			incident(c, h, &inc);
+		if (!stuck.tid || (uint64_t)(now - h->since[i]) / 1000000 > stuck.age_ms) {
+			stuck.tid = tid;
+			stuck.age_ms = (uint64_t)(now - h->since[i]) / 1000000;
+			stuck.deadline_ms = ms;
+			memcpy(stuck.thread, s->thread_name, sizeof(s->thread_name));
+			stuck.thread[sizeof(stuck.thread) - 1] = '\0';
 		}
+	}
+	if (stuck.tid) {
+		stuck.answered = ask_dump(h);
+		incident(c, h, &stuck);
 	}
 	if (snap != h->snap_seen) {
 		struct reap_incident inc = { .event = "snapshot" };
