@@ -60,6 +60,8 @@ static void usage(FILE *f)
 "  -c, --cbor        RFC 8742 CBOR sequence: one map per record, then summary\n"
 "  -s, --save FILE   write a consistent copy of the box to FILE (never\n"
 "                    overwrites an existing file)\n"
+"      --snapshot    ask the running process PID for a snapshot: bb-reap\n"
+"                    --watch archives a copy and sends a journal entry\n"
 "  -t, --threads     per thread: tid, name, records, its last record and how\n"
 "                    long ago it was written (from now for a live owner,\n"
 "                    else from its death); a hung thread shows as an old one\n"
@@ -169,7 +171,7 @@ static void add_debug_dir(struct bbx_opts *o, const char *dir)
 enum { OPT_ANY_OWNER = 256, OPT_NO_URING, OPT_URING, OPT_NO_SYMBOLS, OPT_DEBUG_DIR,
        OPT_DEBUGINFOD, OPT_JOURNAL, OPT_JOURNAL_DIR, OPT_MACHINE, OPT_BOOT, OPT_CURSOR,
        OPT_UNTRUSTED, OPT_RAW_NAMES, OPT_GROUPS, OPT_GROUP, OPT_SINCE, OPT_UNTIL, OPT_COMM,
-       OPT_UNIT, OPT_STATE };
+       OPT_UNIT, OPT_STATE, OPT_SNAPSHOT };
 
 /*
  * A point in time for --since / --until, as CLOCK_REALTIME microseconds:
@@ -260,6 +262,7 @@ static void set_option(int ch, char **argv, struct bbx_opts *o)
 	case OPT_DEBUG_DIR: add_debug_dir(o, optarg); break;
 	case OPT_DEBUGINFOD: o->debuginfod = true; break;
 	case OPT_RAW_NAMES: o->raw_names = true; break;
+	case OPT_SNAPSHOT: o->snapshot = true; break;
 	case 't': o->threads = true; break;
 	case OPT_JOURNAL: o->journal = true; break;
 	case OPT_JOURNAL_DIR: o->journal_dir = optarg; break;
@@ -365,6 +368,7 @@ static void parse_args(int argc, char **argv, struct bbx_opts *o)
 		{ "debuginfod", no_argument,      NULL, OPT_DEBUGINFOD },
 		{ "raw-names", no_argument,       NULL, OPT_RAW_NAMES },
 		{ "threads",   no_argument,       NULL, 't' },
+		{ "snapshot",  no_argument,       NULL, OPT_SNAPSHOT },
 		{ "journal",   no_argument,       NULL, OPT_JOURNAL },
 		{ "journal-directory", required_argument, NULL, OPT_JOURNAL_DIR },
 		{ "machine",   required_argument, NULL, OPT_MACHINE },
@@ -439,6 +443,13 @@ int main(int argc, char **argv)
 
 		if (ret < 0)
 			return ret == -ENOTUNIQ ? BBX_EXIT_AMBIGUOUS : BBX_EXIT_NOBOX;
+		if (o.snapshot) {
+			code = o.pid ? bbx_snapshot(&o, r, live) : BBX_EXIT_FAILURE;
+			if (!o.pid)
+				bbx_msg(NULL, "--snapshot takes a PID");
+			bb_reader_close(r);
+			return code;
+		}
 		if (o.save) {
 			code = bbx_save(&o, r);
 			bb_reader_close(r);
