@@ -92,6 +92,7 @@ int main(int argc, char **argv)
 			bb_snapshot("under load");
 			ms_sleep(1000 / n);
 		}
+		return 0;
 	} else if (!strcmp(mode, "beat")) {
 		bb_watchdog(DEADLINE_MS);
 		printf("ready\n");
