@@ -4,8 +4,8 @@
  * bbh_service MODE: deadlock (two threads on two mutexes), spin (a thread
  * in a loop without a system call), read (the main thread in read() on
  * stdin, a pipe nobody writes), snapshot N (a writer at full speed and N
- * bb_snapshot() calls a second for 3 s), beat (healthy: beats every
- * 50 ms).  Prints "ready" when the hang is set up, then runs until killed.
+ * bb_snapshot() calls a second for 3 s), beat [MS] (healthy: beats every
+ * MS ms, 50 by default), idle (no deadline: writes once and waits).  Prints "ready" when the hang is set up, then runs until killed.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -94,15 +94,19 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	} else if (!strcmp(mode, "beat")) {
+		long period = argc > 2 ? atol(argv[2]) : 50;
+
 		bb_watchdog(DEADLINE_MS);
 		printf("ready\n");
 		fflush(stdout);
 		for (;;) {
 			bb_heartbeat();
-			ms_sleep(50);
+			ms_sleep(period);
 		}
+	} else if (!strcmp(mode, "idle")) {
+		bb_write_kv("state", "idle");
 	} else {
-		fprintf(stderr, "usage: bbh_service deadlock|spin|read|snapshot N|beat\n");
+		fprintf(stderr, "usage: bbh_service deadlock|spin|read|snapshot N|beat [MS]|idle\n");
 		return 2;
 	}
 	printf("ready\n");
