@@ -52,7 +52,7 @@ static void usage(FILE *f)
 "records of all rings merged in timestamp order.\n"
 "\n"
 "  -p, --path FILE   read the box file FILE (e.g. a --save copy)\n"
-"  -d, --dir DIR     look for boxes in DIR instead of %s\n"
+"  -d, --dir DIR     look for boxes in DIR instead of $BLACKBOX_DIR or %s\n"
 "  -l, --list        list every box: pid, comm, state, size, rings, records,\n"
 "                    dropped, age\n"
 "  -a, --all         extract every box in the directory\n"
@@ -433,6 +433,15 @@ int main(int argc, char **argv)
 
 	bbx_prog = PROG;
 	parse_args(argc, argv, &o);
+	/* where the library writes boxes (bb_init(3)) is where they are read,
+	 * unless --dir says otherwise; secure_getenv: never a set-uid
+	 * caller's choice.  The journal modes read no directory. */
+	if (!o.dir && !o.journal && !o.journal_dir) {
+		const char *env = secure_getenv("BLACKBOX_DIR");
+
+		if (env && *env)
+			o.dir = env;
+	}
 
 #ifdef BB_HAVE_JOURNAL
 	if (o.journal || o.journal_dir)

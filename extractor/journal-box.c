@@ -20,10 +20,10 @@
 #include "extract.h"
 #include "groups.h"
 #include "journal-read.h"
+#include "journal-field.h"
 #include "journal-fields.h"
 #include "symbols.h"
 
-#define SHOW_MAX    (1u << 20)  /* bytes of a field printed (BB_RECORDS ...) */
 #define CANDIDATES  64          /* claims told apart (and named) at most */
 
 /* ---- one box ------------------------------------------------------------ */
@@ -42,51 +42,14 @@ static void show_fields(const struct bbx_jsel *s, sd_journal *j, const struct bb
 	const void *d;
 	size_t l;
 
-	sd_journal_set_data_threshold(j, SHOW_MAX);
+	sd_journal_set_data_threshold(j, BBX_J_SHOW_MAX);
 	if (!text) {
 		bbx_em_map(em);
 		bbx_em_key(em, "journal_entry");
 		bbx_em_map(em);
 	}
-	SD_JOURNAL_FOREACH_DATA(j, d, l) {
-		const char *p = d, *eq = memchr(p, '=', l < 64 ? l : 64);
-		size_t k;
-
-		if (!eq || !((eq - p == 7 && !memcmp(p, "MESSAGE", 7)) ||
-			     (eq - p > 3 && !memcmp(p, "BB_", 3)) ||
-			     (eq - p == 9 && !memcmp(p, "_HOSTNAME", 9)) ||
-			     (eq - p == 11 && !memcmp(p, "_MACHINE_ID", 11))))
-			continue;
-		k = (size_t)(eq - p);
-		/* a name is [A-Z0-9_] in any journal journald or journal-remote
-		 * wrote; a file made by other means is not trusted to be so */
-		if (strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") < k)
-			continue;
-		if (l > SHOW_MAX)
-			l = SHOW_MAX;
-		if (!text) {
-			char key[64];
-
-			memcpy(key, p, k);
-			key[k] = '\0';
-			/* field names are [A-Z0-9_] (the journal's rule) */
-			bbx_em_key(em, key);
-			bbx_em_str(em, eq + 1, l - k - 1);
-			continue;
-		}
-		bbx_out_put(o, p, k + 1);
-		for (const char *v = eq + 1, *end = p + l; v < end;) {
-			const char *nl = memchr(v, '\n', (size_t)(end - v));
-			size_t n = (size_t)((nl ? nl : end) - v);
-
-			bbx_out_commit(o, bb_escape_text(v, n, bbx_out_reserve(o, 4 * n + 1),
-							 4 * n + 1));
-			bbx_out_char(o, '\n');
-			v += n + 1;
-			if (nl && v < end)
-				bbx_out_str(o, "    ");
-		}
-	}
+	SD_JOURNAL_FOREACH_DATA(j, d, l)
+		bbx_j_show_field(d, l, o, em, text);
 	if (!text)
 		bbx_em_end(em);
 	entry_frames(s, j, e, o, em, text);

@@ -102,8 +102,13 @@ int bbx_j_take_gent(const struct bbx_jsel *s, size_t src, sd_journal *j,
 	snprintf(g->machine, sizeof(g->machine), "%s", e->machine);
 	bbx_j_get(j, BBJ_UNIT, g->unit, sizeof(g->unit));
 	bbx_j_get(j, BBJ_RELEASE, g->release, sizeof(g->release));
-	bbx_j_get(j, BBJ_BUILD_ID, g->build, sizeof(g->build));
-	g->exelen = bbx_unhex(g->build, strlen(g->build), g->exe, sizeof(g->exe));
+	/* a build id is an even number of hex digits (at most 64 bytes);
+	 * anything else is anyone's bytes: shown as "invalid", never printed
+	 * raw nor used to look a file up (one byte more is read to see a
+	 * longer one) */
+	n = bbx_j_get(j, BBJ_BUILD_ID, stack, sizeof(g->build) + 1);
+	g->exelen = n < sizeof(g->build) ? bbx_unhex(stack, n, g->exe, sizeof(g->exe)) : 0;
+	snprintf(g->build, sizeof(g->build), "%s", g->exelen ? stack : n ? "invalid" : "");
 	g->suppressed = bbx_j_get_num(j, BBJ_SUPPRESSED, 0);
 	if (sd_journal_get_cursor(j, &g->cursor) < 0) {
 		free(stack);

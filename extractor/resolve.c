@@ -184,9 +184,33 @@ static void read_altlink(Elf *e, const char *file)
 }
 
 /*
+ * Whose debug file may name a module's frames: root's, or the one whose
+ * rights parse the box (this process: the box owner, or the caller), and
+ * written by no one else (not writable by others, nor by a group other
+ * than root's).  A file anyone else could have planted or changed, say in
+ * a world-writable --debug-dir, is refused: its names would be believed.
+ * NULL, or why not.
+ */
+static const char *untrusted_debug_file(const struct stat *st, char *why, size_t len)
+{
+	if (st->st_uid != 0 && st->st_uid != geteuid()) {
+		snprintf(why, len, "owned by uid %u, neither root nor uid %u: refused",
+			 (unsigned)st->st_uid, (unsigned)geteuid());
+		return why;
+	}
+	if ((st->st_mode & S_IWOTH) || ((st->st_mode & S_IWGRP) && st->st_gid != 0)) {
+		snprintf(why, len, "writable by %s: refused",
+			 st->st_mode & S_IWOTH ? "others" : "its group");
+		return why;
+	}
+	return NULL;
+}
+
+/*
  * @path as a candidate with build id @id: its descriptor, or -1 (missing,
- * not a regular file, the module itself, another build id).  With
- * @altlink, the supplementary file that the candidate names is noted.
+ * not a regular file, the module itself, not trusted (untrusted_debug_file(),
+ * said in the remark), another build id).  With @altlink, the
+ * supplementary file that the candidate names is noted.
  */
 static int try_candidate(const char *path, const uint8_t *id, size_t idlen, bool altlink,
 			 char **name)
@@ -203,8 +227,16 @@ static int try_candidate(const char *path, const uint8_t *id, size_t idlen, bool
 			dbg_remark(path, why);
 		return -1;
 	}
-	if (fstat(fd, &st) || (st.st_dev == dbg.dev && st.st_ino == dbg.ino) ||
-	    !(e = elf_begin(fd, ELF_C_READ_MMAP, NULL))) {
+	if (fstat(fd, &st) || (st.st_dev == dbg.dev && st.st_ino == dbg.ino)) {
+		close(fd);
+		return -1;
+	}
+	if (untrusted_debug_file(&st, why, sizeof(why))) {
+		dbg_remark(path, why);
+		close(fd);
+		return -1;
+	}
+	if (!(e = elf_begin(fd, ELF_C_READ_MMAP, NULL))) {
 		close(fd);
 		return -1;
 	}

@@ -259,7 +259,7 @@ static void judge(int dfd, struct mine *m, uint64_t our_ns)
 
 	m->dead = false;
 	/* any header uid: the file is ours, whoever the header says */
-	if (bb_reader_openat(dfd, m->name, BB_OPEN_ANY_OWNER, &r, NULL, 0) < 0)
+	if (bb_reader_openat(dfd, m->name, BB_OPEN_ANY_OWNER | BB_OPEN_PLAIN, &r, NULL, 0) < 0)
 		return; /* not a box, or one being created: never ours to remove */
 	in = bb_reader_info(r);
 	if (in->file_dev != (uint64_t)m->dev || in->file_ino != (uint64_t)m->ino ||

@@ -663,6 +663,22 @@ static uint64_t bb__mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static void bb__stack_handler(int sig, siginfo_t *si, void *ucv);
+
+/*
+ * Is bb__stack_sig still ours?  A program may install its own handler on
+ * it after bb_init(): then the signal would run that handler (or kill the
+ * process, if it set SIG_DFL), never bb__stack_handler().  sigaction() to
+ * read the disposition: AS-safe (POSIX).
+ */
+static bool bb__stack_sig_ours(int sig)
+{
+	struct sigaction cur;
+
+	return sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+	       cur.sa_sigaction == bb__stack_handler;
+}
+
 /* Slots from @first on; those before it the caller wrote (a dump's own
  * stack, bb__dump_request()), counted as asked. */
 static void bb__crash_ask_all(struct bb__box *box, int32_t tid, uint32_t first)
@@ -673,9 +689,13 @@ static void bb__crash_ask_all(struct bb__box *box, int32_t tid, uint32_t first)
 	pid_t pid = getpid();   /* AS-safe */
 	uint32_t asked = first, k = first;
 	uint64_t start;
+	bool ours;
 
 	if (!sig || box->nstacks <= first)
 		return;
+	/* not ours any more: each thread's slot says it was not asked
+	 * (BB_CRASH_SEQ_NOT_ASKED), and nothing is sent */
+	ours = bb__stack_sig_ours(sig);
 	for (uint32_t i = 0; i < box->nslots; i++) {
 		struct bb_thread_slot *s = &box->slots[i];
 		uint8_t *area;
@@ -695,6 +715,14 @@ static void bb__crash_ask_all(struct bb__box *box, int32_t tid, uint32_t first)
 		area = box->stacks + (size_t)k * BB_CRASH_SIZE;
 		memcpy(area + BB_RECORD_HDR_SIZE, &t, sizeof(t));
 		memcpy(area + BB_RECORD_HDR_SIZE + 4, s->thread_name, 16);
+		if (!ours) {
+			/* Release: the tid and name above are there for a
+			 * reader that loads the seq word with acquire. */
+			BB__STORE_RELEASE((uint32_t *)(void *)area,
+					  (uint32_t)BB_CRASH_SEQ_NOT_ASKED);
+			k++;
+			continue;
+		}
 		/* Release: the tid and name above are there for the thread
 		 * that loads ASKED with acquire (bb__stack_handler()) and for
 		 * a reader. */

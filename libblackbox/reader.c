@@ -129,8 +129,13 @@ static int check_fd(int fd, const char *label, unsigned flags, struct bb_reader 
 		return bb__rdr_say(err, errlen, -EINVAL,
 			   "%s: not a regular file (FIFOs, sockets and devices are never read)",
 			   label);
-	if (bb__rdr_is_zstd(fd))
+	if (bb__rdr_is_zstd(fd)) {
+		if (flags & BB_OPEN_PLAIN)
+			return bb__rdr_say(err, errlen, -EMEDIUMTYPE,
+				   "%s: a compressed file where only boxes processes map belong: "
+				   "never decompressed here", label);
 		return CHECK_ZSTD; /* a compressed box: reader_zstd.c */
+	}
 	if (st.st_size == 0)
 		return bb__rdr_say(err, errlen, -ENODATA, "%s: empty file (a box still being created?)",
 			   label);

@@ -196,7 +196,8 @@ static void crash_area(struct bb_reader *r, uint64_t off, const char *what,
 			 "%s torn: its writer started and did not finish", what);
 		return;
 	}
-	if (seq == BB_CRASH_SEQ_ASKED || seq == BB_CRASH_SEQ_NO_ANSWER) {
+	if (seq == BB_CRASH_SEQ_ASKED || seq == BB_CRASH_SEQ_NO_ANSWER ||
+	    seq == BB_CRASH_SEQ_NOT_ASKED) {
 		/* a crash stack slot: whom the crashing thread asked */
 		memcpy(&out->tid, area + BB_RECORD_HDR_SIZE, sizeof(out->tid));
 		copy_text(out->thread, sizeof(out->thread), area + BB_RECORD_HDR_SIZE + 4,
@@ -204,7 +205,9 @@ static void crash_area(struct bb_reader *r, uint64_t off, const char *what,
 		out->kind = BB_CRASH_KIND_THREAD;
 		out->status = BB_CRASH_NO_ANSWER;
 		snprintf(out->problem, sizeof(out->problem), "%s", seq == BB_CRASH_SEQ_ASKED ?
-			 "asked, no answer yet" : "no answer within the bound (100 ms)");
+			 "asked, no answer yet" : seq == BB_CRASH_SEQ_NO_ANSWER ?
+			 "no answer within the bound (100 ms)" :
+			 "not asked: the program had replaced the handler of the stack signal");
 		return;
 	}
 	out->status = BB_CRASH_CORRUPT;

@@ -17,6 +17,14 @@
  * The decoder's window is capped (WINDOW_LOG_MAX): a frame that asks for
  * more is refused rather than allocated.
  *
+ * A few kilobytes of zstd can claim gigabytes of zeros.  So a header that
+ * claims more than BB_ZSTD_BOX_MAX is refused before anything is
+ * allocated, and the body is decompressed through a bounce buffer of
+ * BOUNCE bytes into the copy, whose untouched pages read as zeros: a
+ * piece of the stream that is all zeros is never written there
+ * (put_sparse()), so the memory a compressed box costs is its non-zero
+ * content, whatever its header claims.
+ *
  * libzstd is loaded with dlopen() the first time a compressed box is
  * opened: a process that writes boxes, or reads only plain ones, never
  * loads it.  Without it (or in a build without zstd.h) a compressed box is
@@ -67,6 +75,8 @@ int bb__rdr_open_zstd(int fd, const char *label, unsigned flags, struct bb_reade
 
 #define WINDOW_LOG_MAX 23          /* 8 MiB: bb-reap's frames need 2 MiB at most */
 #define CHUNK          (128u << 10) /* compressed bytes read at a time */
+#define BOUNCE         (256u << 10) /* the body is decompressed this much at a time */
+#define PIECE          4096u        /* put_sparse() skips all-zero pieces of this size */
 
 /* The functions of libzstd.so.1 a reader needs. */
 static struct {
@@ -104,14 +114,38 @@ struct zin {
 	int fd;
 	uint64_t off, limit;   /* compressed bytes read / allowed */
 	uint8_t *buf;
+	uint8_t *bounce;       /* NULL: decompress straight into the output */
 	ZSTD_inBuffer in;
 	ZSTD_DCtx *dctx;
 	bool done;             /* the frame is complete */
 };
 
 /*
- * Decompress into @o until it holds @want bytes or the frame ends.
- * 0, or -EBADMSG / -errno after saying why.
+ * @n bytes at @src into @dst, which is @pos bytes into a copy that reads
+ * as zeros where nothing was written: the pieces of PIECE bytes (cut at
+ * multiples of PIECE from the copy's start) that are all zeros are left
+ * alone, so that their pages are never touched.
+ */
+static void put_sparse(uint8_t *dst, const uint8_t *src, size_t n, size_t pos)
+{
+	while (n) {
+		size_t k = PIECE - pos % PIECE;
+
+		if (k > n)
+			k = n;
+		if (src[0] || (k > 1 && memcmp(src, src + 1, k - 1)))
+			memcpy(dst, src, k);
+		dst += k;
+		src += k;
+		pos += k;
+		n -= k;
+	}
+}
+
+/*
+ * Decompress into @o until it holds @want bytes or the frame ends (through
+ * z->bounce, put_sparse(), when there is one).  0, or -EBADMSG / -errno
+ * after saying why.
  */
 static int fill(struct zin *z, ZSTD_outBuffer *o, size_t want, const char *label, char *err,
 		size_t errlen)
@@ -137,9 +171,18 @@ static int fill(struct zin *z, ZSTD_outBuffer *o, size_t want, const char *label
 			z->off += (uint64_t)n;
 			z->in = (ZSTD_inBuffer){ z->buf, (size_t)n, 0 };
 		}
-		o->size = want; /* never past what is asked */
-		r = zs.stream(z->dctx, o, &z->in);
-		o->size = cap;
+		if (z->bounce) {
+			ZSTD_outBuffer b = { z->bounce, want - o->pos < BOUNCE ? want - o->pos
+						       : BOUNCE, 0 };
+
+			r = zs.stream(z->dctx, &b, &z->in);
+			put_sparse((uint8_t *)o->dst + o->pos, z->bounce, b.pos, o->pos);
+			o->pos += b.pos;
+		} else {
+			o->size = want; /* never past what is asked */
+			r = zs.stream(z->dctx, o, &z->in);
+			o->size = cap;
+		}
 		if (zs.is_error(r))
 			return bb__rdr_say(err, errlen, -EBADMSG, "%s: compressed box: %s", label,
 				   zs.error_name(r));
@@ -223,8 +266,11 @@ int bb__rdr_open_zstd(int fd, const char *label, unsigned flags, struct bb_reade
 		goto fail;
 	box = h.box_size;
 	page = h.page_size;
-	if (box > SIZE_MAX / 2) {
-		rc = bb__rdr_say(err, errlen, -EFBIG, "%s: too large to read", label);
+	if (box > BB_ZSTD_BOX_MAX || box > SIZE_MAX / 2) {
+		rc = bb__rdr_say(err, errlen, -EFBIG,
+			 "%s: a compressed box whose header claims %" PRIu64 " bytes, more than "
+			 "the %" PRIu64 " a compressed box may hold: refused, nothing decompressed",
+			 label, box, (uint64_t)BB_ZSTD_BOX_MAX);
 		goto fail;
 	}
 	z.limit = ZSTD_COMPRESSBOUND(box) + CHUNK;
@@ -244,6 +290,11 @@ int bb__rdr_open_zstd(int fd, const char *label, unsigned flags, struct bb_reade
 	}
 	memcpy(m, &h, sizeof(h));
 	o = (ZSTD_outBuffer){ m, (size_t)box, sizeof(h) };
+	z.bounce = malloc(BOUNCE);
+	if (!z.bounce) {
+		rc = bb__rdr_say(err, errlen, -ENOMEM, "%s: out of memory", label);
+		goto fail;
+	}
 	/* --list and scans: the header and ring table are all they read */
 	want = (flags & BB__OPEN_TABLE_ONLY) ? (size_t)tmp.table_end : (size_t)box;
 	rc = fill(&z, &o, want, label, err, errlen);
@@ -311,6 +362,7 @@ int bb__rdr_open_zstd(int fd, const char *label, unsigned flags, struct bb_reade
 		goto fail;
 	zs.free(z.dctx);
 	free(z.buf);
+	free(z.bounce);
 	close(fd);
 	*out = r;
 	return 0;
@@ -321,6 +373,7 @@ fail:
 	if (z.dctx)
 		zs.free(z.dctx);
 	free(z.buf);
+	free(z.bounce);
 	close(fd);
 	return rc;
 }

@@ -259,11 +259,13 @@ int reap_archive_box(struct reap_ctx *c, struct bb_reader *r, const struct stat 
 		     int64_t when_ns, struct reap_copy *a, char *err, size_t errlen)
 {
 	const struct bb_box_info *info = bb_reader_info(r);
+	/* readers decompress no box larger than BB_ZSTD_BOX_MAX: kept plain */
+	bool zst = c->o.compress && info->box_size <= BB_ZSTD_BOX_MAX;
 	int ret = -EEXIST, fd = -1;
 
 	for (unsigned n = 0; n < 1000 && ret == -EEXIST; n++) {
 		ret = archive_name((uint32_t)st->st_uid, info->comm, info->pid, when_ns, n,
-				   c->o.compress, a->name, sizeof(a->name));
+				   zst, a->name, sizeof(a->name));
 		if (ret)
 			break;
 		if (c->o.dry_run)
@@ -280,9 +282,9 @@ int reap_archive_box(struct reap_ctx *c, struct bb_reader *r, const struct stat 
 	if (c->o.dry_run)
 		return 0;
 
-	ret = c->o.compress ? save_zstd(r, fd) : bb_reader_save(r, fd);
+	ret = zst ? save_zstd(r, fd) : bb_reader_save(r, fd);
 	if (ret < 0)
-		snprintf(err, errlen, "%s: %s", c->o.compress ? "compressing" : "bb_reader_save",
+		snprintf(err, errlen, "%s: %s", zst ? "compressing" : "bb_reader_save",
 			 ret == -ESTALE ? "the box changed size while being read" : strerror(-ret));
 	else if (!c->volatile_dir && fsync(fd) < 0)
 		ret = -errno, snprintf(err, errlen, "fsync: %s", strerror(errno));

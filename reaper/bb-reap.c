@@ -30,6 +30,7 @@
 
 #define EXIT_TROUBLE 1  /* something could not be handled */
 #define EXIT_USAGE   2
+#define EXIT_NOCOPY  3  /* a box went without the copy --archive asked for */
 
 static int scan_cb(int dirfd, const char *name, void *arg)
 {
@@ -118,5 +119,9 @@ int main(int argc, char **argv)
 		reap_log("error: writing standard output: %s", strerror(errno));
 		return EXIT_TROUBLE;
 	}
-	return c.errors ? EXIT_TROUBLE : 0;
+	if (c.lost)
+		reap_log("%u %s reaped without an archive copy: over %s owner's archive quota, or "
+			 "the archive file system full (exit status %d)", c.lost,
+			 c.lost == 1 ? "box" : "boxes", c.lost == 1 ? "its" : "their", EXIT_NOCOPY);
+	return c.errors ? EXIT_TROUBLE : c.lost ? EXIT_NOCOPY : 0;
 }

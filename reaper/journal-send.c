@@ -672,7 +672,7 @@ static bool first_time(struct reap_ctx *c, uint32_t uid)
  */
 static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r,
 		  uint32_t uid, bool crashed, bool read_all, bool attach, const char *omit,
-		  const char *path, const char *archive, uint64_t box_bytes)
+		  const char *path, const char *archive, const char *nocopy, uint64_t box_bytes)
 {
 	const struct bb_box_info *in = bb_reader_info(r);
 	char comm[4 * 32 + 1], qcomm[4 * 32 + 3], where[4 * 4096 + 64] = "", msg[8192];
@@ -700,6 +700,10 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 	add_text(e, BBJ_BOX_PATH, path, PATH_MAX);
 	if (archive)
 		add_text(e, BBJ_ARCHIVE, archive, 4096);
+	/* --archive asked for a copy and there is none: the entry says so
+	 * (BB_NOT_ARCHIVED, and in MESSAGE), not only the run's log */
+	if (nocopy)
+		add(e, BBJ_NOT_ARCHIVED, "%s", nocopy);
 	if (crashed) {
 		add(e, BBJ_SIGNAL, "%d", in->phase_signal);
 		if (signame)
@@ -781,6 +785,11 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 		snprintf(msg, sizeof(msg), "%s[%ld] (uid %lu) crashed: %s, crash record %s (%s)",
 			 qcomm, (long)in->pid, (unsigned long)uid, sig,
 			 bb_crash_status_name(cr.status), recs);
+	if (nocopy) {
+		size_t m = strlen(msg);
+
+		snprintf(msg + m, sizeof(msg) - m, " [no archive copy: %s]", nocopy);
+	}
 	if (omit[0]) {
 		size_t m = strlen(msg);
 
@@ -869,6 +878,10 @@ int reap_journal_box(struct reap_ctx *c, struct bb_reader *r, const struct stat 
 		reap_emit(c, &ev, false);
 		return 0;
 	}
+	/* --watch opens (and locks) the reported file only for a pass that
+	 * has a death to report (watch.c): said on failure; the box is kept */
+	if (!c->reported_file && (ret = reap_reported_open(c)) < 0)
+		return ret;
 	reap_key_init(&k, in, uid);
 	if (reap_reported_seen(c, &k))
 		return 0;
@@ -882,7 +895,8 @@ int reap_journal_box(struct reap_ctx *c, struct bb_reader *r, const struct stat 
 	box_bytes = in->file_size < in->box_size ? in->file_size : in->box_size;
 	attach = decide(c, uid, box_bytes, used_bytes, &read_all, omit, sizeof(omit));
 	snprintf(path, sizeof(path), "%s/%s", base->dir, base->name);
-	build(&e, c, r, uid, crashed, read_all, attach, omit, path, archive, box_bytes);
+	build(&e, c, r, uid, crashed, read_all, attach, omit, path, archive, base->nocopy,
+	      box_bytes);
 	ev.reason = crashed ? "crashed" : "orphaned";
 	ev.journal = attach ? "box attached" : omit[0] ? omit : "summary";
 	if (e.err) {

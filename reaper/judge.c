@@ -122,9 +122,11 @@ static enum verdict open_reader(struct box *b)
 	 * the header claims to be: root may remove any file of /dev/shm, a
 	 * user only files it owns (checked on the descriptor by the caller),
 	 * and removing a planted file is harmless.  It also covers boxes of
-	 * set-uid programs and boxes that were chown'ed.
+	 * set-uid programs and boxes that were chown'ed.  BB_OPEN_PLAIN: a
+	 * process maps a plain box; a compressed file here is anyone's, and
+	 * a few kilobytes of it may claim gigabytes: never decompressed.
 	 */
-	r = bb_reader_open_fd(b->fd, ev->name, BB_OPEN_ANY_OWNER, &b->r, b->err,
+	r = bb_reader_open_fd(b->fd, ev->name, BB_OPEN_ANY_OWNER | BB_OPEN_PLAIN, &b->r, b->err,
 			      sizeof(b->err));
 	if (r >= 0)
 		return V_REAP;
@@ -136,6 +138,9 @@ static enum verdict open_reader(struct box *b)
 		ev->reason = "no complete header (yet): maybe a box being created";
 		b->out->kind = REAP_UNBORN;
 		return V_SKIP;
+	case -EMEDIUMTYPE: /* BB_OPEN_PLAIN: compressed, never read; said */
+		ev->reason = "not a valid box";
+		return V_SKIP_LOG;
 	case -EBADMSG: case -EPROTONOSUPPORT: case -EPFNOSUPPORT:
 	case -EPERM: case -EINVAL: case -EISDIR: case -ELOOP:
 		ev->reason = "not a valid box";
@@ -509,9 +514,10 @@ static enum verdict archive(struct box *b)
 	r = reap_archive_box(c, b->r, &b->st, b->when, &b->copy, b->err, sizeof(b->err));
 	if (r == -ENOSPC || r == -EDQUOT) {
 		c->uncopied++;
+		c->lost++;
 		snprintf(b->err, sizeof(b->err), "not archived: the archive file system is full (%s)",
 			 strerror(-r));
-		b->ev.detail = b->err;
+		b->ev.detail = b->ev.nocopy = b->err;
 		return V_REAP;
 	}
 	if (r < 0) {
@@ -548,7 +554,8 @@ void reap_finish(struct reap_ctx *c, struct reap_cand *k)
 		v = archive(&b);
 	else if (v == V_REAP && k->why) {
 		c->uncopied++;
-		b.ev.detail = k->why;
+		c->lost += k->lost;
+		b.ev.detail = b.ev.nocopy = k->why;
 	}
 	v = journal(&b, v);
 	if (b.r) {

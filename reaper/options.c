@@ -20,10 +20,11 @@ static void usage(FILE *f)
 "Usage: bb-reap [OPTION]...\n"
 "Remove blackbox boxes whose owner process is gone.\n"
 "\n"
-"  -d, --dir DIR              box directory (default %s)\n"
+"  -d, --dir DIR              box directory (default $BLACKBOX_DIR, else %s)\n"
 "  -m, --min-age SECONDS      leave boxes whose owner showed a sign of life\n"
-"                             less than SECONDS ago (default %u; suffixes\n"
-"                             s, m, h, d; 0 reaps at once)\n"
+"                             less than SECONDS ago (default %u; a systemd\n"
+"                             time span: 30s, 1min, 2h, 1d, 1h 30min; 0 reaps\n"
+"                             at once)\n"
 "  -a, --archive DIR          copy each box into DIR before removing it;\n"
 "                             the copy belongs to the box file's owner\n"
 "  -k, --keep N               keep each owner's N newest archives, remove\n"
@@ -52,7 +53,7 @@ static void usage(FILE *f)
 "  -w, --watch                keep running: reap each box as soon as its\n"
 "                             owner dies (and --min-age has passed)\n"
 "      --rescan SECONDS       --watch: a full pass this often besides\n"
-"                             (default %u; suffixes s, m, h, d)\n"
+"                             (default %u; a systemd time span: 15min, 1h)\n"
 "  -n, --dry-run              report what would be done, touch nothing\n"
 "  -v, --verbose              also log the boxes and files left alone\n"
 "  -j, --json                 one JSON object per decision on stdout\n"
@@ -66,20 +67,33 @@ static void usage(FILE *f)
 		REAP_DEFAULT_RESCAN);
 }
 
+/* The decimal digits at *@p (at least one) into @v, *@p moved past
+ * them: 0, -EINVAL or -ERANGE. */
+static int parse_digits(const char **p, uint64_t *v)
+{
+	const char *d = *p;
+
+	if (*d < '0' || *d > '9')
+		return -EINVAL;
+	for (*v = 0; *d >= '0' && *d <= '9'; d++) {
+		if (*v > (UINT64_MAX - (uint64_t)(*d - '0')) / 10)
+			return -ERANGE;
+		*v = *v * 10 + (uint64_t)(*d - '0');
+	}
+	*p = d;
+	return 0;
+}
+
 /* Strict unsigned parse: digits, then an optional suffix from @units. */
 int reap_parse_num(const char *s, const char *suffixes, const uint64_t *mult,
 		   uint64_t *out)
 {
-	uint64_t v = 0, m = 1;
+	uint64_t v, m = 1;
 	const char *p = s;
+	int r = parse_digits(&p, &v);
 
-	if (*p < '0' || *p > '9')
-		return -EINVAL;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
-			return -ERANGE;
-		v = v * 10 + (uint64_t)(*p - '0');
-	}
+	if (r)
+		return r;
 	if (*p) {
 		const char *u = strchr(suffixes, *p);
 
@@ -93,10 +107,69 @@ int reap_parse_num(const char *s, const char *suffixes, const uint64_t *mult,
 	return 0;
 }
 
+/*
+ * A duration as systemd writes time spans (systemd.time(7)), in whole
+ * seconds: one or more <number><unit>, spaces allowed between them and
+ * before a unit, the units s, sec, second(s), m, min, minute(s), h, hr,
+ * hour(s), d, day(s), w, week(s); a bare number is seconds.  So a unit
+ * file's "1min" or "1h 30min" means what systemd would read in it.
+ * 0, -EINVAL or -ERANGE.
+ */
+int reap_parse_span(const char *s, uint64_t *out)
+{
+	static const struct { const char *name; uint64_t secs; } units[] = {
+		{ "s", 1 }, { "sec", 1 }, { "second", 1 }, { "seconds", 1 },
+		{ "m", 60 }, { "min", 60 }, { "minute", 60 }, { "minutes", 60 },
+		{ "h", 3600 }, { "hr", 3600 }, { "hour", 3600 }, { "hours", 3600 },
+		{ "d", 86400 }, { "day", 86400 }, { "days", 86400 },
+		{ "w", 604800 }, { "week", 604800 }, { "weeks", 604800 },
+	};
+	uint64_t total = 0;
+	const char *p = s;
+	bool any = false;
+
+	for (;;) {
+		uint64_t v, m = 1;
+		size_t n;
+		int r;
+
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			break;
+		if ((r = parse_digits(&p, &v)))
+			return r;
+		while (*p == ' ')
+			p++;
+		for (n = 0; p[n] >= 'a' && p[n] <= 'z'; n++)
+			;
+		if (n) {
+			size_t i;
+
+			for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+				if (strlen(units[i].name) == n && !memcmp(p, units[i].name, n))
+					break;
+			if (i == sizeof(units) / sizeof(units[0]))
+				return -EINVAL;
+			m = units[i].secs;
+			p += n;
+		} else if (*p) {
+			return -EINVAL; /* a number runs into something not a unit */
+		}
+		if (v > UINT64_MAX / m || total > UINT64_MAX - v * m)
+			return -ERANGE;
+		total += v * m;
+		any = true;
+	}
+	if (!any)
+		return -EINVAL;
+	*out = total;
+	return 0;
+}
+
 enum { OPT_JOURNAL = 256, OPT_JBOX_MAX, OPT_JBUDGET, OPT_JRECORDS, OPT_JRATE, OPT_JREPORTED,
        OPT_JCONTENT, OPT_COMPRESS, OPT_RESCAN };
 
-static const uint64_t tmult[] = { 1, 60, 3600, 86400 };
 static const uint64_t bmult[] = {
 	UINT64_C(1) << 10, UINT64_C(1) << 10, UINT64_C(1) << 20, UINT64_C(1) << 20,
 	UINT64_C(1) << 30, UINT64_C(1) << 30, UINT64_C(1) << 40, UINT64_C(1) << 40,
@@ -110,7 +183,7 @@ static int parse_age_and_archive(int ch, const char *arg, struct reap_opts *o)
 	switch (ch) {
 	case 'm':
 		/* bounded so that min_age_s * 1e9 fits in an int64_t */
-		if (reap_parse_num(arg, "smhd", tmult, &v) || v > INT64_MAX / 1000000000) {
+		if (reap_parse_span(arg, &v) || v > INT64_MAX / 1000000000) {
 			fprintf(stderr, "bb-reap: --min-age: invalid duration '%s'\n", arg);
 			return -1;
 		}
@@ -207,7 +280,7 @@ static int parse_more(int ch, const char *arg, struct reap_opts *o)
 		return 0;
 	}
 	/* OPT_RESCAN */
-	if (reap_parse_num(arg, "smhd", tmult, &v) || v < 1 || v > 365 * 86400) {
+	if (reap_parse_span(arg, &v) || v < 1 || v > 365 * 86400) {
 		fprintf(stderr, "bb-reap: --rescan: invalid duration '%s'\n", arg);
 		return -1;
 	}
@@ -264,9 +337,12 @@ int reap_parse_opts(int argc, char **argv, struct reap_opts *o)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *env = secure_getenv("BLACKBOX_DIR");
 	int ch;
 
-	*o = (struct reap_opts){ .dir = BB_DEFAULT_DIR, .min_age_s = REAP_DEFAULT_MIN_AGE,
+	/* the library's BLACKBOX_DIR (bb_init(3)) is the default of --dir;
+	 * secure_getenv: never a set-uid caller's choice */
+	*o = (struct reap_opts){ .dir = env && *env ? env : BB_DEFAULT_DIR, .min_age_s = REAP_DEFAULT_MIN_AGE,
 				 .keep = -1, .journal_box_max = REAP_JOURNAL_BOX_MAX,
 				 .journal_records = REAP_JOURNAL_RECORDS,
 				 .journal_rate = REAP_JOURNAL_RATE,

@@ -104,6 +104,7 @@ static int plan(struct reap_ctx *c, struct reap_reserve **res, size_t *nres)
 		k->copy = c->o.archive != NULL;
 		if (k->copy && max && k->bytes > max) {
 			k->copy = false;
+			k->lost = true;
 			k->why = "not archived: larger than its owner's archive quota "
 				 "(--max-archive-bytes); its records were not read";
 		}

@@ -70,6 +70,9 @@ struct reap_ctx {
 	unsigned entries, reaped, kept, skipped, errors, pruned, archived;
 	unsigned young;           /* kept: owner gone, younger than --min-age */
 	unsigned uncopied;        /* reaped without an archive copy (pass.c) */
+	unsigned lost;            /* of those, with no copy of it anywhere: over
+				     its owner's whole quota, or the archive file
+				     system full (bb-reap's exit status 3) */
 	struct reap_cand *cands;  /* boxes to go in this pass (pass.c) */
 	size_t   ncands, ccands;
 	struct reap_reported *reported_file; /* --journal: what was reported (reported.c) */
@@ -99,6 +102,7 @@ struct reap_event {
 	int64_t     age_s;        /* -1 unknown */
 	const char *archive;      /* archive path, or NULL */
 	const char *journal;      /* what its journal entry carries, or NULL */
+	const char *nocopy;       /* --archive, and it goes without a copy: why */
 };
 
 /*
@@ -155,6 +159,7 @@ struct reap_cand {
 	int      liveness;
 	bool     copy;            /* planned: archived before it goes */
 	const char *why;          /* not copied although --archive: why */
+	bool        lost;         /* ... because it alone is over its owner's quota */
 	struct reap_event ev;     /* what judging found (name, comm: below) */
 	char     comm[32];
 };
@@ -168,6 +173,9 @@ int  reap_parse_opts(int argc, char **argv, struct reap_opts *o);
 int  reap_watch_claim(int dirfd, char *name, size_t len);
 void reap_watch_release(int dirfd, int fd, const char *name);
 /* options.c: digits, then an optional suffix from @suffixes (times @mult) */
+/* A systemd time span ("1min", "30s", "2h", "1h 30min", "90") in seconds:
+ * 0, -EINVAL or -ERANGE (options.c). */
+int  reap_parse_span(const char *s, uint64_t *out);
 int  reap_parse_num(const char *s, const char *suffixes, const uint64_t *mult,
 		    uint64_t *out);
 

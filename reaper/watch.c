@@ -24,8 +24,13 @@
  * judged once more: if it is still alive, the pid named that very process
  * when the pidfd was taken (a pid cannot be reused while its process
  * exists), so the pidfd cannot be another process's.  Without pidfd_open
- * (before Linux 5.3), or out of descriptors, a live box is looked at again
- * every LIVE_POLL_S seconds instead.
+ * (before Linux 5.3), or out of descriptors, a live box is polled instead:
+ * every POLL_MS its owner's pid and start time are checked
+ * (/proc/<pid>/stat, owner_runs()), and the box is judged once they no
+ * longer match.  The descriptor limit is raised to its hard limit at start
+ * (the watch unit's LimitNOFILE= sets that), and pidfds stop FD_RESERVE
+ * short of it, so that boxes, archives and the journal can still be
+ * opened; running out is said once.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -50,7 +55,8 @@
 
 #define UNBORN_FIRST_MS 20     /* a box being created: looked at again after */
 #define UNBORN_TRIES    10     /* ... doubling each time (20 ms .. 10 s) */
-#define LIVE_POLL_S     10     /* a live box without a pidfd: looked at again */
+#define POLL_MS         500    /* a live box without a pidfd: its owner checked */
+#define FD_RESERVE      256    /* descriptors never taken by pidfds */
 #define FAILED_RETRY_S  60     /* an entry that could not be judged */
 
 /* epoll tags: the fixed descriptors, then a watched entry's index +
@@ -64,6 +70,8 @@ struct watched {
 	int64_t  due_ns;       /* CLOCK_MONOTONIC: look again then (0: never) */
 	unsigned tries;        /* REAP_UNBORN: looks so far */
 	struct reap_hb *hb;    /* its live owner's heartbeats (hang.c), or NULL */
+	pid_t    pid;          /* polled (no pidfd): its live owner, else 0 */
+	uint64_t start;        /* ... and that owner's start time */
 };
 
 struct watch {
@@ -78,6 +86,9 @@ struct watch {
 	size_t live;           /* slots with a name */
 	int64_t rescan_ns;     /* CLOCK_MONOTONIC of the next full pass */
 	int64_t hb_ns;         /* CLOCK_MONOTONIC of the next heartbeat check */
+	size_t npidfd;         /* pidfds open ... */
+	size_t pidfd_max;      /* ... and how many may be (FD_RESERVE short of the limit) */
+	bool said_no_pidfd;    /* polling instead was said */
 	bool stop, rescan;     /* SIGTERM or SIGINT; SIGHUP or an overflow */
 };
 
@@ -176,17 +187,52 @@ static void hash_remove(struct watch *w, const char *name)
 	}
 }
 
-static void forget(struct watch *w, struct watched *e)
+/* Does the process @pid with start time @start (clock ticks since boot,
+ * /proc/<pid>/stat field 22) still run?  When /proc cannot tell (a read
+ * error other than its absence), yes: the box is judged at the rescan. */
+static bool owner_runs(pid_t pid, uint64_t start)
 {
+	char path[64], buf[1024], *p;
+	unsigned long long st = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno != ENOENT && errno != ESRCH;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return n < 0 && errno != ESRCH;
+	buf[n] = '\0';
+	/* after the last ')': the command name may hold anything */
+	if (!(p = strrchr(buf, ')')))
+		return true;
+	if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+		   "%*d %*d %llu", &st) != 1)
+		return true;
+	return st == start;
+}
+
+static void close_pidfd(struct watch *w, struct watched *e)
+{
+	/* the heartbeats were asked by this pidfd (hang.c) */
 	reap_hb_detach(e->hb);
 	e->hb = NULL;
-	if (e->pidfd >= 0) {
-		epoll_ctl(w->ep, EPOLL_CTL_DEL, e->pidfd, NULL);
-		close(e->pidfd);
-	}
+	epoll_ctl(w->ep, EPOLL_CTL_DEL, e->pidfd, NULL);
+	close(e->pidfd);
+	e->pidfd = -1;
+	w->npidfd--;
+}
+
+static void forget(struct watch *w, struct watched *e)
+{
+	if (e->pidfd >= 0)
+		close_pidfd(w, e);
 	hash_remove(w, e->name);
 	e->name[0] = '\0';
-	e->pidfd = -1;
+	e->pid = 0;
 	w->live--;
 }
 
@@ -219,28 +265,45 @@ static struct watched *track(struct watch *w, const char *name)
 	return e;
 }
 
-/* Wait for @e's owner @pid to end: a pidfd in the epoll set, or a look
- * every LIVE_POLL_S seconds.  true when the pidfd was taken. */
-static bool wait_owner(struct watch *w, struct watched *e, pid_t pid)
+/* Poll @e's owner (@o's pid and start time) every POLL_MS. */
+static void poll_owner(struct watched *e, const struct reap_outcome *o)
+{
+	e->pid = o->pid;
+	e->start = o->starttime;
+	e->due_ns = mono_ns() + (int64_t)POLL_MS * 1000000;
+}
+
+/* Wait for @e's owner (@o) to end: a pidfd in the epoll set, or a poll
+ * (poll_owner()).  true when the pidfd was taken. */
+static bool wait_owner(struct watch *w, struct watched *e, const struct reap_outcome *o)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
-	int fd = pidfd_open_(pid);
+	int fd = w->npidfd < w->pidfd_max ? pidfd_open_(o->pid) : (errno = EMFILE, -1);
 
-	if (fd < 0) {
-		e->due_ns = mono_ns() + (int64_t)LIVE_POLL_S * 1000000000;
-		return false;
-	}
-	ev.data.u64 = (uint64_t)(e - w->v) + TAG_FIRST_ENTRY;
-	if (epoll_ctl(w->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
+	if (fd >= 0) {
+		ev.data.u64 = (uint64_t)(e - w->v) + TAG_FIRST_ENTRY;
+		if (epoll_ctl(w->ep, EPOLL_CTL_ADD, fd, &ev) == 0) {
+			e->pidfd = fd;
+			e->pid = 0;
+			e->due_ns = 0;
+			w->npidfd++;
+			/* its heartbeats and snapshots (hang.c): asked by
+			 * this pidfd, so only for an owner that has one */
+			reap_hb_detach(e->hb);
+			e->hb = reap_hb_attach(w->c, e->name, o->pid, fd);
+			return true;
+		}
 		close(fd);
-		e->due_ns = mono_ns() + (int64_t)LIVE_POLL_S * 1000000000;
-		return false;
 	}
-	e->pidfd = fd;
-	e->due_ns = 0;
-	reap_hb_detach(e->hb);
-	e->hb = reap_hb_attach(w->c, e->name, pid, fd);
-	return true;
+	if (!w->said_no_pidfd) {
+		w->said_no_pidfd = true;
+		reap_log("warning: %s after %zu owners' pidfds: the boxes of further live "
+			 "owners are polled (their owner checked every %d ms)",
+			 errno == EMFILE || errno == ENFILE || errno == ENOSPC ?
+			 "out of descriptors" : strerror(errno), w->npidfd, POLL_MS);
+	}
+	poll_owner(e, o);
+	return false;
 }
 
 /*
@@ -259,10 +322,15 @@ static bool follow_up(struct watch *w, const char *name, const struct reap_outco
 			return false;
 		if (e->pidfd >= 0)
 			return false; /* already waiting on it */
-		return wait_owner(w, e, o->pid);
+		if (e->pid) { /* polled: its owner lives on */
+			poll_owner(e, o);
+			return false;
+		}
+		return wait_owner(w, e, o);
 	case REAP_YOUNG:
 		if (!e && !(e = track(w, name)))
 			return false;
+		e->pid = 0;
 		/* due in CLOCK_REALTIME (the box's stamps), waited on the
 		 * monotonic clock; a second late rather than early */
 		e->due_ns = now + (o->due_ns - real_ns()) + 1000000;
@@ -344,12 +412,11 @@ static void pass(struct watch *w, char (*names)[256], size_t n)
 		goto out;
 	}
 	c->now_ns = real_ns();
-#ifdef BB_HAVE_JOURNAL
-	if (c->o.journal && reap_reported_open(c) < 0) {
-		c->errors++;
-		goto out; /* said; the next event or rescan tries again */
-	}
-#endif
+	/* --journal: the reported file is opened, locked and read by the
+	 * first report of the pass (reap_journal_box()), not here: a flood
+	 * of entries created and removed, or of live boxes, costs no
+	 * reading and rewriting of it, and leaves the lock to the timer's
+	 * runs */
 	for (size_t i = 0; i < n; i++)
 		reap_entry(c, c->dirfd, names[i], &out[i]);
 	reap_pass_end(c);
@@ -395,23 +462,32 @@ static void full_pass(struct watch *w)
 	w->rescan_ns = mono_ns() + (int64_t)w->c->o.rescan_s * 1000000000;
 }
 
+/*
+ * One read of inotify events (up to 64 KiB of them), their names judged
+ * in one pass: a flood of entries created by anyone costs one pass per
+ * read, and the loop gets back to the pidfds and timers between reads
+ * (the rest is read at the next turn, epoll being level-triggered).
+ */
 static void on_inotify(struct watch *w)
 {
 	char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
-	ssize_t len;
+	char (*names)[256] = NULL;
+	size_t n = 0, cap = 0;
+	ssize_t len = read(w->in, buf, sizeof(buf));
 
-	while ((len = read(w->in, buf, sizeof(buf))) > 0) {
-		for (char *p = buf; p < buf + len;) {
-			struct inotify_event *ev = (struct inotify_event *)(void *)p;
+	for (char *p = buf; len > 0 && p < buf + len;) {
+		struct inotify_event *ev = (struct inotify_event *)(void *)p;
 
-			p += sizeof(*ev) + ev->len;
-			if (ev->mask & IN_Q_OVERFLOW)
-				w->rescan = true;
-			else if (ev->len && !strncmp(ev->name, BB_NAME_PREFIX,
-						      strlen(BB_NAME_PREFIX)))
-				pass_one(w, ev->name);
-		}
+		p += sizeof(*ev) + ev->len;
+		if (ev->mask & IN_Q_OVERFLOW)
+			w->rescan = true;
+		else if (ev->len && !strncmp(ev->name, BB_NAME_PREFIX, strlen(BB_NAME_PREFIX)) &&
+			 !names_add(&names, &n, &cap, ev->name))
+			w->rescan = true; /* out of memory: the full pass sees it */
 	}
+	if (n)
+		pass(w, names, n);
+	free(names);
 }
 
 static void on_signal(struct watch *w)
@@ -438,6 +514,10 @@ static void on_time(struct watch *w)
 
 		if (!e->name[0] || !e->due_ns || e->due_ns > now)
 			continue;
+		if (e->pid && owner_runs(e->pid, e->start)) {
+			e->due_ns = now + (int64_t)POLL_MS * 1000000;
+			continue; /* polled, and its owner lives on */
+		}
 		if (!names_add(&due, &n, &cap, e->name))
 			break;
 		e->due_ns = 0;
@@ -485,11 +565,7 @@ static void on_pidfd(struct watch *w, size_t i)
 	if (i >= w->n || !w->v[i].name[0])
 		return;
 	snprintf(name, sizeof(name), "%s", w->v[i].name);
-	reap_hb_detach(w->v[i].hb);
-	w->v[i].hb = NULL;
-	epoll_ctl(w->ep, EPOLL_CTL_DEL, w->v[i].pidfd, NULL);
-	close(w->v[i].pidfd);
-	w->v[i].pidfd = -1;
+	close_pidfd(w, &w->v[i]);
 	pass_one(w, name);
 }
 
@@ -499,11 +575,16 @@ static int setup(struct watch *w)
 	struct rlimit rl;
 	sigset_t set;
 
-	/* one descriptor per live owner: as many as we may */
+	/* one descriptor per live owner: as many as we may, FD_RESERVE
+	 * kept for the rest (boxes, archives, the journal, the reported file) */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		rl.rlim_cur = 1u << 20;
+	w->pidfd_max = rl.rlim_cur > 2 * FD_RESERVE ? (size_t)rl.rlim_cur - FD_RESERVE
+		       : (size_t)rl.rlim_cur / 2;
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);

@@ -190,6 +190,21 @@ flags=$(pkg-config --cflags --libs blackbox) || fail "pkg-config --cflags --libs
 echo "pkg-config: $flags"
 case "$flags" in *"-L$libdir"*) ;; *) fail "pkg-config does not point into the scratch root" ;; esac
 [ "$(pkg-config --modversion blackbox)" = "$upstream" ] || fail "blackbox.pc version is not $upstream"
+# pkg-config needs every module blackbox.pc requires (Requires.private too,
+# for --cflags): where only the -dev package and its dependencies are
+# installed, each such module's .pc must come from a package it depends on
+# (here the host has them all, so ask dpkg which package ships each)
+devdeps=$(dpkg-deb -f "$dev" Depends | tr ',' '\n' | sed 's/^ *//; s/[ (:].*//' | sed '/^$/d')
+for mod in $(sed -n 's/^Requires\(\.private\)\{0,1\}: *//p' "$libdir/pkgconfig/blackbox.pc" |
+	     tr ', ' '\n\n' | sed -n '/^[A-Za-z]/p'); do
+	pc=$(PKG_CONFIG_SYSROOT_DIR= pkg-config --variable=pcfiledir "$mod")/$mod.pc ||
+		fail "blackbox.pc requires $mod, which pkg-config cannot find"
+	owner=$(dpkg -S "$pc" 2>/dev/null | sed -n '1s/[:,].*//p')
+	[ -n "$owner" ] || fail "blackbox.pc requires $mod ($pc), which no package ships"
+	echo "$devdeps" | grep -qx "$owner" ||
+		fail "blackbox.pc requires $mod, but libblackbox-dev does not depend on $owner"
+	echo "pkg-config module $mod: from $owner, a dependency of libblackbox-dev"
+done
 mkdir "$tmp/app"
 cp "$src/examples/worker.c" "$tmp/app/"
 # shellcheck disable=SC2086 # $flags is a list of words

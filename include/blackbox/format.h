@@ -62,6 +62,9 @@ extern "C" {
                                  * 20..35 its name (NUL-padded) */
 #define BB_CRASH_SEQ_NO_ANSWER 4u /* as ASKED; the crashing thread stopped
                                    * waiting for the answer */
+#define BB_CRASH_SEQ_NOT_ASKED 5u /* as ASKED, but never asked: the program
+                                   * had replaced the handler of the stack
+                                   * signal (its own, or the default) */
 #define BB_CRASH_STACKS_MAX 32u /* slots at most */
 
 /* A dump request (3.2): sigqueue(2) of header.dump_signal to the owner

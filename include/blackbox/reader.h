@@ -59,6 +59,14 @@ struct bb_reader;
 				   as zeros (bb_reader_data) */
 #define BB_OPEN_ANY_OWNER  0x2u /* accept a file whose owner uid differs from
 				   the header's uid (default: refused, -EPERM) */
+#define BB_OPEN_PLAIN      0x4u /* refuse a compressed box (-EMEDIUMTYPE): a
+				   box directory holds the files processes
+				   map, never a compressed copy (bb-reap) */
+
+/* The largest box a compressed file is decompressed to: a compressed box
+ * whose header claims more is refused (-EFBIG) before anything is
+ * allocated.  bb-reap compresses no larger archive. */
+#define BB_ZSTD_BOX_MAX    (UINT64_C(1) << 30)
 
 /* What became of a box's owner (docs/DESIGN.md §6). */
 enum bb_liveness {
@@ -155,6 +163,8 @@ struct bb_box_info {
  *  -EPROTONOSUPPORT  a newer major format version
  *  -EPFNOSUPPORT     another byte order or word size
  *  -ESTALE    the file shrank while it was being read
+ *  -EFBIG     a compressed box whose header claims more than BB_ZSTD_BOX_MAX
+ *  -EMEDIUMTYPE  a compressed box, and @flags has BB_OPEN_PLAIN
  *  -ENOMEM
  */
 int bb_reader_open_path(const char *path, unsigned flags,

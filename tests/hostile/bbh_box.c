@@ -22,12 +22,18 @@
  *   exit   _exit(0) at once: the box stays, its owner gone
  *   crash  raise(SIGSEGV) with the crash handler on: a crash record and
  *          modules (frames in libc and in this program)
+ *   crash-threads   as crash, with a second thread (named "bbh-waiter")
+ *          that wrote a record and waits: its stack is asked for
+ *   crash-stolen    as crash-threads, after installing a handler of its
+ *          own on each real-time signal whose handler is not the default
+ *          (the library's stack signal among them), as a program may
  * BLACKBOX_DIR (environment) says where the box goes.
  */
 #include <blackbox.h>
 
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +51,39 @@ static void wait_eof(void)
 	while (n > 0 || (n < 0 && errno == EINTR));
 }
 
+static int waiter_ready[2]; /* a pipe: the waiter has its slot */
+
+static void *waiter(void *arg)
+{
+	(void)arg;
+	prctl(PR_SET_NAME, "bbh-waiter", 0, 0, 0);
+	bb_write_str("waiter");
+	if (write(waiter_ready[1], "r", 1) != 1)
+		_exit(6);
+	for (;;)
+		pause();
+	return NULL;
+}
+
+static void own_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig; (void)si; (void)uc;
+}
+
+/* The program's own handler on every real-time signal someone handles. */
+static void steal_rt_signals(void)
+{
+	struct sigaction sa, cur;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = own_handler;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	for (int s = SIGRTMIN; s <= SIGRTMAX; s++)
+		if (sigaction(s, NULL, &cur) == 0 && cur.sa_handler != SIG_DFL &&
+		    cur.sa_handler != SIG_IGN)
+			sigaction(s, &sa, NULL);
+}
 
 int main(int argc, char **argv)
 {
@@ -84,7 +123,7 @@ int main(int argc, char **argv)
 	if (optind != argc - 1)
 		return 2;
 	mode = argv[optind];
-	if (!strcmp(mode, "crash"))
+	if (!strncmp(mode, "crash", 5))
 		o.flags |= BB_OPT_CRASH_HANDLER;
 	if (comm)
 		prctl(PR_SET_NAME, comm, 0, 0, 0);
@@ -116,7 +155,17 @@ int main(int argc, char **argv)
 		strcpy(path, "?");
 	printf("ready %ld %s\n", (long)getpid(), path);
 	fflush(stdout);
-	if (!strcmp(mode, "crash")) /* a SIGSEGV without undefined behaviour */
+	if (!strcmp(mode, "crash-threads") || !strcmp(mode, "crash-stolen")) {
+		pthread_t t;
+		char c;
+
+		if (pipe(waiter_ready) || pthread_create(&t, NULL, waiter, NULL) ||
+		    read(waiter_ready[0], &c, 1) != 1)
+			return 5;
+		if (!strcmp(mode, "crash-stolen"))
+			steal_rt_signals();
+	}
+	if (!strncmp(mode, "crash", 5)) /* a SIGSEGV without undefined behaviour */
 		raise(SIGSEGV);
 	if (!strcmp(mode, "wait"))
 		wait_eof();

@@ -805,7 +805,8 @@ Test(reap, keep_and_max_bytes_prune_only_ours)
 /*
  * A box larger than its owner's archive quota is not copied, and its
  * records are not read, but it goes all the same, with a line saying why
- * it has no copy: left in place, it would hold its memory forever.
+ * it has no copy: left in place, it would hold its memory forever.  The
+ * exit status says a box went without any copy (3, bb-reap(8)).
  */
 Test(reap, a_box_over_the_quota_goes_without_a_copy)
 {
@@ -820,7 +821,8 @@ Test(reap, a_box_over_the_quota_goes_without_a_copy)
 	cr_assert(name[0]);
 	r = run_reap(&f, "--dir", f.shm, "--min-age", "0", "--archive", f.arch,
 		     "--max-archive-bytes", "16k", "--json");
-	cr_expect_eq(r.status, 0, "exit %d:\n%s", r.status, r.err);
+	cr_expect_eq(r.status, 3, "exit %d:\n%s", r.status, r.err);
+	cr_expect(strstr(r.err, "1 box reaped without an archive copy"), "stderr:\n%s", r.err);
 	cr_expect(!exists(f.shm, name), "the box over the quota was left in place:\n%s", r.err);
 	cr_expect_eq(count_archives(f.arch), 0, "a box over the quota was archived");
 	cr_expect(strstr(r.err, "bb-reap: reaped ") &&

@@ -36,6 +36,7 @@
 	X(BBJ_BOX_SIZE, "BB_BOX_SIZE")                                        \
 	X(BBJ_BOX_PATH, "BB_BOX_PATH")                                        \
 	X(BBJ_ARCHIVE, "BB_ARCHIVE")                                          \
+	X(BBJ_NOT_ARCHIVED, "BB_NOT_ARCHIVED")                                \
 	/* its unit, vouched for by systemd or only claimed */                \
 	X(BBJ_UNIT, "BB_UNIT")                                                \
 	X(BBJ_USER_UNIT, "BB_USER_UNIT")                                      \

@@ -11,6 +11,10 @@
 
 #include <blackbox/reader.h>
 
+#include "../../shared/json.h"
+
+#define ESC_PIECE 4096u /* 4 * ESC_PIECE + 1 <= BBX_OUT_BUFSZ */
+
 const char *bbx_prog = "";
 
 /*
@@ -35,13 +39,21 @@ void bbx_msg(const char *what, const char *fmt, ...)
 	fprintf(stderr, "%s\n", safe);
 }
 
-/* The longest path is 4 KiB: 8 KiB is more than any name; 4 bytes out per
- * input byte at most. */
+/*
+ * Any length: escaped in pieces of at most ESC_PIECE bytes (4 bytes out per
+ * input byte at most, so a piece always fits one reservation), each cut
+ * where escaping the pieces apart gives what escaping the whole does
+ * (bb__json_cut(): never inside a UTF-8 character).
+ */
 void bbx_put_escaped(struct bbx_out *o, const char *s, size_t n)
 {
-	if (n > 8192)
-		n = 8192;
-	bbx_out_commit(o, bb_escape_text(s, n, bbx_out_reserve(o, 4 * n + 1), 4 * n + 1));
+	while (n) {
+		size_t k = bb__json_cut((const uint8_t *)s, n, ESC_PIECE);
+
+		bbx_out_commit(o, bb_escape_text(s, k, bbx_out_reserve(o, 4 * k + 1), 4 * k + 1));
+		s += k;
+		n -= k;
+	}
 }
 
 size_t bbx_quote(const char *s, size_t n, char *buf, size_t len)

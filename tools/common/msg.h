@@ -30,7 +30,8 @@ void bbx_msg(const char *what, const char *fmt, ...) __attribute__((format(print
  */
 size_t bbx_quote(const char *s, size_t n, char *buf, size_t len);
 
-/* @n bytes of a name from a box or a path (at most 8 KiB), escaped into @o. */
+/* @n bytes of anyone's text (any length), escaped into @o as bb_escape_text()
+ * does, in pieces that each fit one output buffer. */
 void bbx_put_escaped(struct bbx_out *o, const char *s, size_t n);
 
 #endif /* BBX_MSG_H */

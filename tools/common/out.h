@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define BBX_OUT_BUFSZ  (64u * 1024u)
@@ -56,10 +57,15 @@ int bbx_out_close(struct bbx_out *o);
 
 /*
  * bbx_out_reserve - a pointer to at least @n free bytes (n <= BBX_OUT_BUFSZ)
- * in the current buffer; commit what you used with bbx_out_commit().
+ * in the current buffer; commit what you used with bbx_out_commit().  A
+ * larger @n is a bug of the caller (text of any length goes through a
+ * chunked writer: bbx_out_put(), bbx_put_escaped()): the program aborts
+ * rather than write past the buffer.
  */
 static inline char *bbx_out_reserve(struct bbx_out *o, size_t n)
 {
+	if (n > BBX_OUT_BUFSZ)
+		abort();
 	if (BBX_OUT_BUFSZ - o->len < n)
 		bbx__out_spill(o);
 	return o->buf + o->len;
