@@ -54,22 +54,6 @@ struct reap_hb {
 	int64_t  snap_ns;           /* when (CLOCK_MONOTONIC), 0: never */
 };
 
-static int64_t mono_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
-static int64_t real_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_REALTIME, &t);
-	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
 /* Relaxed loads of words the owner changes (FORMAT.md §14: each is a
  * relaxed or release store there; nothing but the value is read). */
 static uint32_t load32(const uint32_t *p)
@@ -300,7 +284,7 @@ static void incident(struct reap_ctx *c, struct reap_hb *h, struct reap_incident
 		inc->reason = sf.found ? sf.reason : "";
 	}
 	inc->archive = NULL;
-	if (c->archfd >= 0 && reap_archive_box(c, r, &st, real_ns(), &copy, err, sizeof(err)) == 0)
+	if (c->archfd >= 0 && reap_archive_box(c, r, &st, reap_real_ns(), &copy, err, sizeof(err)) == 0)
 		inc->archive = copy.path;
 	else if (c->archfd >= 0)
 		reap_log("%s: %s: not archived: %s", h->name, inc->event, err);
@@ -318,7 +302,7 @@ static void incident(struct reap_ctx *c, struct reap_hb *h, struct reap_incident
 
 void reap_hb_check(struct reap_ctx *c, struct reap_hb *h)
 {
-	int64_t now = mono_ns();
+	int64_t now = reap_mono_ns();
 	uint32_t snap = load32(&h->hdr->snapshot_seq);
 	struct reap_incident stuck = { .event = "hang" };
 

@@ -132,6 +132,9 @@ struct reap_outcome {
  * or -errno when the run could not start (said) */
 int  reap_run(struct reap_ctx *c);
 int  reap_watch(struct reap_ctx *c);
+/* watch.c: CLOCK_MONOTONIC and CLOCK_REALTIME in ns */
+int64_t reap_mono_ns(void);
+int64_t reap_real_ns(void);
 
 /* judge.c: one pass over entries (pass.c collects, plans and ends it) */
 int  reap_entry(struct reap_ctx *c, int dirfd, const char *name, struct reap_outcome *out);

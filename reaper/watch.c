@@ -92,7 +92,7 @@ struct watch {
 	bool stop, rescan;     /* SIGTERM or SIGINT; SIGHUP or an overflow */
 };
 
-static int64_t mono_ns(void)
+int64_t reap_mono_ns(void)
 {
 	struct timespec t;
 
@@ -100,7 +100,7 @@ static int64_t mono_ns(void)
 	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-static int64_t real_ns(void)
+int64_t reap_real_ns(void)
 {
 	struct timespec t;
 
@@ -270,7 +270,7 @@ static void poll_owner(struct watched *e, const struct reap_outcome *o)
 {
 	e->pid = o->pid;
 	e->start = o->starttime;
-	e->due_ns = mono_ns() + (int64_t)POLL_MS * 1000000;
+	e->due_ns = reap_mono_ns() + (int64_t)POLL_MS * 1000000;
 }
 
 /* Wait for @e's owner (@o) to end: a pidfd in the epoll set, or a poll
@@ -314,7 +314,7 @@ static bool wait_owner(struct watch *w, struct watched *e, const struct reap_out
 static bool follow_up(struct watch *w, const char *name, const struct reap_outcome *o)
 {
 	struct watched *e = find(w, name);
-	int64_t now = mono_ns();
+	int64_t now = reap_mono_ns();
 
 	switch (o->kind) {
 	case REAP_ALIVE:
@@ -333,7 +333,7 @@ static bool follow_up(struct watch *w, const char *name, const struct reap_outco
 		e->pid = 0;
 		/* due in CLOCK_REALTIME (the box's stamps), waited on the
 		 * monotonic clock; a second late rather than early */
-		e->due_ns = now + (o->due_ns - real_ns()) + 1000000;
+		e->due_ns = now + (o->due_ns - reap_real_ns()) + 1000000;
 		if (e->due_ns <= now)
 			e->due_ns = now + 1000000;
 		return false;
@@ -411,7 +411,7 @@ static void pass(struct watch *w, char (*names)[256], size_t n)
 		c->errors++;
 		goto out;
 	}
-	c->now_ns = real_ns();
+	c->now_ns = reap_real_ns();
 	/* --journal: the reported file is opened, locked and read by the
 	 * first report of the pass (reap_journal_box()), not here: a flood
 	 * of entries created and removed, or of live boxes, costs no
@@ -459,7 +459,7 @@ static void full_pass(struct watch *w)
 	pass(w, names, n);
 	free(names);
 	w->rescan = false;
-	w->rescan_ns = mono_ns() + (int64_t)w->c->o.rescan_s * 1000000000;
+	w->rescan_ns = reap_mono_ns() + (int64_t)w->c->o.rescan_s * 1000000000;
 }
 
 /*
@@ -505,7 +505,7 @@ static void on_signal(struct watch *w)
 /* Entries due now: judged, in one pass. */
 static void on_time(struct watch *w)
 {
-	int64_t now = mono_ns();
+	int64_t now = reap_mono_ns();
 	char (*due)[256] = NULL;
 	size_t n = 0, cap = 0;
 
@@ -531,7 +531,7 @@ static void on_time(struct watch *w)
  * boxes (hang.c). */
 static void on_heartbeats(struct watch *w)
 {
-	int64_t now = mono_ns();
+	int64_t now = reap_mono_ns();
 
 	if (now < w->hb_ns)
 		return;
@@ -544,7 +544,7 @@ static void on_heartbeats(struct watch *w)
 /* Milliseconds until the next thing due, for epoll_wait. */
 static int next_timeout(const struct watch *w)
 {
-	int64_t now = mono_ns(), next = w->rescan_ns;
+	int64_t now = reap_mono_ns(), next = w->rescan_ns;
 
 	for (size_t i = 0; i < w->n; i++) {
 		if (w->v[i].name[0] && w->v[i].due_ns && w->v[i].due_ns < next)
@@ -649,7 +649,7 @@ int reap_watch(struct reap_ctx *c)
 			break;
 		on_time(&w);
 		on_heartbeats(&w);
-		if (w.rescan || mono_ns() >= w.rescan_ns)
+		if (w.rescan || reap_mono_ns() >= w.rescan_ns)
 			full_pass(&w);
 		fflush(stdout);
 	}
