@@ -89,6 +89,8 @@ static void entry_frames(const struct bbx_jsel *s, sd_journal *j, const struct b
 	if (!r) {
 		bbx_symcache_frames(cache, g.f, g.nf, g.owner, fr);
 		bbx_signature(fr, g.nf, g.crashed, g.exe, g.exelen, g.comm, g.signal, &g.sig);
+		if (g.incident)
+			bbx_signature_event(&g.sig, g.e.liveness);
 		cr->nframes = (uint32_t)g.nf;
 		for (size_t i = 0; i < g.nf; i++) {
 			cr->frames[i] = g.f[i].addr;

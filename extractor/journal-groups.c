@@ -91,7 +91,10 @@ int bbx_j_take_gent(const struct bbx_jsel *s, size_t src, sd_journal *j,
 	g->e = *e;
 	g->usec = e->usec;
 	memcpy(g->time, e->time, sizeof(g->time));
-	g->crashed = !strcmp(e->liveness, "crashed");
+	g->incident = !strcmp(e->liveness, "hang") || !strcmp(e->liveness, "snapshot");
+	/* a hang's stack is read and grouped as a crash's, in groups of
+	 * their own (bbx_signature_event()) */
+	g->crashed = !strcmp(e->liveness, "crashed") || !strcmp(e->liveness, "hang");
 	g->has_box = e->has_box;
 	/* a death without a word: whether the OOM killer did it */
 	g->signal = e->signal > 0 && e->signal < 1024 ? (int)e->signal : e->oom;
@@ -193,6 +196,8 @@ int bbx_j_collect(const struct bbx_jsel *s, const struct bbx_jsrcs *srcs,
 
 		bbx_symcache_frames(gs->cache, g->f, g->nf, g->owner, fr);
 		bbx_signature(fr, g->nf, g->crashed, g->exe, g->exelen, g->comm, g->signal, &g->sig);
+		if (g->incident)
+			bbx_signature_event(&g->sig, g->e.liveness);
 	}
 	free(fr);
 	if (r < 0) {
@@ -275,7 +280,8 @@ static void group_text(struct bbx_out *o, const struct bbx_jgset *gs, const stru
 	}
 	snprintf(line, sizeof(line), "%s %7zu %6zu%s  %-30s %-30s %-9s ", last->sig.id, gr->n,
 		 hosts.n, hosts.more ? "+" : " ", first->time, last->time,
-		 last->crashed ? "crashed" : last->e.oom ? "oom-kill" : "orphaned");
+		 last->incident ? last->e.liveness : last->crashed ? "crashed" :
+		 last->e.oom ? "oom-kill" : "orphaned");
 	bbx_out_str(o, line);
 	bbx_j_put_esc(o, last->comm[0] ? last->comm : "-");
 	bbx_out_char(o, '\n');
@@ -340,8 +346,9 @@ static void group_struct(struct bbx_em *em, const struct bbx_jgset *gs, const st
 	bbx_em_map(em);
 	bbx_em_kv_str(em, "group", last->sig.id);
 	bbx_em_kv_str(em, "kind", kind_name(last->sig.kind));
-	bbx_em_kv_str(em, "liveness", last->crashed ? "crashed" : "orphaned");
-	if (!last->crashed) {
+	bbx_em_kv_str(em, "liveness", last->incident ? last->e.liveness :
+		      last->crashed ? "crashed" : "orphaned");
+	if (!last->crashed && !last->incident) {
 		bbx_em_key(em, "oom_kill");
 		bbx_em_bool(em, last->e.oom);
 	}

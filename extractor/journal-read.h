@@ -123,6 +123,7 @@ struct bbx_jgent {
 	char               comm[64 + 1], host[64 + 1], machine[33], unit[256 + 1];
 	char               release[128 + 1], build[2 * 64 + 1], time[BBX_TIME_MAX];
 	bool               crashed, has_box;
+	bool               incident;  /* BB_LIVENESS hang or snapshot: a live owner's */
 	int                signal;
 	long long          suppressed;
 	struct bbx_sig     sig;

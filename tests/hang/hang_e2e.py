@@ -220,6 +220,22 @@ class Test:
         self.wait_entry(p.pid, "snapshot", 10)
         print("%s: hostile: refused for nobody, allowed for the owner" % NAME)
 
+    def reading(self):
+        """--list and --groups show hangs and snapshots beside crashes."""
+        ls = run([self.extract, "--journal", "--list"]).stdout.decode(errors="replace")
+        check(re.search(r"\bhang\b", ls) and re.search(r"\bsnapshot\b", ls),
+              "--journal --list shows no hang or snapshot:\n" + ls[-1500:])
+        gr = run([self.extract, "--journal", "--groups"]).stdout.decode(errors="replace")
+        hang = [x for x in gr.splitlines() if re.search(r" hang +bbh_service", x)]
+        check(hang, "--journal --groups has no hang group:\n" + gr[-1500:])
+        gid = hang[0].split()[0]
+        one = run([self.extract, "--journal", "--group", gid], ok=None)
+        # the entry without a box (no box is attached to a live owner's):
+        # its fields and its stack, symbolised
+        check(b"BB_HANG_TID" in one.stdout and b"locker" in one.stdout,
+              "--group %s: %r %r" % (gid, one.stdout[-800:], one.stderr[-500:]))
+        print("%s: reading: %d hang group(s) listed, --group %s extracts" % (NAME, len(hang), gid))
+
     def main(self):
         self.setup()
         self.deadlock()
@@ -227,6 +243,7 @@ class Test:
         self.blocked_read()
         self.snapshot()
         self.hostile()
+        self.reading()
         check(self.watcher.poll() is None, "the watcher ended")
 
 
