@@ -18,6 +18,9 @@
  *    lengths cost), and bb_write_kv_i64 of a constant (its size folded);
  *  - bb_write_kv_i64/_u64/_f64 with a literal key, bb_write_i64;
  *  - bb_write_event with 4 fields (2 strings, 2 i64);
+ *  - a span, bb_span_begin() of a literal name (without fields, and with
+ *    one text field) and bb_span_end(): two records, against
+ *    bb_write_kv();
  *  - a 4 KiB value (bb_write_bytes) against the floor of what it must do
  *    anyway: memcpy() of 4 KiB plus the CRC32C of 4 KiB at the crc32
  *    instruction's throughput (the library's own multi-stream code,
@@ -71,6 +74,14 @@ static inline int event4(unsigned long i)
 	return bb_write_event("http", f, 4);
 }
 
+static inline int span1(void)
+{
+	struct bb_field f[1] = { BB_STR("table", "orders") };
+	int ret = bb_span_begin("db.query", f, 1);
+
+	return ret | bb_span_end();
+}
+
 /* The 4 KiB floor: copy it, checksum the copy. */
 static inline void floor4k(void)
 {
@@ -99,6 +110,8 @@ BT_OP(op_kv_u64, ncalls, bad |= bb_write_kv_u64("n", 1000 + (uint64_t)i))
 BT_OP(op_kv_f64, ncalls, bad |= bb_write_kv_f64("x", (double)i * 0.25))
 BT_OP(op_i64, ncalls, bad |= bb_write_i64(1000 + (int64_t)i))
 BT_OP(op_event, ncalls, bad |= event4(i))
+BT_OP(op_span, ncalls, bad |= span1())
+BT_OP(op_span0, ncalls, bad |= bb_span_begin("db.query", NULL, 0) | bb_span_end())
 BT_OP(op_copy4k, NBIG, copy4k())
 #if BT_HAVE_RDTSC
 BT_OP(op_crc4k_one, NBIG,
@@ -159,7 +172,7 @@ int main(int argc, char **argv)
 		for (size_t k = 0; k < sizeof(cfg) / sizeof(cfg[0]); k++) {
 			struct bb_options o = { .clock = cfg[k].clock,
 						.flags = cfg[k].flags | BB_OPT_NO_ENV };
-			struct bt_stat3 clk, tck, kv, kvl, kvr, kvr64, kvk, kic, ki, ku, kf, i64, ev;
+			struct bt_stat3 clk, tck, kv, kvl, kvr, kvr64, kvk, kic, ki, ku, kf, i64, ev, sp, sp0;
 			struct bt_stat3 cp, crc1 = { 0, 0, 0 }, crc, flr, b4k;
 			int crc_on = !(cfg[k].flags & BB_OPT_NO_CRC), tsc = cfg[k].clock != 0;
 			int ret = bb_init_opts(&o);
@@ -184,6 +197,8 @@ int main(int argc, char **argv)
 			kf = measure(op_kv_f64);
 			i64 = measure(op_i64);
 			ev = measure(op_event);
+			sp = measure(op_span);
+			sp0 = measure(op_span0);
 			cp = measure_big(op_copy4k);
 #if BT_HAVE_RDTSC
 			crc1 = measure_big(op_crc4k_one);
@@ -206,6 +221,10 @@ int main(int argc, char **argv)
 			row("bb_write_kv_f64(\"x\", v)", kf, &clk, &tck);
 			row("bb_write_i64(v)", i64, &clk, &tck);
 			row("bb_write_event, 4 fields", ev, &clk, &tck);
+			row("span begin + end", sp0, &clk, &tck);
+			printf("  %-38s %.2fx bb_write_kv\n", "  the span", sp0.min / kv.min);
+			row("span begin (1 field) + end", sp, &clk, &tck);
+			printf("  %-38s %.2fx bb_write_kv\n", "  the span", sp.min / kv.min);
 			row("memcpy 4 KiB", cp, NULL, NULL);
 			if (BT_HAVE_RDTSC)
 				row("CRC32C 4 KiB, one stream", crc1, NULL, NULL);
@@ -222,6 +241,9 @@ int main(int argc, char **argv)
 				target("bb_write_kv_u64 literal key / clock_gettime", ku.min / clk.min, 1.15);
 				target("bb_write_kv_f64 literal key / clock_gettime", kf.min / clk.min, 1.15);
 				target("bb_write_event 4 fields / clock_gettime", ev.min / clk.min, 1.5);
+				target("span begin + end / bb_write_kv literals", sp0.min / kv.min, 2.0);
+				target("span 1 field begin + end / bb_write_kv literals",
+				       sp.min / kv.min, 2.0);
 				target("bb_write_bytes 4 KiB / (memcpy + CRC32C)", b4k.min / flr.min, 2.0);
 			} else {
 				target("bb_write_kv literals / rdtsc", kv.min / tck.min, 1.5);

@@ -7,14 +7,16 @@
  *
  * Usage: bench_icount OP N
  *   OP: clock | kv | kvlib | kvrun | kvnrun | kvrun64 | kvi64 | kvu64 | kvf64 | i64 |
- *       str16 | event4 | bytes4k | nop
+ *       str16 | event4 | bytes4k | span0 | span1 | nop
  *   (kv: bb_write_kv() of two literals, the inline fast path; kvlib: the
  *   same record through the library, bb_write_kvn(); kvrun: the same two
  *   strings known only at run time, the inline path's scan; kvnrun: the
  *   same with their lengths given, bb_write_kvn(); kvrun64: run-time
  *   strings of 16 and 64 bytes; kvi64/kvu64/kvf64: the typed writers with a
  *   literal key, inline; event4: bb_write_event() with 4 fields, 2 strings
- *   and 2 i64; bytes4k: bb_write_bytes() of 4 KiB)
+ *   and 2 i64; bytes4k: bb_write_bytes() of 4 KiB; span0: bb_span_begin() of
+ *   a literal name without fields and bb_span_end(), span1: the same with
+ *   one literal text field, a span's two records)
  *
  * bb_init(0), then a warm-up of WARMUP calls of OP (claims the thread's ring,
  * resolves lazy PLT bindings, and wraps the ring several times so that the
@@ -81,6 +83,14 @@ static void do_event4(unsigned i)
 	bb_write_event("http", f, 4);
 }
 
+static void do_span1(void)
+{
+	struct bb_field f[1] = { BB_STR("table", "orders") };
+
+	bb_span_begin("db.query", f, 1);
+	bb_span_end();
+}
+
 DEFINE_OP(nop, __asm__ __volatile__("" ::: "memory"))
 DEFINE_OP(clock, do_clock())
 DEFINE_OP(kv, bb_write_kv("req", "GET /index"))
@@ -96,6 +106,8 @@ DEFINE_OP(i64, bb_write_i64((int64_t)i))
 DEFINE_OP(str16, bb_write_str(str16))
 DEFINE_OP(event4, do_event4(i))
 DEFINE_OP(bytes4k, bb_write_bytes(big, sizeof(big)))
+DEFINE_OP(span0, (bb_span_begin("db.query", NULL, 0), bb_span_end()))
+DEFINE_OP(span1, do_span1())
 
 static const struct {
 	const char *name;
@@ -117,6 +129,8 @@ static const struct {
 	{ "str16", warm_str16, loop_str16 },
 	{ "event4", warm_event4, loop_event4 },
 	{ "bytes4k", warm_bytes4k, loop_bytes4k },
+	{ "span0", warm_span0, loop_span0 },
+	{ "span1", warm_span1, loop_span1 },
 };
 
 int main(int argc, char **argv)
@@ -127,7 +141,7 @@ int main(int argc, char **argv)
 
 	if (argc != 3) {
 		fprintf(stderr, "usage: bench_icount nop|clock|kv|kvlib|beat|kvrun|kvnrun|kvrun64|kvi64|kvu64|"
-			"kvf64|i64|str16|event4|bytes4k N\n");
+			"kvf64|i64|str16|event4|bytes4k|span0|span1 N\n");
 		return 2;
 	}
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)

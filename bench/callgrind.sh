@@ -73,7 +73,7 @@ for bin in "$@"; do
 	printf '  %-22s %9s %11s\n' operation "per call" "excl clock"
 	printf '  %-22s %9d %11s\n' "loop overhead (nop)" "$nop" "-"
 	printf '  %-22s %9d %11s\n' "clock_gettime (glibc)" $((clk - nop)) "-"
-	for op in kv beat i64 str16 event4; do
+	for op in kv beat i64 str16 event4 span0 span1; do
 		i=$(per_iter "$bin" "$op")
 		case $op in
 		kv) name="bb_write_kv" ;;
@@ -81,6 +81,8 @@ for bin in "$@"; do
 		i64) name="bb_write_i64" ;;
 		str16) name="bb_write_str 16 B" ;;
 		event4) name="bb_write_event 4 f." ;;
+		span0) name="span begin+end" ;;
+		span1) name="span 1 f. begin+end" ;;
 		esac
 		printf '  %-22s %9d %11d\n' "$name" $((i - nop)) $((i - clk))
 	done

@@ -3,7 +3,7 @@
 # bench/extract_bench.sh BUILD_DIR [ITER] - post-mortem extraction speed of
 # bb-extract: one box holding 12 * ITER records (default ITER 90000, about
 # 1.08 million records), read as text, JSON Lines and CBOR, written to a
-# file with io_uring and with write(2).  Best of 5 runs each; prints
+# file with io_uring and with write(2); --perfetto the same way.  Best of 5 runs each; prints
 # records/s and MB/s of output, and the best CPU time (user + system of
 # bb-extract, from bash's `time`) with the records/s it stands for: on a
 # shared, loaded machine the wall clock also counts waiting for a CPU.
@@ -18,8 +18,9 @@ writer=$build/tests/extract/bbx_writer
 work=$(mktemp -d "${TMPDIR:-/tmp}/bbx-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# one thread, one 64 MiB ring: every record stays in the box
-BLACKBOX_DIR=$work "$writer" -t 1 -n "$iter" -c 1 -R 67108864 -s 100663296 _exit >/dev/null
+# one thread whose log holds every record: 2048 segments of 64 KiB (the
+# segment table holds at most 4096)
+BLACKBOX_DIR=$work "$writer" -t 1 -n "$iter" -c 2048 -R 65536 -s 150000000 _exit >/dev/null
 box=$(ls "$work"/blackbox.*)
 records=$("$bbx" --path "$box" --json --no-uring | tail -n 1 |
 	  /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["summary"]["records"])')
@@ -31,8 +32,8 @@ now() { date +%s%N; }
 TIMEFORMAT='%6U %6S'
 printf '%-6s %-9s %10s %12s %9s %8s %12s\n' format output "best ms" "Mrecords/s" "MB/s" \
 	"cpu ms" "cpu Mrec/s"
-for fmt in text json cbor; do
-	case $fmt in text) f=--quiet ;; json) f=--json ;; cbor) f=--cbor ;; esac
+for fmt in text json cbor perfetto; do
+	case $fmt in text) f=--quiet ;; json) f=--json ;; cbor) f=--cbor ;; perfetto) f="--perfetto --quiet" ;; esac
 	for io in uring plain; do
 		best=
 		bcpu=
@@ -57,7 +58,7 @@ done
 alldir=$work/all
 mkdir "$alldir"
 for i in 1 2 3 4 5 6 7 8; do
-	BLACKBOX_DIR=$alldir "$writer" -t 1 -n $((iter / 8)) -c 1 -R 16777216 -s 25165824 _exit >/dev/null
+	BLACKBOX_DIR=$alldir "$writer" -t 1 -n $((iter / 8)) -c 256 -R 65536 -s 20000000 _exit >/dev/null
 done
 allrec=$("$bbx" --dir "$alldir" --all --json --no-uring |
 	 /usr/bin/python3 -c 'import json,sys; print(sum(json.loads(l)["summary"]["records"] for l in sys.stdin if l.startswith("{\"summary\"")))')

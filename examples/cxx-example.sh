@@ -24,7 +24,7 @@ for want in "state config.version=3" "state config.region=eu-west" ' "shop start
 	" -1" " true" " retries=-2" " cache=true" " order=o-1001" " quantity=2" \
 	" total=25" " order.placed id=o-1001 sku=BOOK-42 quantity=2 price=12.5 gift=false" \
 	" order.placed id=o-1002 sku=PEN-7 quantity=10 price=0.99 gift=false" \
-	' audit="price list reloaded"'; do
+	' audit="price list reloaded"' ' begin handle id=o-1001 depth=1' ' end depth=1'; do
 	expect "$tmp/out" "$want"
 done
 rm -f "$box"

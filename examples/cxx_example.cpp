@@ -31,6 +31,8 @@ struct order {
 // One request: the C calls' records, one line each.
 int handle(const order &o)
 {
+	// The request as a span: ended when this scope is left, however.
+	blackbox::span request("handle", { { "id", o.id } });
 	int ret = blackbox::write("order", o.id);            // text value
 	ret |= blackbox::write("quantity", o.quantity);      // u64
 	ret |= blackbox::write("total", o.quantity * o.price); // f64

@@ -29,7 +29,7 @@ echo "== bb-extract --list"
 "$extract" --dir "$dir" --list
 echo "== bb-extract $pid (last 25 records)"
 "$extract" --dir "$dir" "$pid" > "$build/demo-extract.txt"
-tail -n 25 "$build/demo-extract.txt"
+sed '/^== open spans/,$d' "$build/demo-extract.txt" | tail -n 25
 grep -q "request" "$build/demo-extract.txt"   # the workers' events are there
 # State annotations (bb_set) come before the records: the latest value of
 # each key, here the request each worker was handling when it was killed.
@@ -38,6 +38,14 @@ grep '^[^ ]* state ' "$build/demo-extract.txt" | sort -k 3
 grep -q '^[^ ]* state config.version=3$' "$build/demo-extract.txt"
 grep -q '^[^ ]* state worker-0.request=' "$build/demo-extract.txt"
 echo "== $(wc -l < "$build/demo-extract.txt") records extracted to $build/demo-extract.txt"
+# What each worker was inside when it was killed (bb_span_begin), after
+# the records.
+echo "== open spans at the kill"
+sed -n '/^== open spans/,$p' "$build/demo-extract.txt"
+grep -q ' inside db.query{table=orders} ' "$build/demo-extract.txt"
+# The same box as a Perfetto timeline: open it in https://ui.perfetto.dev
+"$extract" --dir "$dir" --perfetto "$pid" > "$build/demo-extract.pftrace"
+echo "== $build/demo-extract.pftrace: $(wc -c < "$build/demo-extract.pftrace") bytes, open it in https://ui.perfetto.dev"
 echo "== bb-extract --json $pid (last record)"
 "$extract" --dir "$dir" --json "$pid" | tail -n 2
 # The box stays for post-mortem work until bb-reap (run by its systemd

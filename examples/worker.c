@@ -53,15 +53,24 @@ static void *worker(void *arg)
 			BB_F64("ms", 0.25 + (double)(n % 40) / 8),
 		};
 
+		struct bb_field rf[] = { BB_U64("id", req), BB_STR("path", path) };
+		struct bb_field qf[] = { BB_STR("table", "orders") };
+
 		bb_set_u64(key_req, req);
 		bb_set(key_path, path);
+		/* Spans: what this worker is inside, which bb-extract names for
+		 * each thread when the process dies, and --perfetto draws. */
+		bb_span_begin("request", rf, 2);
 		bb_write_kv("stage", "parse");
 		bb_write_kv_u64("request", req);
 		bb_write_kv("stage", "handle");
+		bb_span_begin("db.query", qf, 1);
+		usleep(1000);
+		bb_span_end();
 		bb_write_event("request", f, 4);
 		if (status != 200)
 			bb_write_kv("error", "upstream timed out");
-		usleep(1000);
+		bb_span_end();
 	}
 	return NULL;
 }

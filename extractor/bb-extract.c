@@ -58,6 +58,9 @@ static void usage(FILE *f)
 "  -a, --all         extract every box in the directory\n"
 "  -j, --json        JSON Lines: one object per record, then {\"summary\":...}\n"
 "  -c, --cbor        RFC 8742 CBOR sequence: one map per record, then summary\n"
+"      --perfetto    a Perfetto trace (protobuf) of the box: a track per\n"
+"                    thread, records as instants, spans as slices, the crash\n"
+"                    (open it in ui.perfetto.dev; redirect it to a .pftrace)\n"
 "  -s, --save FILE   write a consistent copy of the box to FILE (never\n"
 "                    overwrites an existing file)\n"
 "      --snapshot    ask the running process PID for a snapshot: bb-reap\n"
@@ -171,7 +174,7 @@ static void add_debug_dir(struct bbx_opts *o, const char *dir)
 enum { OPT_ANY_OWNER = 256, OPT_NO_URING, OPT_URING, OPT_NO_SYMBOLS, OPT_DEBUG_DIR,
        OPT_DEBUGINFOD, OPT_JOURNAL, OPT_JOURNAL_DIR, OPT_MACHINE, OPT_BOOT, OPT_CURSOR,
        OPT_UNTRUSTED, OPT_RAW_NAMES, OPT_GROUPS, OPT_GROUP, OPT_SINCE, OPT_UNTIL, OPT_COMM,
-       OPT_UNIT, OPT_STATE, OPT_SNAPSHOT };
+       OPT_UNIT, OPT_STATE, OPT_PERFETTO, OPT_SNAPSHOT };
 
 /*
  * A point in time for --since / --until, as CLOCK_REALTIME microseconds:
@@ -243,14 +246,19 @@ static void set_option(int ch, char **argv, struct bbx_opts *o)
 	case 'l': o->list = true; break;
 	case 'a': o->all = true; break;
 	case 'j':
-		if (o->fmt == BBX_FMT_CBOR)
-			usage_error("--json and --cbor exclude each other");
+		if (o->fmt != BBX_FMT_TEXT && o->fmt != BBX_FMT_JSON)
+			usage_error("give one of --json, --cbor and --perfetto");
 		o->fmt = BBX_FMT_JSON;
 		break;
 	case 'c':
-		if (o->fmt == BBX_FMT_JSON)
-			usage_error("--json and --cbor exclude each other");
+		if (o->fmt != BBX_FMT_TEXT && o->fmt != BBX_FMT_CBOR)
+			usage_error("give one of --json, --cbor and --perfetto");
 		o->fmt = BBX_FMT_CBOR;
+		break;
+	case OPT_PERFETTO:
+		if (o->fmt != BBX_FMT_TEXT && o->fmt != BBX_FMT_PERFETTO)
+			usage_error("give one of --json, --cbor and --perfetto");
+		o->fmt = BBX_FMT_PERFETTO;
 		break;
 	case 's': o->save = optarg; break;
 	case 'f': o->follow = true; break;
@@ -346,6 +354,12 @@ static void check_args(const struct bbx_opts *o)
 		usage_error("--save copies one box: give a PID or --path, without --follow");
 	if (o->fmt == BBX_FMT_CBOR && !o->save && isatty(STDOUT_FILENO))
 		usage_error("refusing to write CBOR to a terminal (redirect or pipe it)");
+	if (o->fmt == BBX_FMT_PERFETTO && (o->list || o->all || o->follow || o->threads || o->save))
+		usage_error("--perfetto draws one box: give a PID, --path or a journal entry, "
+			    "without --list, --all, --follow, --threads or --save");
+	if (o->fmt == BBX_FMT_PERFETTO && isatty(STDOUT_FILENO))
+		usage_error("refusing to write a Perfetto trace to a terminal (redirect it to "
+			    "a .pftrace file)");
 }
 
 static void parse_args(int argc, char **argv, struct bbx_opts *o)
@@ -357,6 +371,7 @@ static void parse_args(int argc, char **argv, struct bbx_opts *o)
 		{ "all",       no_argument,       NULL, 'a' },
 		{ "json",      no_argument,       NULL, 'j' },
 		{ "cbor",      no_argument,       NULL, 'c' },
+		{ "perfetto",  no_argument,       NULL, OPT_PERFETTO },
 		{ "save",      required_argument, NULL, 's' },
 		{ "follow",    no_argument,       NULL, 'f' },
 		{ "quiet",     no_argument,       NULL, 'q' },

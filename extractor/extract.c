@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "extract.h"
+#include "spans.h"
 
 /*
  * Poll period of --follow: from FOLLOW_POLL_MAX_NS down to
@@ -280,13 +281,17 @@ int bbx_extract(const struct bbx_opts *o, struct bbx_out *out, struct bb_reader 
 {
 	struct bbx_ctx c = { .opt = o, .out = out, .r = r, .with_pid = with_pid };
 	struct bbx_threads thr = { .r = r };
+	struct bbx_spans spans = { 0 };
 	struct bb_stream_stats tot;
 	int ret, code;
 
+	if (o->fmt == BBX_FMT_PERFETTO)
+		return bbx_perfetto(o, out, r, live);
 	c.info = bb_reader_info(r);
 	bbx_em_init(&c.em, out, o->fmt == BBX_FMT_CBOR);
 	if (o->fmt != BBX_FMT_TEXT)
 		c.threads = &thr;
+	c.spans = &spans;
 	if (with_pid && o->fmt == BBX_FMT_TEXT) {
 		char head[4400];
 		int n = snprintf(head, sizeof(head), "== %s: pid %d (%s), %s ==",
@@ -317,6 +322,7 @@ int bbx_extract(const struct bbx_opts *o, struct bbx_out *out, struct bb_reader 
 		free(c.lost);
 		free(c.last_pos);
 		bbx_threads_free(&thr);
+		bbx_spans_free(&spans);
 	}
 	if (ret == -ENOMEM)
 		return BBX_EXIT_FAILURE;
@@ -327,6 +333,7 @@ int bbx_extract(const struct bbx_opts *o, struct bbx_out *out, struct bb_reader 
 	bb_reader_total_stats(r, &tot);
 	code = bbx_is_damaged(&c, &tot) ? BBX_EXIT_DAMAGED : BBX_EXIT_CLEAN;
 	if (o->fmt == BBX_FMT_TEXT) {
+		bbx_spans_text(&c, live);
 		if (bbx_out_flush(out) == 0)
 			bbx_summary_text(&c, live);
 	} else {
@@ -336,6 +343,7 @@ int bbx_extract(const struct bbx_opts *o, struct bbx_out *out, struct bb_reader 
 	free(c.lost);
 	free(c.last_pos);
 	bbx_threads_free(&thr);
+	bbx_spans_free(&spans);
 	return code;
 }
 

@@ -32,7 +32,7 @@ enum {
 	BBX_EXIT_AMBIGUOUS = 5, /* PID: boxes of several owners claim it, none chosen */
 };
 
-enum bbx_format { BBX_FMT_TEXT, BBX_FMT_JSON, BBX_FMT_CBOR };
+enum bbx_format { BBX_FMT_TEXT, BBX_FMT_JSON, BBX_FMT_CBOR, BBX_FMT_PERFETTO };
 
 /* --debug-dir given at most this often. */
 #define DEBUG_DIRS_MAX 16
@@ -123,6 +123,7 @@ struct bbx_ctx {
 	uint64_t gaps;       /* gap records written (records.c) */
 	struct bbx_threads *threads; /* JSON / CBOR: each thread's last record,
 					for the summary (records.c, threads.c) */
+	struct bbx_spans *spans;     /* each thread's open spans (spans.c) */
 };
 
 #define TEXT_FAST   4096u            /* try formatting in place in this much */
@@ -136,6 +137,10 @@ int bbx_extract(const struct bbx_opts *o, struct bbx_out *out, struct bb_reader 
 int bbx_save(const struct bbx_opts *o, struct bb_reader *r);
 int bbx_all(const struct bbx_opts *o, struct bbx_out *out);
 
+/* perfetto.c: --perfetto, the box as a Perfetto trace on @out; an exit
+ * code */
+int bbx_perfetto(const struct bbx_opts *o, struct bbx_out *out, struct bb_reader *r, int live);
+
 /* records.c: bb_record_fn callbacks, arg a struct bbx_ctx */
 int bbx_text_record(const struct bb_record *rec, void *arg);
 int bbx_struct_record(const struct bb_record *rec, void *arg);
@@ -143,6 +148,12 @@ int bbx_struct_record(const struct bb_record *rec, void *arg);
  * 4 * 15 + 1 bytes, not terminated); its length. */
 size_t bbx_thread_name(char *p, const char *name);
 
+
+/* spans.c: after the records, each thread's open spans (text: lines on
+ * the output; JSON / CBOR: the summary's "open_spans") */
+struct bbx_spans;
+void bbx_spans_text(struct bbx_ctx *c, int live);
+void bbx_spans_struct(struct bbx_ctx *c, int live);
 
 /* preamble.c: the crash block, then the state table, before any record */
 int bbx_preamble(struct bbx_ctx *c);

@@ -42,6 +42,8 @@ static void show_fields(const struct bbx_jsel *s, sd_journal *j, const struct bb
 	const void *d;
 	size_t l;
 
+	if (!text && !em)
+		return; /* --perfetto: the trace alone on the output */
 	sd_journal_set_data_threshold(j, BBX_J_SHOW_MAX);
 	if (!text) {
 		bbx_em_map(em);
@@ -426,8 +428,9 @@ int bbx_journal_main(const struct bbx_opts *o)
 		code = o->group ? bbx_j_newest_of_group(&sel, &chosen, err, sizeof(err)) : 0;
 		sel.cursor = chosen ? chosen : sel.cursor;
 		if (!code)
-			code = bbx_journal_box(&sel, &out, &em, o->fmt == BBX_FMT_TEXT, &jb, err,
-					       sizeof(err));
+			code = bbx_journal_box(&sel, &out,
+					       o->fmt == BBX_FMT_PERFETTO ? NULL : &em,
+					       o->fmt == BBX_FMT_TEXT, &jb, err, sizeof(err));
 		free(chosen);
 	}
 	if (code == BBX_J_BOX) {

@@ -417,6 +417,7 @@ static void struct_crash(struct bbx_em *em, const struct bb_crash *cr, const cha
 
 	bbx_em_map(em);
 	bbx_em_kv_str(em, "type", "crash");
+	bbx_em_kv_str(em, "level", "crash");
 	bbx_em_kv_str(em, "status", "complete");
 	bbx_em_kv_str(em, "kind", cr->kind == BB_CRASH_KIND_SIGNAL ? "signal" :
 		      cr->kind == BB_CRASH_KIND_FATAL ? "fatal" : "unknown");
@@ -506,6 +507,7 @@ static int emit_crash(struct bbx_ctx *c)
 		}
 		bbx_em_map(&c->em);
 		bbx_em_kv_str(&c->em, "type", "crash");
+		bbx_em_kv_str(&c->em, "level", "crash");
 		bbx_em_kv_str(&c->em, "status", bb_crash_status_name(cr->status));
 		bbx_em_kv_str(&c->em, "problem", cr->problem);
 		bbx_em_end(&c->em);

@@ -10,6 +10,7 @@
 #include <blackbox.h>
 
 #include "extract.h"
+#include "spans.h"
 
 /*
  * Thread names are the owner's bytes: escaped (bb_escape_text), and a
@@ -116,6 +117,8 @@ int bbx_text_record(const struct bb_record *rec, void *arg)
 		c->gaps++;
 	}
 	follow_note(c, rec);
+	if (c->spans && bbx_spans_see(c->spans, rec))
+		return -ENOMEM;
 	p = bbx_out_reserve(o, BBX_TIME_MAX + 24 + 4 * 15 + 1);
 
 	n += bbx_fmt_time(p, rec->wall_ns);
@@ -158,6 +161,8 @@ int bbx_struct_record(const struct bb_record *rec, void *arg)
 	}
 	follow_note(c, rec);
 	if (c->threads && bbx_threads_note(c->threads, c->r, rec))
+		return -ENOMEM;
+	if (c->spans && bbx_spans_see(c->spans, rec))
 		return -ENOMEM;
 
 	bbx_em_record_start(em, rec->wall_ns, rec->ts, c->with_pid, c->info->pid,

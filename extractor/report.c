@@ -184,6 +184,7 @@ void bbx_summary_struct(struct bbx_ctx *c, int live, int code)
 	bbx_em_end(em);
 	if (c->threads)
 		bbx_threads_struct(em, c->threads);
+	bbx_spans_struct(c, live);
 	bbx_em_kv_str(em, "status", bbx_is_damaged(c, &tot) ? "damaged" : "intact");
 	bbx_em_kv_i64(em, "exit", code);
 	bbx_em_end(em);

@@ -48,7 +48,7 @@ int bbx_snapshot(const struct bbx_opts *o, struct bb_reader *r, int live)
 		bbx_msg(in->path, "cannot read the header: %s", strerror(-ret));
 		return BBX_EXIT_FAILURE;
 	}
-	if (h.version_major != BB_FORMAT_MAJOR || h.version_minor < 2 ||
+	if (h.version_major != BB_FORMAT_MAJOR || h.version_minor < 3 ||
 	    h.dump_signal < SIGRTMIN || h.dump_signal > SIGRTMAX) {
 		bbx_msg(in->path, "the owner takes no dump requests (format %u.%u, crash handler "
 			"off?)", h.version_major, h.version_minor);

@@ -329,6 +329,47 @@ int bb_write_event(const char *name, const struct bb_field *fields, size_t n);
 #endif
 
 /*
+ * Spans: an interval of this thread's work, a record when it begins and
+ * one when it ends (docs/FORMAT.md §6 "Spans").  Spans nest per thread:
+ * bb_span_end() ends the innermost open one.  bb-extract says which spans
+ * each thread was inside when the process died, and --perfetto draws them
+ * as slices (bb_span_begin(3)).
+ *
+ * bb_span_begin - begin the span @name with @n typed fields, as
+ * bb_write_event() takes them.  Every call opens the span on this thread,
+ * whatever it returns (a record that is not written, for want of a box,
+ * still counts for the nesting): call bb_span_end() once for each.
+ *
+ * bb_span_begin_ctx - the same, correlated by @ctx: spans of any threads
+ * with the same flow id (not 0) are one flow (a request handed from one
+ * thread to another); a trace id that is not all zero (with the id of the
+ * span this one continues) ties the span to a W3C trace context.  @ctx
+ * NULL is bb_span_begin().
+ *
+ * bb_span_end - end this thread's innermost open span: one record holding
+ * its depth.  -EINVAL, and no record, when no span is open.
+ *
+ * Returns 0 or the errors of bb_write_event().  AS-safe: a signal handler
+ * may use spans, balanced before it returns.
+ */
+struct bb_span_ctx {
+	uint64_t flow;          /* flow id, 0 = none */
+	uint8_t  trace_id[16];  /* W3C trace id, all zero = none */
+	uint8_t  span_id[8];    /* the span this one continues (W3C parent id) */
+};
+int bb_span_begin(const char *name, const struct bb_field *fields, size_t n);
+int bb_span_begin_ctx(const char *name, const struct bb_field *fields, size_t n,
+		      const struct bb_span_ctx *ctx);
+int bb_span_end(void);
+
+#if defined(BB__HAVE_KV_FAST)
+/* The inline paths, <blackbox/inline.h>: bb_span_begin() under the
+ * conditions of bb_write_event()'s, bb_span_end() always inline. */
+#define bb_span_begin(name, f, n) bb__span_begin_fast((name), (f), (n), bb__lit(name))
+#define bb_span_end() bb__span_end_fast()
+#endif
+
+/*
  * bb_write_kv_important, bb_write_event_important - bb_write_kv() and
  * bb_write_event() for a record that must survive chatty traffic.  The
  * record goes to the thread's log as usual, flagged BB_RF_IMPORTANT, and a

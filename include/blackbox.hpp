@@ -281,6 +281,33 @@ BB__CXX_INLINE int event_important(const char *name, std::initializer_list<field
 	return bb_write_event_important(name, detail::fields(fs), fs.size());
 }
 
+// A span of this thread's work (bb_span_begin(3)): begun when constructed,
+// ended when destroyed, so spans nest with the C++ scopes they cover and an
+// exception that unwinds a scope ends its span.  Not copyable or movable:
+// a span ends on the thread, and at the depth, that began it.
+//
+//   blackbox::span s("db.query", {{"table", "orders"}});
+//   blackbox::span r("request", {{"id", id}}, blackbox::span_ctx{flow});
+class span {
+public:
+	BB__CXX_INLINE span(const char *name, std::initializer_list<field> fs = {}) noexcept
+	{
+		(void)bb_span_begin(name, detail::fields(fs), fs.size());
+	}
+	BB__CXX_INLINE span(const char *name, std::initializer_list<field> fs,
+			    const ::bb_span_ctx &ctx) noexcept
+	{
+		(void)bb_span_begin_ctx(name, detail::fields(fs), fs.size(), &ctx);
+	}
+	BB__CXX_INLINE ~span() { (void)bb_span_end(); }
+	span(const span &) = delete;
+	span &operator=(const span &) = delete;
+};
+
+// A span's correlation: a flow id (spans of any threads with the same one
+// are one flow) and/or a W3C trace context (struct bb_span_ctx).
+using span_ctx = ::bb_span_ctx;
+
 // ---- state table ------------------------------------------------------------
 
 BB__CXX_INLINE int set(std::string_view key, std::string_view value) noexcept

@@ -661,14 +661,30 @@ static int bb__fork_size_of(struct bb_options *o, size_t size)
 	struct bb__layout l;
 	size_t fs = o->fork_size;
 
+	bool asked;
+	int ret;
+
 	if (!fs && env && *env && !(fs = bb__parse_size(env)))
 		return -EINVAL;
+	asked = fs != 0;
 	if (!fs)
 		fs = o->segment_count ? size : BB_DEFAULT_FORK_SIZE;
 	if (size && fs > size)
 		fs = size;
 	o->fork_size = fs;
-	return fs == size ? 0 : bb__plan(fs, o->segment_count, o->segment_size, &l);
+	if (fs == size)
+		return 0;
+	ret = bb__plan(fs, o->segment_count, o->segment_size, &l);
+	/* The default child size cannot hold the caller's own segment
+	 * geometry (a large segment_size): the child gets the parent's size
+	 * rather than bb_init() failing over a size nobody asked for.  A
+	 * fork size asked for (option or environment) that cannot be planned
+	 * stays an error. */
+	if (ret < 0 && !asked) {
+		o->fork_size = size;
+		return 0;
+	}
+	return ret;
 }
 
 BB_EXPORT int bb_init_opts(const struct bb_options *opts)

@@ -39,4 +39,13 @@ void bb__budget_note(uint64_t removed);
  * and the deaths it counted go to its program's next box (budget.c). */
 void bb__budget_release(void);
 
+/* write.c, for span.c: a span's begin, an event's record of tag
+ * BB_TAG_SPAN_BEGIN whose array holds @extra more items after the map
+ * (@tail_len bytes of CBOR at @tail); a span's end, its @depth.  Returns
+ * as bb_write_event(); AS-safe. */
+struct bb_field;
+int bb__write_span_begin(const char *name, const struct bb_field *f, size_t n,
+			 const uint8_t *tail, uint32_t tail_len, unsigned extra);
+int bb__write_span_end(uint32_t depth);
+
 #endif /* BB_INTERNAL_H */

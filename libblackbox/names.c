@@ -16,6 +16,7 @@ BB_EXPORT const char *bb_tag_name(unsigned tag)
 		[BB_TAG_KV] = "kv",       [BB_TAG_EVENT] = "event",
 		[BB_TAG_OWNER] = "owner", [BB_TAG_CRASH] = "crash",
 		[BB_TAG_STATE] = "state",
+		[BB_TAG_SPAN_BEGIN] = "span_begin", [BB_TAG_SPAN_END] = "span_end",
 	};
 
 	if (tag < sizeof(names) / sizeof(names[0]) && names[tag])

@@ -250,6 +250,79 @@ static int put_thread(struct fmt *f, const char *lead, const char *tid, const ch
 	return 0;
 }
 
+/* An event's name and fields, after its array's head: "name k=v ...". */
+static int put_event(struct fmt *f)
+{
+	struct bb__cbor_item h;
+
+	if (want_text(f, "event name is not a text string") ||
+	    want(f, &h, 5, "event fields are not a map"))
+		return -1;
+	if (h.arg > bb__cbor_left(&f->c) / 2)
+		return ran_out(f);
+	for (uint64_t i = 0; i < h.arg; i++) {
+		bb__out_putc(&f->o, ' ');
+		if (want_text(f, "event field key is not a text string"))
+			return -1;
+		bb__out_putc(&f->o, '=');
+		if (want_scalar(f, "event field value is not a scalar"))
+			return -1;
+	}
+	return 0;
+}
+
+/* A span's begin (docs/FORMAT.md §6 "Spans"): "begin name k=v ...
+ * depth=2 flow=17 trace=<trace id>-<span id>". */
+static int put_span_begin(struct fmt *f)
+{
+	struct bb__cbor_item h;
+	const uint8_t *s;
+	size_t n;
+
+	if (want(f, &h, 4, "span begin is not an array"))
+		return -1;
+	if (h.arg < 3 || h.arg > 5)
+		return fail(f, "span begin is not an array of 3 to 5");
+	bb__out_puts(&f->o, "begin ");
+	if (put_event(f))
+		return -1;
+	bb__out_puts(&f->o, " depth=");
+	{
+		struct bb__cbor_item d;
+
+		if (want(f, &d, 0, "span depth is not an unsigned integer") ||
+		    put_body(f, &d, 1))
+			return -1;
+	}
+	if (h.arg >= 4) {
+		struct bb__cbor_item fl;
+
+		if (rd_head(f, &fl))
+			return -1;
+		if (fl.major == 0) {
+			bb__out_puts(&f->o, " flow=");
+			put_body(f, &fl, 1);
+		} else if (!(fl.major == 7 && fl.ai == 22)) {
+			return fail(f, "span flow id is not an unsigned integer or null");
+		}
+	}
+	if (h.arg == 5) {
+		struct bb__cbor_item t;
+
+		if (want(f, &t, 2, "span trace context is not a byte string") ||
+		    rd_bytes(f, &t, &s, &n))
+			return -1;
+		if (n != BB_SPAN_CTX_SIZE)
+			return f->short_ ? ran_out(f)
+					 : fail(f, "span trace context is not 24 bytes");
+		bb__out_puts(&f->o, " trace=");
+		bb__out_hex(&f->o, s, BB_SPAN_TRACE_ID_SIZE);
+		bb__out_putc(&f->o, '-');
+		bb__out_hex(&f->o, s + BB_SPAN_TRACE_ID_SIZE, BB_SPAN_SPAN_ID_SIZE);
+	}
+	return 0;
+}
+
 /* The shape each tag promises (docs/FORMAT.md §5), rendered. */
 static int put_tagged(struct fmt *f, unsigned tag)
 {
@@ -287,21 +360,16 @@ static int put_tagged(struct fmt *f, unsigned tag)
 		bb__out_putc(&f->o, '=');
 		return want_scalar(f, "kv value is not a scalar");
 	case BB_TAG_EVENT:
-		if (want_array(f, 2, "event value is not array(2)") ||
-		    want_text(f, "event name is not a text string") ||
-		    want(f, &h, 5, "event fields are not a map"))
+		if (want_array(f, 2, "event value is not array(2)"))
 			return -1;
-		if (h.arg > bb__cbor_left(&f->c) / 2)
-			return ran_out(f);
-		for (uint64_t i = 0; i < h.arg; i++) {
-			bb__out_putc(&f->o, ' ');
-			if (want_text(f, "event field key is not a text string"))
-				return -1;
-			bb__out_putc(&f->o, '=');
-			if (want_scalar(f, "event field value is not a scalar"))
-				return -1;
-		}
-		return 0;
+		return put_event(f);
+	case BB_TAG_SPAN_BEGIN:
+		return put_span_begin(f);
+	case BB_TAG_SPAN_END:
+		bb__out_puts(&f->o, "end depth=");
+		if (want(f, &h, 0, "span end is not an unsigned depth"))
+			return -1;
+		return put_body(f, &h, 1);
 	case BB_TAG_OWNER:
 		if (want_array(f, 4, "owner value is not array(4)"))
 			return -1;

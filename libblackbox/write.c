@@ -206,7 +206,9 @@ BB_EXPORT int bb_write_i64(int64_t v)
 	return 0;
 }
 
-BB_EXPORT int bb_write_u64(uint64_t v)
+/* An unsigned integer as a record of @tag: a U64, or a span's end. */
+static inline __attribute__((always_inline))
+int bb__write_uint(uint8_t tag, uint64_t v)
 {
 	struct bb__w w;
 	int ret;
@@ -217,8 +219,19 @@ BB_EXPORT int bb_write_u64(uint64_t v)
 	BB__ON_RING(w,
 		p = bb__reserve(&w, 0, bb__cbor_head(v));
 		bb__cbor_put_head(0, v, p);
-		bb__commit(&w, BB_TAG_U64));
+		bb__commit(&w, tag));
 	return 0;
+}
+
+BB_EXPORT int bb_write_u64(uint64_t v)
+{
+	return bb__write_uint(BB_TAG_U64, v);
+}
+
+/* A span's end (span.c): its depth. */
+int bb__write_span_end(uint32_t depth)
+{
+	return bb__write_uint(BB_TAG_SPAN_END, depth);
 }
 
 BB_EXPORT int bb_write_f64(double v)
@@ -534,7 +547,8 @@ BB_EXPORT int bb_write_kvn_bool(const char *key, size_t klen, bool x)
 /* ---- events ------------------------------------------------------------- */
 
 /*
- * [name, {key: value, ...}], checked, sized and encoded by the helpers the
+ * [name, {key: value, ...}] (a span's begin: and its @extra items, the
+ * @tail_len bytes at @tail), checked, sized and encoded by the helpers the
  * inline path uses too (<blackbox/inline.h>: bb__evf_read(),
  * bb__evf_size(), bb__event_put_head(), bb__evf_put()).  When the whole does not fit, the longest text/bytes
  * component is cut, repeatedly, until it does: short fields survive
@@ -542,7 +556,8 @@ BB_EXPORT int bb_write_kvn_bool(const char *key, size_t klen, bool x)
  * component to what the excess requires.
  */
 static inline __attribute__((always_inline))
-int bb__write_event(const char *name, const struct bb_field *f, size_t n, bool imp)
+int bb__write_event_tail(const char *name, const struct bb_field *f, size_t n, bool imp,
+			 uint8_t tag, const uint8_t *tail, uint32_t tail_len, unsigned extra)
 {
 	struct bb__evf e[BB_EVENT_MAX_FIELDS];
 	struct bb__w w;
@@ -550,7 +565,7 @@ int bb__write_event(const char *name, const struct bb_field *f, size_t n, bool i
 	uint32_t need;
 	uint8_t flags = 0;
 	int ret;
-	uint8_t *p;
+	uint8_t *p, *v;
 
 	if (bb_unlikely(!bb__event_args_ok(name, f, n)))
 		return -EINVAL;
@@ -572,7 +587,7 @@ int bb__write_event(const char *name, const struct bb_field *f, size_t n, bool i
 		const char *ls = name;
 		bool text = true;
 
-		need = bb__event_head_size(nl, n, 0);
+		need = bb__event_head_size(nl, n, 0) + tail_len;
 		for (size_t i = 0; i < n; i++)
 			need += bb__evf_size(e[i], 0);
 		if (need <= w.room)
@@ -612,15 +627,33 @@ int bb__write_event(const char *name, const struct bb_field *f, size_t n, bool i
 	if (flags)
 		BB__FETCH_ADD(&w.box->hdr->truncated, 1);
 	BB__ON_RING(w,
-		p = bb__reserve(&w, flags, need);
-		p = bb__event_put_head(p, name, nl, n, 0);
+		v = bb__reserve(&w, flags, need);
+		p = bb__event_put_head(v, name, nl, n, 0);
+		/* A span's begin: array(2 + extra), its items after the map. */
+		*v = (uint8_t)(0x80 | (2 + extra));
 		for (size_t i = 0; i < n; i++)
 			p = bb__evf_put(p, e[i], 0);
+		if (tail_len)
+			memcpy(p, tail, tail_len);
 		if (imp)
-			bb__commit_important(&w, BB_TAG_EVENT);
+			bb__commit_important(&w, tag);
 		else
-			bb__commit(&w, BB_TAG_EVENT));
+			bb__commit(&w, tag));
 	return 0;
+}
+static inline __attribute__((always_inline))
+int bb__write_event(const char *name, const struct bb_field *f, size_t n, bool imp)
+{
+	return bb__write_event_tail(name, f, n, imp, BB_TAG_EVENT, NULL, 0, 0);
+}
+
+/* A span's begin (span.c): an event's record of tag @tag whose array has
+ * @extra items after the map, @tail_len bytes of CBOR at @tail. */
+int bb__write_span_begin(const char *name, const struct bb_field *f, size_t n,
+			 const uint8_t *tail, uint32_t tail_len, unsigned extra)
+{
+	return bb__write_event_tail(name, f, n, false, BB_TAG_SPAN_BEGIN, tail, tail_len,
+				    extra);
 }
 
 BB_EXPORT int (bb_write_event)(const char *name, const struct bb_field *f, size_t n)

@@ -73,7 +73,7 @@ static void map_slots(struct reap_hb *h, int fd, uint64_t file_size)
 	uint64_t off = h->hdr->thread_table_offset, n = h->hdr->thread_count, end;
 	void *m;
 
-	if (h->hdr->version_major != BB_FORMAT_MAJOR || h->hdr->version_minor < 2 ||
+	if (h->hdr->version_major != BB_FORMAT_MAJOR || h->hdr->version_minor < 3 ||
 	    h->hdr->thread_slot_size != BB_THREAD_SLOT_SIZE || n == 0 ||
 	    n > BB_SEG_MAX_COUNT || off < BB_HEADER_SIZE || off % 64)
 		return;

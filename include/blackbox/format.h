@@ -25,7 +25,7 @@ extern "C" {
 /* "BLACKBOX" read as a little-endian u64: bytes 42 4c 41 43 4b 42 4f 58. */
 #define BB_MAGIC            UINT64_C(0x584f424b43414c42)
 #define BB_FORMAT_MAJOR     3   /* a reader refuses a newer major */
-#define BB_FORMAT_MINOR     2   /* a reader reads any minor of its major */
+#define BB_FORMAT_MINOR     3   /* a reader reads any minor of its major */
 #define BB_FORMAT_MAJOR_OLDEST 2 /* the oldest major a reader still reads (2.x:
                                   * private rings, no segments) */
 #define BB_BYTE_ORDER_MARK  UINT32_C(0x01020304) /* stored in writer order */
@@ -67,7 +67,7 @@ extern "C" {
                                    * signal (its own, or the default) */
 #define BB_CRASH_STACKS_MAX 32u /* slots at most */
 
-/* A dump request (3.2): sigqueue(2) of header.dump_signal to the owner
+/* A dump request (3.3): sigqueue(2) of header.dump_signal to the owner
  * with sival_int = BB_DUMP_REQUEST(kind, id): kind BB_DUMP_HANG writes
  * every thread's stack into the crash stacks area, kind BB_DUMP_SNAPSHOT
  * does what bb_snapshot() does; the owner then stores id in
@@ -225,7 +225,7 @@ struct bb_header {
 	uint32_t crash_stacks_asked; /* 1228 threads asked (may exceed count: those
 	                              *      beyond it were not asked, no room) */
 	/*
-	 * Format 3.2: heartbeats, hang dumps and snapshots (docs/FORMAT.md
+	 * Format 3.3: heartbeats, hang dumps and snapshots (docs/FORMAT.md
 	 * §14).  Zero: none declared, none asked.
 	 */
 	uint32_t watchdog_ms;        /* 1232 smallest deadline a thread declared
@@ -334,9 +334,9 @@ struct bb_thread_slot {
 	uint32_t cur_ord;     /*  24 its ordinal */
 	uint32_t reserved0;   /*  28 */
 	char     thread_name[16]; /* 32 */
-	uint64_t heartbeat;   /*  48 3.2: record clock stamp of the thread's
+	uint64_t heartbeat;   /*  48 3.3: record clock stamp of the thread's
 	                       *     last bb_heartbeat() or bb_watchdog() */
-	uint32_t watchdog_ms; /*  56 3.2: its deadline; 0: none declared */
+	uint32_t watchdog_ms; /*  56 3.3: its deadline; 0: none declared */
 	uint32_t reserved1;   /*  60 */
 };
 #define BB_QUEUE(idx, ord)  ((uint64_t)(uint32_t)(ord) << 32 | (uint32_t)(idx))
@@ -399,7 +399,17 @@ enum bb_tag {
 	                    * (2.0, the crash area; docs/FORMAT.md §11) */
 	BB_TAG_STATE = 11, /* array(2): [text key, value] in a state slot (2.0) */
 	BB_TAG_MODULES = 12, /* array of [path, bias, start, end, build id bytes] (2.0) */
+	BB_TAG_SPAN_BEGIN = 13, /* array(3..5): [text name, map(n) {text key: value},
+	                         * uint depth, (uint flow id | null), (bytes(24)
+	                         * trace id 16 + span id 8)] (3.2, FORMAT.md §6) */
+	BB_TAG_SPAN_END = 14,   /* uint depth: closes the open span of that depth (3.2) */
 };
+
+/* A span's correlation (BB_TAG_SPAN_BEGIN's 5th item): a W3C trace
+ * context's trace id then its parent (span) id. */
+#define BB_SPAN_TRACE_ID_SIZE 16u
+#define BB_SPAN_SPAN_ID_SIZE  8u
+#define BB_SPAN_CTX_SIZE      (BB_SPAN_TRACE_ID_SIZE + BB_SPAN_SPAN_ID_SIZE)
 
 /*
  * State table (2.0): state_slot_count slots of state_slot_size bytes at

@@ -1272,6 +1272,34 @@ int (bb_write_event)(const char *name, const struct bb_field *f, size_t n);
 int (bb_heartbeat)(void);
 
 /*
+ * Spans (bb_span_begin(), bb_span_end(), docs/FORMAT.md §6 "Spans"): this
+ * thread's open spans, the library's counter (libblackbox/span.c), and the
+ * library's writers of a span's records at a depth the caller has counted,
+ * for the fallbacks of the inline paths below.  ABI, not API (symbols of
+ * LIBBLACKBOX_0.1).
+ */
+extern __thread uint32_t bb__span_depth __asm__("bb__span_depth_v1")
+	__attribute__((tls_model("initial-exec")));
+int bb__span_write_begin(const char *name, const struct bb_field *f, size_t n,
+			 uint32_t depth);
+int bb__span_write_end(uint32_t depth);
+
+int (bb_span_begin)(const char *name, const struct bb_field *f, size_t n);
+int (bb_span_end)(void);
+
+/* An event's record through the library, or with @span a span's begin:
+ * at @depth once the inline path has counted it, else (0) counted by the
+ * library's bb_span_begin(). */
+static inline __attribute__((always_inline))
+int bb__event_library(const char *name, const struct bb_field *f, size_t nf, int span,
+		      uint32_t depth)
+{
+	if (!span)
+		return (bb_write_event)(name, f, nf);
+	return depth ? bb__span_write_begin(name, f, nf, depth) : (bb_span_begin)(name, f, nf);
+}
+
+/*
  * bb__event_fast - bb_write_event(@name, @f, @nf) (<blackbox.h>) in the
  * caller, the library's record, when @nf is a compile-time constant up to
  * BB__EVENT_INLINE_MAX, every field's type is a compile-time constant,
@@ -1292,15 +1320,17 @@ int (bb_heartbeat)(void);
  * event still takes the library, correctly.
  */
 static inline __attribute__((always_inline))
-int bb__event_fast(const char *name, const struct bb_field *f, size_t nf, int nlit)
+int bb__event_fast_as(const char *name, const struct bb_field *f, size_t nf, int nlit,
+		      int span)
 {
+	uint32_t depth = 0;
 	const char *key[BB__EVENT_INLINE_MAX];
 	size_t nl, kl[BB__EVENT_INLINE_MAX], vl[BB__EVENT_INLINE_MAX];
 	union bb__evv ev[BB__EVENT_INLINE_MAX];
 	int type[BB__EVENT_INLINE_MAX];
 	struct bb__fw w;
 	uint32_t n;
-	uint8_t *p;
+	uint8_t *p, *v;
 	int fast;
 
 	(void)nlit;
@@ -1312,7 +1342,7 @@ int bb__event_fast(const char *name, const struct bb_field *f, size_t nf, int nl
 			fast &= __builtin_constant_p(f[i].type);
 	}
 	if (!fast)
-		return (bb_write_event)(name, f, nf);
+		return bb__event_library(name, f, nf, span, depth);
 	nl = bb__len(name, nlit);
 	n = bb__event_head_size(nl, nf, 1);
 	fast = nl <= BB__INLINE_STR_MAX;
@@ -1333,10 +1363,27 @@ int bb__event_fast(const char *name, const struct bb_field *f, size_t nf, int nl
 		n += bb__evf_size(e, 1);
 	}
 	if (__builtin_expect(!fast, 0))
-		return (bb_write_event)(name, f, nf);
+		return bb__event_library(name, f, nf, span, depth);
+	if (span) {
+		/* A span's begin: the thread's depth raised once every field
+		 * is read (the fence below would hide their constant types),
+		 * stored before the record is written (compiler-only: pairs
+		 * with the fence in bb__span_end_fast(); a signal handler on
+		 * this thread is the only other reader, and it nests its
+		 * spans inside this one and gives the depth back). */
+		depth = bb__span_depth + 1;
+		bb__span_depth = depth;
+		BB__SIGNAL_FENCE();
+		/* a depth of one CBOR byte keeps the record's size a
+		 * constant (the checksum's loop folds); deeper: the library */
+		if (__builtin_expect(depth >= 24, 0))
+			return bb__span_write_begin(name, f, nf, depth);
+		n += 1;
+	}
 	p = bb__fast_begin(&w, n);
 	if (__builtin_expect(!p, 0))
-		return (bb_write_event)(name, f, nf);
+		return bb__event_library(name, f, nf, span, depth);
+	v = p;
 	p = bb__event_put_head(p, name, nl, nf, 1);
 	BB__UNROLL
 	for (size_t i = 0; i < nf; i++) {
@@ -1349,9 +1396,65 @@ int bb__event_fast(const char *name, const struct bb_field *f, size_t nf, int nl
 		e.type = type[i];
 		p = bb__evf_put(p, e, 1);
 	}
-	bb__fast_commit(&w, BB_TAG_EVENT, n);
+	if (span) {
+		/* a span's begin: [name, map, depth] */
+		*v = 0x83;
+		*p = (uint8_t)depth;
+	}
+	bb__fast_commit(&w, span ? BB_TAG_SPAN_BEGIN : BB_TAG_EVENT, n);
 	return 0;
 }
+
+static inline __attribute__((always_inline))
+int bb__event_fast(const char *name, const struct bb_field *f, size_t nf, int nlit)
+{
+	return bb__event_fast_as(name, f, nf, nlit, 0);
+}
+
+/*
+ * bb__span_begin_fast - bb_span_begin(@name, @f, @nf) (<blackbox.h>): the
+ * thread's depth raised and the begin record written as bb__event_fast()
+ * writes an event, under the same conditions; the library's otherwise
+ * (bb_span_begin() before the depth is counted, bb__span_write_begin() at
+ * the depth counted after).
+ */
+static inline __attribute__((always_inline))
+int bb__span_begin_fast(const char *name, const struct bb_field *f, size_t nf, int nlit)
+{
+	return bb__event_fast_as(name, f, nf, nlit, 1);
+}
+
+/* bb__span_end_fast - bb_span_end() (<blackbox.h>): the end record, the
+ * depth as a CBOR unsigned, in the caller; the library's with nothing open
+ * (its -EINVAL), 24 spans deep or more, or (bb__span_write_end()) when the
+ * inline write cannot be made. */
+static inline __attribute__((always_inline))
+int bb__span_end_fast(void)
+{
+	uint32_t depth = bb__span_depth;
+	struct bb__fw w;
+	uint8_t *p;
+	int ret = 0;
+
+	/* nothing open (its -EINVAL), or deeper than a depth of one CBOR
+	 * byte (a record of constant size here): the library's, which
+	 * counts the depth itself */
+	if (__builtin_expect(depth - 1 >= 23, 0))
+		return (bb_span_end)();
+	p = bb__fast_begin(&w, 1);
+	if (__builtin_expect(!p, 0)) {
+		ret = bb__span_write_end(depth);
+	} else {
+		*p = (uint8_t)depth;
+		bb__fast_commit(&w, BB_TAG_SPAN_END, 1);
+	}
+	/* Compiler-only: the end is written before the depth is given back
+	 * (pairs with the fence in bb__event_fast_as()). */
+	BB__SIGNAL_FENCE();
+	bb__span_depth = depth - 1;
+	return ret;
+}
+
 /* ---- heartbeats ---------------------------------------------------------------- */
 
 /*

@@ -330,7 +330,7 @@ class Test:
 
         # bb-extract on the central journal: what it prints of the file
         jd = [self.extract, "--journal-directory", self.central]
-        for fmt in ([], ["--json"]):
+        for fmt in ([], ["--json"], ["--perfetto"]):
             for p in (a, b):
                 fromj = run(jd + fmt + ["--no-symbols", str(p.pid)], ok=None)
                 fromf = run([self.extract, "--any-owner", "--no-symbols"] + fmt +
@@ -338,7 +338,13 @@ class Test:
                 check(fromj.returncode == fromf.returncode,
                       "pid %d %r: exit %d from the journal, %d from the file\n%r" % (
                           p.pid, fmt, fromj.returncode, fromf.returncode, fromj.stderr))
-                if fmt:
+                if fmt == ["--perfetto"]:
+                    # the trace of the box alone (no entry fields before it),
+                    # the file's byte for byte: a Trace's first packet
+                    check(fromj.stdout == fromf.stdout and fromj.stdout[:1] == b"\x0a",
+                          "pid %d: --perfetto from the journal differs from the file's"
+                          % p.pid)
+                elif fmt:
                     jl, fl = fromj.stdout.splitlines(), fromf.stdout.splitlines()
                     check(jl[:-1] == fl[:-1], "pid %d: JSON records differ" % p.pid)
                     js, fs = json.loads(jl[-1])["summary"], json.loads(fl[-1])["summary"]

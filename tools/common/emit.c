@@ -255,6 +255,9 @@ void bbx_em_record_end(struct bbx_em *em, bool truncated, bool important)
 		if (important) {
 			bbx_em_key(em, "important");
 			bbx_em_bool(em, true);
+			/* a log viewer's level (the lnav format) */
+			bbx_em_key(em, "level");
+			bbx_em_cstr(em, "important");
 		}
 		bbx_em_end(em);
 		bbx_em_eol(em);
@@ -268,7 +271,7 @@ void bbx_em_record_end(struct bbx_em *em, bool truncated, bool important)
 	else
 		LIT(",\"truncated\":false");
 	if (important)
-		LIT(",\"important\":true");
+		LIT(",\"important\":true,\"level\":\"important\"");
 	LIT("}\n");
 #undef LIT
 	bbx_out_commit(em->o, n);
@@ -350,6 +353,18 @@ static const char *shape_error(unsigned tag, const uint8_t *v, const uint8_t *en
 	case BB_TAG_OWNER:
 		*nit = item_array(&c, it, 4);
 		return *nit == 4 ? NULL : "owner record that is not an array of 4";
+	case BB_TAG_SPAN_BEGIN:
+		*nit = item_array(&c, it, 5);
+		if (*nit < 3 || major_of(it[0]) != 3 || major_of(it[1]) != 5 ||
+		    major_of(it[2]) != 0)
+			return "span begin that is not [text, map, depth, ...]";
+		if (*nit >= 4 && major_of(it[3]) != 0 && *it[3] != 0xf6)
+			return "span begin whose flow id is not an unsigned integer or null";
+		if (*nit == 5 && (*it[4] != (0x40 | 24) || it[5] - it[4] != 1 + BB_SPAN_CTX_SIZE))
+			return "span begin whose trace context is not 24 bytes";
+		return NULL;
+	case BB_TAG_SPAN_END:
+		return major == 0 ? NULL : "span end without an unsigned depth";
 	default:
 		return NULL; /* crash, state, unknown: any value */
 	}
@@ -362,7 +377,7 @@ bool bbx_em_record_value(struct bbx_em *em, unsigned tag,
 		"tid", "thread", "prev_tid", "prev_thread",
 	};
 	struct bb__cbor c = { value, value + len };
-	const uint8_t *it[5];
+	const uint8_t *it[6];
 	const char *why;
 	bool bad_utf8 = false;
 	int nit = 0, i;
@@ -397,6 +412,31 @@ bool bbx_em_record_value(struct bbx_em *em, unsigned tag,
 		em_item(em, it[0], it[1], bad_utf8);
 		bbx_em_key(em, "fields");
 		em_item(em, it[1], it[2], bad_utf8);
+		break;
+	case BB_TAG_SPAN_BEGIN:
+		bbx_em_key(em, "name");
+		em_item(em, it[0], it[1], bad_utf8);
+		bbx_em_key(em, "fields");
+		em_item(em, it[1], it[2], bad_utf8);
+		bbx_em_key(em, "depth");
+		em_item(em, it[2], it[3], bad_utf8);
+		if (nit >= 4 && *it[3] != 0xf6) {
+			bbx_em_key(em, "flow");
+			em_item(em, it[3], it[4], bad_utf8);
+		}
+		if (nit == 5) {
+			char hex[2 * BB_SPAN_CTX_SIZE];
+
+			bb__hex(hex, it[4] + 1, BB_SPAN_CTX_SIZE);
+			bbx_em_key(em, "trace_id");
+			bbx_em_str(em, hex, 2 * BB_SPAN_TRACE_ID_SIZE);
+			bbx_em_key(em, "span_id");
+			bbx_em_str(em, hex + 2 * BB_SPAN_TRACE_ID_SIZE, 2 * BB_SPAN_SPAN_ID_SIZE);
+		}
+		break;
+	case BB_TAG_SPAN_END:
+		bbx_em_key(em, "depth");
+		em_item(em, value, c.p, bad_utf8);
 		break;
 	case BB_TAG_OWNER:
 		bbx_em_key(em, "value");
