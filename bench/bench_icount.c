@@ -21,7 +21,7 @@
  * bb_init(0), then a warm-up of WARMUP calls of OP (claims the thread's ring,
  * resolves lazy PLT bindings, and wraps the ring several times so that the
  * measured calls are in the steady state: every record frees an old one),
- * then N calls inside loop_OP(), a noinline function that callgrind.sh
+ * then N calls inside loop_<OP>(), a noinline function that callgrind.sh
  * collects alone (--toggle-collect=loop_*).  Running N = 1000 and N = 2000
  * and taking the difference / 1000 cancels the loop entry and exit.
  *

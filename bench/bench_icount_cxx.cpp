@@ -15,7 +15,7 @@
 //                 kvi64 compiled here, as C++
 //
 // bb_init(0), a warm-up that claims the ring and wraps it, then N calls in
-// loop_OP(), which callgrind collects alone (--toggle-collect=loop_*).
+// loop_<OP>(), which callgrind collects alone (--toggle-collect=loop_*).
 #include <blackbox.hpp>
 
 #include <cstdio>

@@ -48,7 +48,7 @@ void bf_rm_tree(const char *dir)
 	nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-void *bf_template(size_t size, size_t ring_size, unsigned records, size_t *len)
+void *bf_template(size_t size, size_t segment_size, unsigned records, size_t *len)
 {
 	char dir[] = "/dev/shm/boxfill-tmpl.XXXXXX", path[512] = "";
 	struct stat st;
@@ -66,9 +66,9 @@ void *bf_template(size_t size, size_t ring_size, unsigned records, size_t *len)
 	if (pid == 0) {
 		struct bb_options o = { .dir = dir, .size = size, .flags = BB_OPT_NO_ENV };
 
-		if (ring_size) {
-			o.ring_count = 1;
-			o.ring_size = ring_size;
+		if (segment_size) {
+			o.segment_count = 1;
+			o.segment_size = segment_size;
 		}
 		if (bb_init_opts(&o) < 0)
 			_exit(2);

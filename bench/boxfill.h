@@ -11,12 +11,12 @@
 
 /*
  * One real box: a child calls bb_init_opts() with @size bytes (0: the
- * default box) or, when @ring_size is not 0, one private ring of that
- * size, writes @records records and _exit()s (its box stays).  Returns
+ * default box) or, when @segment_size is not 0, one segment of that
+ * size (and the box that one segment needs), writes @records records and _exit()s (its box stays).  Returns
  * the box read back into memory (malloc'd), its length in *len.  Exits
  * the program on failure.
  */
-void *bf_template(size_t size, size_t ring_size, unsigned records, size_t *len);
+void *bf_template(size_t size, size_t segment_size, unsigned records, size_t *len);
 
 /*
  * Fill @dir with @n copies of @box, each claiming a distinct pid above

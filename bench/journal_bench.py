@@ -8,6 +8,12 @@ bb-reap sent: the box is decompressed to see that it is there).
 
     bench/journal_bench.py BUILD [-n ENTRIES] [-r RUNS] [--box-kib K]
 
+With --baseline OTHER_BUILD (e.g. a build of the previous release), the
+fleet questions instead, on entries of the last N * 10 seconds (one every
+10 s, 10 senders): --groups, --group ID, --list --since -1h and --groups
+--since -1h, each by both builds in the same run, with the ratio of their
+CPU times.  --data DIR keeps the journal files there (made once, reused).
+
 The journal files are written by systemd-journal-remote from the export
 format (no journald, no root).  Reports medians (the ratio is of CPU
 time, which a loaded machine disturbs less than wall time); asserts
@@ -37,6 +43,9 @@ def field(k, v):
     return k.encode() + b"=" + v + b"\n"
 
 
+T0_US, STEP_US = 1764000000000000, 1000
+
+
 def entry(i, sender, attached, box, rnd):
     builds = ["%040x" % (0x4bbca9 + b) for b in range(3)]
     b = builds[i % 3]
@@ -47,7 +56,7 @@ def entry(i, sender, attached, box, rnd):
         "#2 0x%016x /lib/x86_64-linux-gnu/libc.so.6+0x2724a %s" % (0x7f1400000000, "ab" * 20),
     ])
     out = b"".join([
-        field("__REALTIME_TIMESTAMP", str(1764000000000000 + i * 1000)),
+        field("__REALTIME_TIMESTAMP", str(T0_US + i * STEP_US)),
         field("__MONOTONIC_TIMESTAMP", str(i * 1000)),
         field("_BOOT_ID", "%032x" % sender),
         field("MESSAGE_ID", MESSAGE_ID), field("PRIORITY", "2"),
@@ -81,7 +90,7 @@ def make(d, n, senders, attached, box_kib):
                        stderr=subprocess.DEVNULL)
 
 
-def measure(argv, runs):
+def measure(argv, runs, ok=(0,)):
     """Median wall time, peak RSS (KiB, /usr/bin/time's: a forked python
     would count its own memory) and median CPU time."""
     times, cpu, rss = [], [], 0
@@ -90,12 +99,52 @@ def measure(argv, runs):
         p = subprocess.run(["/usr/bin/time", "-f", "%M %U %S"] + argv,
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         times.append(time.monotonic() - t)
-        if p.returncode != 0:
+        if p.returncode not in ok:
             sys.exit("%r: exit %d %r" % (argv, p.returncode, p.stderr[-300:]))
         m, u, s = p.stderr.decode().split()[-3:]
         rss = max(rss, int(m))
         cpu.append(float(u) + float(s))
     return statistics.median(times), rss, statistics.median(cpu)
+
+
+def fleet(a):
+    """The fleet questions, by this build and the baseline, same data."""
+    global T0_US, STEP_US
+    bx = os.path.join(a.build, "extractor", "bb-extract")
+    base = os.path.join(a.baseline, "extractor", "bb-extract")
+    d = a.data or tempfile.mkdtemp(prefix="bbjf.")
+    try:
+        if not os.path.isdir(d) or not os.listdir(d):
+            if os.path.isdir(d):
+                os.rmdir(d)
+            STEP_US = 10 * 1000000
+            T0_US = (int(time.time()) - a.n * 10) * 1000000
+            t = time.monotonic()
+            make(d, a.n, 10, True, a.box_kib)
+            print("made %d entries in %.0f s" % (a.n, time.monotonic() - t))
+        out = subprocess.run([bx, "--journal-directory", d, "--groups", "--json",
+                              "--no-symbols"], stdout=subprocess.PIPE, check=True).stdout
+        gid = out.split(b'"group":"')[1][:16].decode()
+        size = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))
+        print("%d entries, 10 senders, a %d KiB box each (%.0f MB of journal files), "
+              "median of %d runs" % (a.n, a.box_kib, size / 1e6, a.r))
+        print("%-26s %28s %28s %7s" % ("", "this build", "baseline", "ratio"))
+        print("%-26s %28s %28s" % ("", "wall    CPU  peak RSS", "wall    CPU  peak RSS"))
+        # --group ID: the newest box of the group is found and opened (the
+        # bench's boxes are no boxes: exit 4 once it is)
+        for what, args, ok in (("--groups", ["--groups"], (0,)),
+                               ("--group ID", ["--group", gid, "--quiet"], (0, 4)),
+                               ("--list --since -1h", ["--list", "--since", "-1h"], (0,)),
+                               ("--groups --since -1h", ["--groups", "--since", "-1h"], (0,))):
+            (t1, r1, c1), (t0, r0, c0) = (measure([b, "--journal-directory", d] + args, a.r,
+                                                  ok) for b in (bx, base))
+            print("%-26s %7.0f ms %5.0f ms %5.0f MB %7.0f ms %5.0f ms %5.0f MB %6.1fx" % (
+                what, t1 * 1e3, c1 * 1e3, r1 / 1024, t0 * 1e3, c0 * 1e3, r0 / 1024,
+                c0 / c1 if c1 else 0))
+    finally:
+        if not a.data:
+            shutil.rmtree(d, ignore_errors=True)
+    return 0
 
 
 def main():
@@ -104,10 +153,14 @@ def main():
     ap.add_argument("-n", type=int, default=5000)
     ap.add_argument("-r", type=int, default=5)
     ap.add_argument("--box-kib", type=int, default=64)
+    ap.add_argument("--baseline")
+    ap.add_argument("--data")
     a = ap.parse_args()
     if not os.access(REMOTE, os.X_OK):
         print("journal_bench: %s not installed: skipped" % REMOTE)
         return 77
+    if a.baseline:
+        return fleet(a)
     bx = os.path.join(a.build, "extractor", "bb-extract")
     tmp = tempfile.mkdtemp(prefix="bbjb.")
     try:

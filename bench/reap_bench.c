@@ -3,8 +3,8 @@
  * reap-bench - how bb-reap scales with the number of boxes.
  *
  * Usage: reap-bench BB-REAP [-s SIZE] [-u OWNERS] [-m MODES] [-a DIR] [-c HOW] [N...]
- *   -s SIZE    box size given to bb_init (default: one 4 KiB ring, a
- *              16 KiB box; 0: the default box)
+ *   -s SIZE    box size given to bb_init (default: one 4 KiB segment and
+ *              the smallest box it needs; 0: the default box)
  *   -u OWNERS  spread the boxes over this many owner uids (needs root)
  *   -m MODES   comma-separated, of: dry, young, reap, archive, packaged
  *              (default dry,young,reap,archive)

@@ -70,25 +70,31 @@ static void usage(FILE *f)
 "                    else from its death); a hung thread shows as an old one\n"
 "  -f, --follow      print new records as they are committed until the owner\n"
 "                    is gone (or SIGINT); report records lost in between\n"
-"  -q, --quiet       no verification report on stderr unless damage is found\n"
+"  -q, --quiet       no verification report on stderr unless damage is found\n",
+		PROG, PROG, PROG, PROG, BB_DEFAULT_DIR);
+	fprintf(f,
 "      --any-owner   accept a box file owned by another uid than its header's\n"
 "      --journal     read the boxes bb-reap --journal put into the local\n"
 "                    journal: --list them, or extract PID's\n"
 "      --journal-directory DIR  the same from the journal files in DIR\n"
-"                    (a collector's systemd-journal-remote output)\n"
+"                    (a collector's systemd-journal-remote output); again\n"
+"                    to read several collectors as one\n"
 "      --machine ID  with PID: the box of that machine (_MACHINE_ID); with\n"
 "                    --list, --groups, --group: that machine's entries\n"
 "      --boot ID     with PID: the box of that boot (BB_BOOT_ID)\n"
 "      --cursor C    the box of that journal entry (named when entries\n"
 "                    disagree, shown by --list --json)\n"
-"      --groups      with --journal: the crash groups (one bug each): count,\n"
-"                    hosts, first and last seen, builds, units, top frames\n"
+"      --groups      with --journal: the crash groups (one bug each): deaths,\n"
+"                    hosts, first and last seen, how it died, top frames,\n"
+"                    releases (and those it was not seen in), builds, units\n"
 "      --group ID    with --list or --groups: that group's entries only;\n"
 "                    alone: extract the newest box of that group\n"
 "      --since T, --until T  with --list, --groups, --group: entries from,\n"
 "                    until T (YYYY-MM-DD[THH:MM[:SS]] UTC, @EPOCH, -N[smhd])\n"
-"      --comm NAME, --unit UNIT, --state crashed|orphaned  the same, of that\n"
-"                    command, unit, liveness\n"
+"      --comm NAME, --unit UNIT, --release R  the same, of that command,\n"
+"                    unit, release (BB_RELEASE)\n"
+"      --state crashed|oom-kill|orphaned  the same, that died so\n"
+"      --wide        --list, --groups: every column (default: 120 at most)\n"
 "      --untrusted   with --journal --list: also the entries with our\n"
 "                    MESSAGE_ID that root's bb-reap did not send, flagged\n"
 "      --no-symbols  crash frames as module+offset only (no symboliser runs)\n"
@@ -103,7 +109,7 @@ static void usage(FILE *f)
 "      --no-uring    write output with write(2) (the default)\n"
 "  -h, --help        this help\n"
 "  -V, --version     version\n"
-"\n", PROG, PROG, PROG, PROG, BB_DEFAULT_DIR);
+"\n");
 	fprintf(f,
 "Options may stand before or after PID.\n"
 "\n"
@@ -174,7 +180,7 @@ static void add_debug_dir(struct bbx_opts *o, const char *dir)
 enum { OPT_ANY_OWNER = 256, OPT_NO_URING, OPT_URING, OPT_NO_SYMBOLS, OPT_DEBUG_DIR,
        OPT_DEBUGINFOD, OPT_JOURNAL, OPT_JOURNAL_DIR, OPT_MACHINE, OPT_BOOT, OPT_CURSOR,
        OPT_UNTRUSTED, OPT_RAW_NAMES, OPT_GROUPS, OPT_GROUP, OPT_SINCE, OPT_UNTIL, OPT_COMM,
-       OPT_UNIT, OPT_STATE, OPT_PERFETTO, OPT_SNAPSHOT };
+       OPT_UNIT, OPT_STATE, OPT_PERFETTO, OPT_SNAPSHOT, OPT_RELEASE, OPT_WIDE };
 
 /*
  * A point in time for --since / --until, as CLOCK_REALTIME microseconds:
@@ -273,7 +279,12 @@ static void set_option(int ch, char **argv, struct bbx_opts *o)
 	case OPT_SNAPSHOT: o->snapshot = true; break;
 	case 't': o->threads = true; break;
 	case OPT_JOURNAL: o->journal = true; break;
-	case OPT_JOURNAL_DIR: o->journal_dir = optarg; break;
+	case OPT_JOURNAL_DIR:
+		if (o->njournal_dirs == BBX_JOURNAL_DIRS_MAX)
+			usage_error("--journal-directory: at most %d", BBX_JOURNAL_DIRS_MAX);
+		o->journal_dirs[o->njournal_dirs++] = optarg;
+		o->journal_dir = o->journal_dirs[0];
+		break;
 	case OPT_MACHINE: o->machine = optarg; break;
 	case OPT_BOOT: o->boot = optarg; break;
 	case OPT_CURSOR: o->cursor = optarg; break;
@@ -285,10 +296,13 @@ static void set_option(int ch, char **argv, struct bbx_opts *o)
 	case OPT_COMM: o->comm = optarg; break;
 	case OPT_UNIT: o->unit = optarg; break;
 	case OPT_STATE:
-		if (strcmp(optarg, "crashed") && strcmp(optarg, "orphaned"))
-			usage_error("--state '%s': crashed or orphaned", optarg);
+		if (strcmp(optarg, "crashed") && strcmp(optarg, "orphaned") &&
+		    strcmp(optarg, "oom-kill"))
+			usage_error("--state '%s': crashed, oom-kill or orphaned", optarg);
 		o->state = optarg;
 		break;
+	case OPT_RELEASE: o->release = optarg; break;
+	case OPT_WIDE: o->wide = true; break;
 	case 'h':
 		usage(stdout);
 		exit(BBX_EXIT_CLEAN);
@@ -327,17 +341,20 @@ static void check_args(const struct bbx_opts *o)
 				    "bb-reap's entries are ever extracted)");
 		if (o->groups && o->list)
 			usage_error("give one of --list and --groups");
-		if ((o->since_us || o->until_us || o->comm || o->unit || o->state) &&
+		if ((o->since_us || o->until_us || o->comm || o->unit || o->state || o->release) &&
 		    !(o->list || o->groups || o->group))
-			usage_error("--since, --until, --comm, --unit and --state choose entries "
-				    "for --list, --groups or --group");
+			usage_error("--since, --until, --comm, --unit, --state and --release choose "
+				    "entries for --list, --groups or --group");
+		if (o->wide && !(o->list || o->groups))
+			usage_error("--wide widens --list and --groups: give it with one of them");
 		if (o->group && (o->pid || o->cursor))
 			usage_error("--group chooses a box itself: give it without PID or --cursor");
 	} else if (o->machine || o->boot || o->cursor || o->untrusted || o->groups || o->group ||
-		   o->since_us || o->until_us || o->comm || o->unit || o->state) {
+		   o->since_us || o->until_us || o->comm || o->unit || o->state || o->release ||
+		   o->wide) {
 		usage_error("--machine, --boot, --cursor, --untrusted, --groups, --group, "
-			    "--since, --until, --comm, --unit and --state choose among journal "
-			    "entries: give --journal or --journal-directory");
+			    "--since, --until, --comm, --unit, --state, --release and --wide choose "
+			    "among journal entries: give --journal or --journal-directory");
 	}
 	nsrc = !!o->pid + !!o->path + (o->list || o->groups) + o->all + (o->cursor && !o->pid) +
 	       (o->group && !o->list && !o->groups);
@@ -397,6 +414,8 @@ static void parse_args(int argc, char **argv, struct bbx_opts *o)
 		{ "comm",      required_argument, NULL, OPT_COMM },
 		{ "unit",      required_argument, NULL, OPT_UNIT },
 		{ "state",     required_argument, NULL, OPT_STATE },
+		{ "release",   required_argument, NULL, OPT_RELEASE },
+		{ "wide",      no_argument,       NULL, OPT_WIDE },
 		{ "help",      no_argument,       NULL, 'h' },
 		{ "version",   no_argument,       NULL, 'V' },
 		{ NULL, 0, NULL, 0 },

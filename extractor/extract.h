@@ -34,6 +34,9 @@ enum {
 
 enum bbx_format { BBX_FMT_TEXT, BBX_FMT_JSON, BBX_FMT_CBOR, BBX_FMT_PERFETTO };
 
+/* --journal-directory given at most this often. */
+#define BBX_JOURNAL_DIRS_MAX 16
+
 /* --debug-dir given at most this often. */
 #define DEBUG_DIRS_MAX 16
 
@@ -47,11 +50,15 @@ struct bbx_opts {
 	const char *debug_dirs[DEBUG_DIRS_MAX]; /* absolute */
 	size_t ndebug_dirs;
 	bool journal;        /* --journal, --journal-directory: journal-*.c */
-	const char *journal_dir, *machine, *boot, *cursor;
+	const char *journal_dir, *machine, *boot, *cursor; /* journal_dir: the first */
+	const char *journal_dirs[BBX_JOURNAL_DIRS_MAX]; /* every --journal-directory */
+	size_t njournal_dirs;
 	bool untrusted;      /* --untrusted: --list shows entries not from bb-reap too */
 	bool groups;         /* --groups: the crash groups of the entries */
 	const char *group;   /* --group ID: those of a group; alone, its newest box */
-	const char *comm, *unit, *state; /* --comm, --unit, --state: filters */
+	const char *comm, *unit, *state, *release; /* --comm, --unit, --state,
+						      --release: filters */
+	bool wide;           /* --wide: --list and --groups with every column */
 	int64_t since_us, until_us; /* --since, --until (0: none), CLOCK_REALTIME us */
 	/* A box taken out of a journal entry (journal-box.c) has no file, so no
 	 * file owner: whose it is comes from what the entry proves. */
@@ -70,6 +77,8 @@ struct bbx_thr {
 	char     name[16];
 	uint32_t claim;      /* enum bb_ring_claim of its log */
 	bool     shared_only;
+	bool     at_crash;   /* alive at the crash: the crash record's thread,
+	                      * or one asked for its stack (bbx_threads_ref()) */
 	uint64_t records;
 	bool     has_last, cut;
 	uint64_t ts;         /* its last record: box clock ns, */

@@ -94,6 +94,8 @@ struct sigb {
 	bool     named;
 	char    *top;
 	size_t   toplen;
+	char    *where;  /* of the first frame (struct bbx_sig) */
+	size_t   wherelen;
 };
 
 static void sig_str(struct sigb *b, const char *s)
@@ -134,14 +136,16 @@ static const char *plain_name(const char *name, char *buf, size_t len)
 }
 
 /* One logical frame: @name in the module @module (NULL: not named, the
- * module's offset @off stands for it). */
-static void sig_frame(struct sigb *b, const char *module, const char *name, uint64_t off)
+ * module's offset @off stands for it), at @loc (NULL: unknown). */
+static void sig_frame(struct sigb *b, const char *module, const char *name, uint64_t off,
+		      const struct bbx_loc *loc)
 {
 	char buf[64], shown[4200], plain[BBX_SYM_NAME_MAX + 1];
 
 	if (b->nframes == BBX_GROUP_FRAMES)
 		return;
-	b->nframes++;
+	if (!b->nframes++ && b->where && loc && loc->file && loc->line)
+		snprintf(b->where, b->wherelen, "%.100s:%u", base_name(loc->file), loc->line);
 	sig_str(b, base_name(module));
 	if (name) {
 		name = plain_name(name, plain, sizeof(plain));
@@ -166,22 +170,23 @@ static void sig_frames_of(struct sigb *b, const struct bbx_frame *f, bool app)
 		const char *fn = f->inlined[k].function;
 
 		if (fn && !(app && system_function(plain_name(fn, plain, sizeof(plain)))))
-			sig_frame(b, f->module, fn, 0);
+			sig_frame(b, f->module, fn, 0, &f->inlined[k]);
 	}
 	if (f->at.function && app &&
 	    system_function(plain_name(f->at.function, plain, sizeof(plain))))
 		return;
-	sig_frame(b, f->module, f->at.function, f->offset);
+	sig_frame(b, f->module, f->at.function, f->offset, &f->at);
 }
 
 void bbx_signature(const struct bbx_frame *f, size_t n, bool crashed, const uint8_t *exe_id,
 		   size_t exe_idlen, const char *comm, int signal, struct bbx_sig *out)
 {
 	struct sigb b = { .h = BB__FNV64_INIT, .named = true, .top = out->top,
-			  .toplen = sizeof(out->top) };
+			  .toplen = sizeof(out->top), .where = out->where,
+			  .wherelen = sizeof(out->where) };
 	char sigbuf[16];
 
-	out->top[0] = '\0';
+	out->top[0] = out->where[0] = '\0';
 	sig_str(&b, "bbgroup1");
 	if (!crashed) {
 		out->kind = BBX_GROUP_ORPHANED;
@@ -204,8 +209,9 @@ void bbx_signature(const struct bbx_frame *f, size_t n, bool crashed, const uint
 	}
 	/* no in-app frame: the program's name and the top frames, whoever's */
 	b = (struct sigb){ .h = BB__FNV64_INIT, .named = true, .top = out->top,
-			   .toplen = sizeof(out->top) };
-	out->top[0] = '\0';
+			   .toplen = sizeof(out->top), .where = out->where,
+			   .wherelen = sizeof(out->where) };
+	out->top[0] = out->where[0] = '\0';
 	sig_str(&b, "bbgroup1");
 	for (size_t i = 0; i < n && b.nframes < BBX_GROUP_FRAMES; i++) {
 		if (!f[i].module || f[i].trampoline)

@@ -38,6 +38,10 @@ struct bbx_sig {
 	bool named;                  /* every frame of it named by function */
 	char top[BBX_GROUP_TOP_MAX]; /* "parse_header < handle_request", raw
 					(escape it to print) */
+	char where[128];             /* "parse.c:42": the file (base name) and
+					line of its first frame, "" when unknown;
+					not part of the id (it moves with every
+					edit) */
 };
 
 /*

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <systemd/sd-journal.h>
@@ -70,36 +72,42 @@ static void show_fields(const struct bbx_jsel *s, sd_journal *j, const struct bb
 static void entry_frames(const struct bbx_jsel *s, sd_journal *j, const struct bbx_jentry *e,
 			 struct bbx_out *o, struct bbx_em *em, bool text)
 {
-	struct bbx_symcache *cache = bbx_symcache_new();
 	struct bb_crash *cr = calloc(1, sizeof(*cr));
 	struct bbx_frame *fr = calloc(BB_CRASH_MAX_FRAMES, sizeof(*fr));
 	char note[2048] = "", line[256];
-	struct bbx_jgent g;
+	const struct bbx_sframe *f = NULL;
+	struct bbx_jgset gs = { 0 };
+	struct bbx_jgent g = { 0 };
+	size_t nf = 0;
 	int r = -ENOMEM;
 
 	sd_journal_set_data_threshold(j, BBX_J_FIELD_MAX);
-	if (!cache || !cr || !fr || (r = bbx_j_take_gent(s, 0, j, e, &g)) < 0)
+	if (!cr || !fr || bbx_j_gset_init(&gs) < 0 ||
+	    (r = bbx_j_take_gent(s, 0, j, e, &gs, &g)) < 0)
 		goto out;
-	for (size_t i = 0; i < g.nf && !r; i++)
-		r = bbx_symcache_add(cache, &g.f[i], g.owner);
+	if (g.stack) {
+		f = g.stack->f;
+		nf = g.stack->nf;
+	}
+	/* every frame of it shown, the system's too */
+	for (size_t i = 0; i < nf && !r; i++)
+		r = bbx_symcache_add(gs.cache, &f[i], g.owner);
 	if (!r && s->opt && !s->opt->no_symbols) {
 		struct bbx_sym_opts so;
 
 		bbx_sym_opts_init(s->opt, g.owner, &so);
-		r = bbx_symcache_resolve(cache, &so, note, sizeof(note));
+		r = bbx_symcache_resolve(gs.cache, &so, note, sizeof(note));
 	}
+	if (!r)
+		r = bbx_j_group_of(&gs, &g, fr);
 	if (!r) {
-		bbx_symcache_frames(cache, g.f, g.nf, g.owner, fr);
-		bbx_signature(fr, g.nf, g.crashed, g.exe, g.exelen, g.comm, g.signal, &g.sig);
-		if (g.incident)
-			bbx_signature_event(&g.sig, g.e.liveness);
-		cr->nframes = (uint32_t)g.nf;
-		for (size_t i = 0; i < g.nf; i++) {
-			cr->frames[i] = g.f[i].addr;
-			cr->frame_flags[i] = g.f[i].flags;
+		cr->nframes = (uint32_t)nf;
+		for (size_t i = 0; i < nf; i++) {
+			cr->frames[i] = f[i].addr;
+			cr->frame_flags[i] = f[i].flags;
 		}
 		if (text) {
-			if (g.nf) {
+			if (nf) {
 				bbx_out_str(o, "*** the crash stack of the entry (BB_STACK):\n");
 				bbx_crash_frames_text(o, cr, fr, s->opt && s->opt->raw_names);
 			}
@@ -112,7 +120,7 @@ static void entry_frames(const struct bbx_jsel *s, sd_journal *j, const struct b
 		} else {
 			bbx_em_key(em, "frames");
 			bbx_em_array(em);
-			for (size_t i = 0; i < g.nf; i++)
+			for (size_t i = 0; i < nf; i++)
 				bbx_frame_struct(em, &fr[i], s->opt && s->opt->raw_names);
 			bbx_em_end(em);
 			bbx_em_kv_str(em, "group", g.sig.id);
@@ -121,12 +129,12 @@ static void entry_frames(const struct bbx_jsel *s, sd_journal *j, const struct b
 				bbx_em_kv_str(em, "symbols_note", note);
 		}
 	}
-	free(g.cursor);
-	bbx_stack_free(g.f, g.nf);
 out:
 	if (r < 0)
 		bbx_msg("journal", "the entry's stack: %s", strerror(-r));
-	bbx_symcache_free(cache);
+	free(g.cursor);
+	free(g.message);
+	bbx_j_gset_free(&gs);
 	free(cr);
 	free(fr);
 }
@@ -234,11 +242,17 @@ static int find_claims(const struct bbx_jsel *s, const struct bbx_jsrcs *srcs, s
 			err[0] = '\0';
 			continue;
 		}
-		SD_JOURNAL_FOREACH(j) {
+		/* a cursor names one entry: the journal seeks to it, nothing
+		 * else is read (--group ID alone comes here) */
+		if (s->cursor ? sd_journal_seek_cursor(j, s->cursor) : sd_journal_seek_head(j)) {
+			bbx_j_close(j);
+			continue;
+		}
+		while (sd_journal_next(j) > 0) {
+			if (s->cursor && sd_journal_test_cursor(j, s->cursor) <= 0)
+				break;
 			bbx_j_read_entry(j, &e);
 			if (s->pid && e.pid != s->pid)
-				continue;
-			if (s->cursor && sd_journal_test_cursor(j, s->cursor) <= 0)
 				continue;
 			r = add_claim(l, i, j, &e);
 			if (r < 0) {
@@ -400,13 +414,63 @@ static bool entry_owner(const struct bbx_jbox *jb, const struct bb_box_info *in,
 }
 
 /*
+ * The box of an entry: as bb-reap sent it with --compress=zstd (the
+ * default: BB_BOX_ENCODING=zstd, one zstd frame) or as it was.  A frame
+ * goes to the reader as a compressed archive does, through a memory file
+ * (reader_zstd.c bounds and checks it as any archive); a plain box from
+ * memory (bb_reader_open_mem()).  Returns what they return.
+ */
+static int open_box(const struct bbx_jbox *jb, struct bb_reader **r, char *err, size_t errlen)
+{
+	static const uint8_t zstd_magic[4] = { 0x28, 0xb5, 0x2f, 0xfd };
+	const uint8_t *p = jb->box;
+	size_t done = 0;
+	int fd, ret;
+
+	if (jb->len < 4 || memcmp(p, zstd_magic, 4))
+		return bb_reader_open_mem(jb->box, jb->len, 0, r, err, errlen);
+	fd = memfd_create("bb-extract-box", MFD_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "a compressed box: memfd_create: %s", strerror(errno));
+		return -errno;
+	}
+	while (done < jb->len) {
+		ssize_t w = write(fd, p + done, jb->len - done);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			ret = w < 0 ? -errno : -EIO;
+			snprintf(err, errlen, "a compressed box: %s", strerror(-ret));
+			close(fd);
+			return ret;
+		}
+		done += (size_t)w;
+	}
+	/* a box from memory has no file time (ages of threads count from
+	 * its records), nor does this one */
+	if (futimens(fd, (const struct timespec[2]){ { 0, 0 }, { 0, 0 } }) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "a compressed box: futimens: %s", strerror(-ret));
+		close(fd);
+		return ret;
+	}
+	/* the memory file is ours: whose box it is, the entry says and
+	 * entry_owner() checks, as for a box from memory */
+	ret = bb_reader_open_fd(fd, "<memory>", BB_OPEN_ANY_OWNER, r, err, errlen);
+	close(fd);
+	return ret;
+}
+
+/*
  * --journal, --journal-directory: --list the entries, or take PID's box out
  * of its entry and extract it exactly as a file (the reader API checks the
  * bytes as it checks any box): same output, same exit status.
  */
 int bbx_journal_main(const struct bbx_opts *o)
 {
-	struct bbx_jsel sel = { .dir = o->journal_dir, .pid = o->pid, .machine = o->machine,
+	struct bbx_jsel sel = { .dir = o->journal_dir, .dirs = o->journal_dirs,
+				.ndirs = o->njournal_dirs, .pid = o->pid, .machine = o->machine,
 				.boot = o->boot, .cursor = o->cursor, .untrusted = o->untrusted,
 				.opt = o };
 	char *chosen = NULL;
@@ -434,7 +498,7 @@ int bbx_journal_main(const struct bbx_opts *o)
 		free(chosen);
 	}
 	if (code == BBX_J_BOX) {
-		int ret = bb_reader_open_mem(jb.box, jb.len, 0, &r, err, sizeof(err));
+		int ret = open_box(&jb, &r, err, sizeof(err));
 		struct bbx_opts eo = *o;
 
 		free(jb.box);

@@ -59,68 +59,130 @@
 /* ---- fields ------------------------------------------------------------- */
 
 /*
- * The fields read here that no entry of the journal being read has.
- * Looking up a field an entry lacks compares the name of every one of its
- * items, and libsystemd decompresses each compressed item (BB_BOX, up to
- * 128 KiB of it, with a fresh zstd context) to do so: two thirds of a
- * --list's time.  sd_journal_enumerate_fields() reads the files' field
- * objects and decompresses nothing.
+ * The fields read here, each entry's read in one pass.  Looking a field up
+ * (sd_journal_get_data()) walks the entry's items and, for each
+ * compressed one (BB_BOX, BB_RECORDS, BB_STATE_JSON), decompresses its
+ * start with a fresh zstd context to compare the name: done for each of
+ * the ~25 fields an entry is read for, that was most of a --groups' time.
+ * bbx_j_read_entry() enumerates the items once instead, with a small data
+ * threshold (a compressed item is decompressed that far only), and keeps
+ * the values of these fields; bbx_j_get() answers from them, and looks up
+ * only a value that was cut by the threshold and is wanted longer.
  */
 static const char *const our_fields[] = {
 	BBJ_BOOT_ID, BBJ_BOX_ATTACHED, BBJ_BOX_SIZE, BBJ_BUILD_ID, BBJ_COMM,
-	BBJ_CRASH_KIND, BBJ_LIVENESS, BBJ_PID, BBJ_RELEASE, BBJ_SIGNAL, BBJ_SIGNAL_NAME,
-	BBJ_STACK, BBJ_STACK_KINDS, BBJ_STARTTIME, BBJ_SUPPRESSED, BBJ_UID, BBJ_UNIT,
-	"MESSAGE", "_HOSTNAME", "_MACHINE_ID", "_TRANSPORT", "_UID", BBJ_OOM_KILL,
+	BBJ_CRASH_KIND, BBJ_CRASH_REASON, BBJ_LIVENESS, BBJ_PID, BBJ_RELEASE, BBJ_SIGNAL,
+	BBJ_SIGNAL_NAME, BBJ_STACK, BBJ_STACK_KINDS, BBJ_STARTTIME, BBJ_SUPPRESSED, BBJ_UID,
+	BBJ_UNIT, BBJ_OOM_KILL, BBJ_BOX, BBJ_BUDGET_REMOVED, "MESSAGE", "_HOSTNAME",
+	"_MACHINE_ID", "_TRANSPORT", "_UID",
 };
 #define NOUR_FIELDS (sizeof(our_fields) / sizeof(our_fields[0]))
+#define ENTRY_THRESHOLD 2048 /* bytes of a value the one pass keeps */
 
+/* The entry read last, by its journal and where it is (the journal's
+ * timestamps and boot: what tells entries of one journal apart cheaply). */
 static struct {
 	const sd_journal *j;
-	bool absent[NOUR_FIELDS];
-} fields_of;
+	bool        valid;
+	uint64_t    rt, mono;
+	sd_id128_t  boot;
+	bool        present[NOUR_FIELDS], cut[NOUR_FIELDS];
+	uint16_t    len[NOUR_FIELDS];
+	char        v[NOUR_FIELDS][ENTRY_THRESHOLD];
+} cur;
 
-/* Field names read at most: a file with more (a sender's doing) gets
- * every field looked up. */
-#define FIELD_NAMES_MAX 65536
-
-static void learn_fields(sd_journal *j)
+static int field_index(const char *name, size_t k)
 {
-	const char *f;
-	size_t n = 0;
-	int r;
+	static size_t len[NOUR_FIELDS];
 
-	fields_of.j = NULL;
-	for (size_t i = 0; i < NOUR_FIELDS; i++)
-		fields_of.absent[i] = true;
-	sd_journal_restart_fields(j);
-	while ((r = sd_journal_enumerate_fields(j, &f)) > 0 && ++n <= FIELD_NAMES_MAX)
+	if (!len[0])
 		for (size_t i = 0; i < NOUR_FIELDS; i++)
-			if (!strcmp(f, our_fields[i]))
-				fields_of.absent[i] = false;
-	/* an error or too many names: nothing is known to be absent */
-	if (r == 0)
-		fields_of.j = j;
+			len[i] = strlen(our_fields[i]);
+	/* an entry's every item is looked up here: the length first */
+	for (size_t i = 0; i < NOUR_FIELDS; i++)
+		if (len[i] == k && !memcmp(our_fields[i], name, k))
+			return (int)i;
+	return -1;
 }
 
-static bool known_absent(const sd_journal *j, const char *field)
+static int where_of(sd_journal *j, uint64_t *rt, uint64_t *mono, sd_id128_t *boot)
 {
-	if (j != fields_of.j)
-		return false;
-	for (size_t i = 0; i < NOUR_FIELDS; i++)
-		if (!strcmp(field, our_fields[i]))
-			return fields_of.absent[i];
-	return false;
+	int r = sd_journal_get_realtime_usec(j, rt);
+
+	return r < 0 ? r : sd_journal_get_monotonic_usec(j, mono, boot);
+}
+
+/* Whether the values kept are those of the entry @j is at. */
+static bool cached(sd_journal *j)
+{
+	uint64_t rt, mono;
+	sd_id128_t boot;
+
+	return cur.valid && cur.j == j && where_of(j, &rt, &mono, &boot) >= 0 &&
+	       rt == cur.rt && mono == cur.mono && sd_id128_equal(boot, cur.boot);
+}
+
+/* Every item of the entry @j is at, once: our fields' values kept. */
+static void load_entry(sd_journal *j)
+{
+	const void *d;
+	size_t l;
+
+	cur.valid = false;
+	if (where_of(j, &cur.rt, &cur.mono, &cur.boot) < 0)
+		return;
+	memset(cur.present, 0, sizeof(cur.present));
+	sd_journal_set_data_threshold(j, ENTRY_THRESHOLD);
+	SD_JOURNAL_FOREACH_DATA(j, d, l) {
+		const char *p = d, *eq = memchr(p, '=', l < 64 ? l : 64);
+		int i = eq ? field_index(p, (size_t)(eq - p)) : -1;
+		size_t n;
+
+		/* the first of a field, as sd_journal_get_data() finds it */
+		if (i < 0 || cur.present[i])
+			continue;
+		n = l - (size_t)(eq - p) - 1;
+		if (n >= ENTRY_THRESHOLD)
+			n = ENTRY_THRESHOLD - 1;
+		memcpy(cur.v[i], eq + 1, n);
+		cur.len[i] = (uint16_t)n;
+		cur.cut[i] = l >= ENTRY_THRESHOLD;
+		cur.present[i] = true;
+	}
+	/* what is looked up afterwards is wanted whole (BB_STACK) */
+	sd_journal_set_data_threshold(j, BBX_J_FIELD_MAX);
+	cur.j = j;
+	cur.valid = true;
+}
+
+bool bbx_j_has(sd_journal *j, const char *field)
+{
+	int i = field_index(field, strlen(field));
+	const void *d;
+	size_t l;
+
+	if (i >= 0 && cached(j))
+		return cur.present[i];
+	return sd_journal_get_data(j, field, &d, &l) >= 0;
 }
 
 /* A field's value ("" when absent), at most @max bytes, NUL-terminated. */
 size_t bbx_j_get(sd_journal *j, const char *field, char *buf, size_t max)
 {
-	const void *d;
 	size_t l, k = strlen(field);
+	int i = field_index(field, k);
+	const void *d;
 
 	buf[0] = '\0';
-	if (known_absent(j, field) ||
-	    sd_journal_get_data(j, field, &d, &l) < 0 || l <= k || memcmp(d, field, k) ||
+	if (i >= 0 && cached(j) && (!cur.present[i] || !cur.cut[i] || cur.len[i] + 1u >= max)) {
+		l = cur.present[i] ? cur.len[i] : 0;
+		if (l >= max)
+			l = max - 1;
+		memcpy(buf, cur.v[i], l);
+		buf[l] = '\0';
+		return l;
+	}
+	if (sd_journal_get_data(j, field, &d, &l) < 0 || l <= k || memcmp(d, field, k) ||
 	    ((const char *)d)[k] != '=')
 		return 0;
 	l -= k + 1;
@@ -264,7 +326,11 @@ static int scan_dir(struct bbx_jsrcs *s, const char *dir, const char *prefix, in
 			continue;
 		if (S_ISDIR(st.st_mode) && depth == 0 && bbx_j_id128(de->d_name, id) &&
 		    strlen(de->d_name) == 32) {
-			r = scan_dir(s, path, de->d_name, 1, nfiles);
+			char sub[BBX_J_SENDER_MAX];
+
+			if (snprintf(sub, sizeof(sub), "%s%s%s", prefix, prefix[0] ? "/" : "",
+				     de->d_name) < (int)sizeof(sub))
+				r = scan_dir(s, path, sub, 1, nfiles);
 			continue;
 		}
 		if (!S_ISREG(st.st_mode) || !sender_of(de->d_name, stem, sizeof(stem)) ||
@@ -299,15 +365,22 @@ int bbx_j_load_sources(const struct bbx_jsel *sel, struct bbx_jsrcs *s, char *er
 		s->n = 1;
 		return 0;
 	}
-	r = scan_dir(s, sel->dir, "", 0, &nfiles);
-	if (r < 0) {
-		bbx_j_srcs_free(s);
-		snprintf(err, errlen, "cannot read the journal in %s: %s", sel->dir,
-			 r == -E2BIG ? "more than 65536 journal files" : strerror(-r));
-		return r;
+	/* several directories (collectors): a sender is named with its
+	 * directory, so that two collectors' files of one host stay apart */
+	for (size_t i = 0; i < (sel->ndirs ? sel->ndirs : 1); i++) {
+		const char *dir = sel->ndirs ? sel->dirs[i] : sel->dir;
+
+		r = scan_dir(s, dir, sel->ndirs > 1 ? dir : "", 0, &nfiles);
+		if (r < 0) {
+			bbx_j_srcs_free(s);
+			snprintf(err, errlen, "cannot read the journal in %s: %s", dir,
+				 r == -E2BIG ? "more than 65536 journal files" : strerror(-r));
+			return r;
+		}
 	}
 	if (!s->n) {
-		snprintf(err, errlen, "no journal file in %s", sel->dir);
+		snprintf(err, errlen, "no journal file in %s%s", sel->dir,
+			 sel->ndirs > 1 ? " and the other directories" : "");
 		return -ENOENT;
 	}
 	qsort(s->v, s->n, sizeof(*s->v), by_sender);
@@ -321,6 +394,43 @@ static int match(sd_journal *j, const char *field, const char *v)
 	int n = snprintf(m, sizeof(m), "%s=%s", field, v);
 
 	return sd_journal_add_match(j, m, (size_t)n);
+}
+
+/*
+ * The filters of the command line as journal matches, so that the
+ * journal's own index of each field's values chooses the entries
+ * (bbx_j_wanted() still checks every one): --comm, --unit, --release
+ * given up to 256 bytes, --state as BB_LIVENESS (and BB_OOM_KILL=1 for
+ * oom-kill).  0 or -errno.
+ */
+static int match_filters(sd_journal *j, const struct bbx_opts *o)
+{
+	const char *const fv[][2] = {
+		{ BBJ_COMM, o->comm }, { BBJ_UNIT, o->unit }, { BBJ_RELEASE, o->release },
+		{ BBJ_LIVENESS, o->state && !strcmp(o->state, "crashed") ? "crashed"
+				: o->state ? "orphaned" : NULL },
+		{ BBJ_OOM_KILL, o->state && !strcmp(o->state, "oom-kill") ? "1" : NULL },
+	};
+	int r = 0;
+
+	for (size_t i = 0; i < sizeof(fv) / sizeof(fv[0]) && !r; i++) {
+		char m[320];
+		int n;
+
+		if (!fv[i][1] || strlen(fv[i][1]) > 256)
+			continue;
+		n = snprintf(m, sizeof(m), "%s=%s", fv[i][0], fv[i][1]);
+		r = sd_journal_add_match(j, m, (size_t)n);
+	}
+	return r;
+}
+
+int bbx_j_seek_first(sd_journal *j, const struct bbx_jsel *s)
+{
+	/* the journal's index by time: entries before --since are not read */
+	if (s->opt && s->opt->since_us > 0)
+		return sd_journal_seek_realtime_usec(j, (uint64_t)s->opt->since_us);
+	return sd_journal_seek_head(j);
 }
 
 /* Check the selection's ids; 0 or -EINVAL (@err set). */
@@ -341,8 +451,8 @@ int bbx_j_check_sel(const struct bbx_jsel *s, char *err, size_t errlen)
 
 void bbx_j_close(sd_journal *j)
 {
-	if (fields_of.j == j)
-		fields_of.j = NULL; /* the next journal may get its address */
+	if (cur.j == j)
+		cur.valid = false; /* the next journal may get its address */
 	sd_journal_close(j);
 }
 
@@ -374,6 +484,8 @@ int bbx_j_open(const struct bbx_jsel *s, const struct bbx_jsrc *src, sd_journal 
 		r = match(j, "_MACHINE_ID", id);
 	if (!r && s->boot && bbx_j_id128(s->boot, id))
 		r = match(j, BBJ_BOOT_ID, id);
+	if (!r && s->opt)
+		r = match_filters(j, s->opt);
 	if (r < 0) {
 		snprintf(err, errlen, "journal match: %s", strerror(-r));
 		bbx_j_close(j);
@@ -381,7 +493,6 @@ int bbx_j_open(const struct bbx_jsel *s, const struct bbx_jsrc *src, sd_journal 
 	}
 	/* nothing here needs a field whole but BB_BOX (threshold 0 then) */
 	sd_journal_set_data_threshold(j, BBX_J_FIELD_MAX);
-	learn_fields(j);
 	*jp = j;
 	return 0;
 }
@@ -396,13 +507,21 @@ static void esc_field(sd_journal *j, const char *field, char *out, size_t outlen
 	bb_escape_text(raw, n, out, outlen);
 }
 
+const char *bbx_j_liveness(const struct bbx_jentry *e)
+{
+	if (!strcmp(e->liveness, "crashed"))
+		return "crashed";
+	if (e->oom)
+		return "oom-kill";
+	return e->liveness[0] ? e->liveness : "?";
+}
+
 void bbx_j_read_entry(sd_journal *j, struct bbx_jentry *e)
 {
 	char raw[64];
-	const void *d;
-	size_t l;
 
 	memset(e, 0, sizeof(*e));
+	load_entry(j);
 	esc_field(j, "_HOSTNAME", e->host, sizeof(e->host), 64);
 	if (!bbx_j_get(j, "_MACHINE_ID", raw, sizeof(raw)) || !bbx_j_id128(raw, e->machine))
 		strcpy(e->machine, "-");
@@ -427,10 +546,9 @@ void bbx_j_read_entry(sd_journal *j, struct bbx_jentry *e)
 		e->usec = 0;
 	e->time[bbx_fmt_time(e->time, (int64_t)(e->usec > INT64_MAX / 1000 ? 0 : e->usec * 1000))] =
 		'\0';
-	/* is BB_BOX there?  bb-reap says so in BB_BOX_ATTACHED; asking for
-	 * BB_BOX itself decompresses it whole (the threshold only cuts what
-	 * is returned), so only an entry without that field is asked */
+	/* is BB_BOX there?  bb-reap says so in BB_BOX_ATTACHED; an entry
+	 * without that field has it when the one pass saw it */
 	e->has_box = bbx_j_get(j, BBJ_BOX_ATTACHED, raw, sizeof(raw)) ? !strcmp(raw, "1")
-		   : sd_journal_get_data(j, BBJ_BOX, &d, &l) >= 0;
+		   : bbx_j_has(j, BBJ_BOX);
 }
 

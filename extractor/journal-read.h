@@ -34,6 +34,8 @@ struct bbx_opts;
 /* Which entries. */
 struct bbx_jsel {
 	const char *dir;     /* --journal-directory, or NULL: the local journal */
+	const char *const *dirs; /* every --journal-directory (dirs[0] is dir) */
+	size_t      ndirs;
 	pid_t       pid;     /* the box's pid (BB_PID), 0 for --list or --cursor */
 	const char *machine; /* --machine: _MACHINE_ID, or NULL */
 	const char *boot;    /* --boot: BB_BOOT_ID (with or without dashes), or NULL */
@@ -110,30 +112,59 @@ struct bbx_jentry {
 	bool     has_box, trusted, oom; /* oom: BB_OOM_KILL=1, the kernel's OOM killer */
 };
 
-/* One entry as a group sees it. */
+/*
+ * Strings and stacks many entries share, kept once (journal-groups.c):
+ * a fleet's entries name a few hundred hosts, releases and units and a
+ * few thousand stacks.  bbx_jpool_intern() returns the pool's copy of the
+ * @n bytes at @s (NUL-terminated) and, in *@val when @val is given, the
+ * slot of a value that belongs to it (holding NULL at first; valid until
+ * the next call; NULL itself for a key given a copy of its own because
+ * too many keys share its hash); NULL when out of memory.
+ */
+struct bbx_jpool;
+struct bbx_jpool *bbx_jpool_new(void);
+void bbx_jpool_free(struct bbx_jpool *p);
+const char *bbx_jpool_intern(struct bbx_jpool *p, const void *s, size_t n, void ***val);
+
+/* One crash stack as its frames' modules, offsets, build ids and kinds
+ * say it (the addresses of the first entry that had it), for one owner. */
+struct bbx_jstack {
+	struct bbx_sframe *f;
+	size_t             nf;
+};
+
+/* One entry as --groups and --list see it: 300 bytes or so, its strings
+ * the pool's (raw: escape them to print; "" when absent). */
 struct bbx_jgent {
 	size_t             src;
 	uint64_t           usec;
-	char              *cursor;
-	struct bbx_sframe *f;
-	size_t             nf;
-	uint32_t           owner;  /* whose privileges its symbols are parsed with */
-	uint8_t            exe[64];/* BB_BUILD_ID */
-	size_t             exelen;
-	char               comm[64 + 1], host[64 + 1], machine[33], unit[256 + 1];
-	char               release[128 + 1], build[2 * 64 + 1], time[BBX_TIME_MAX];
-	bool               crashed, has_box;
-	bool               incident;  /* BB_LIVENESS hang or snapshot: a live owner's */
-	int                signal;
-	long long          suppressed;
-	struct bbx_sig     sig;
-	struct bbx_jentry  e;      /* what --list prints of it */
+	char              *cursor;   /* NULL for the text of --list and --groups */
+	char              *message;  /* MESSAGE, for --list --json only (else NULL) */
+	const struct bbx_jstack *stack; /* NULL: no BB_STACK */
+	uint32_t           owner;    /* whose privileges its symbols are parsed with */
+	const char        *comm, *host, *machine, *boot, *unit, *release, *build;
+	const char        *reason;   /* BB_CRASH_REASON of a bb_crash_record() */
+	const char        *liveness, *signame, *uid_raw, *transport; /* escaped */
+	long long          pid, uid, starttime, signal, box_size, suppressed;
+	long long          budget;   /* BB_BUDGET_REMOVED: deaths the budget removed */
+	int                sigsig;   /* the signal the signature takes (bbx_signature()) */
+	bool               crashed, has_box, trusted, oom;
+	bool               incident; /* BB_LIVENESS hang or snapshot: a live owner's */
+	struct {
+		char        id[17];
+		uint8_t     kind;    /* enum bbx_group_kind */
+		bool        named;
+		const char *top, *where; /* the pool's */
+	} sig;
 };
 
 struct bbx_jgset {
 	struct bbx_jgent    *v;
 	size_t               n, cap;
 	struct bbx_symcache *cache;
+	struct bbx_jpool    *pool;
+	struct bbx_jstack  **stacks; /* every one in the pool, to free */
+	size_t               nstacks, stackcap;
 };
 
 
@@ -143,6 +174,7 @@ struct bbx_jgset {
  * bbx_j_id128() takes an id with or without dashes to 32 lowercase hex
  * digits (false: not an id). */
 size_t bbx_j_get(sd_journal *j, const char *field, char *buf, size_t max);
+bool bbx_j_has(sd_journal *j, const char *field);
 long long bbx_j_get_num(sd_journal *j, const char *field, long long dflt);
 bool bbx_j_id128(const char *s, char out[33]);
 
@@ -158,9 +190,16 @@ int bbx_j_check_sel(const struct bbx_jsel *s, char *err, size_t errlen);
 int bbx_j_open(const struct bbx_jsel *s, const struct bbx_jsrc *src, sd_journal **jp,
 	       char *err, size_t errlen);
 void bbx_j_close(sd_journal *j);
+/* Before the first entry of @s: the journal's head, or where --since
+ * starts.  0 or -errno. */
+int bbx_j_seek_first(sd_journal *j, const struct bbx_jsel *s);
 
-/* journal-read.c: the entry @j is at into @e. */
+/* journal-read.c: the entry @j is at into @e; how it died in the one
+ * vocabulary of text, JSON and --state: "crashed", "oom-kill" (killed by
+ * the kernel's OOM killer), "orphaned" (any other death without a word),
+ * or what BB_LIVENESS says when it is none of those. */
 void bbx_j_read_entry(sd_journal *j, struct bbx_jentry *e);
+const char *bbx_j_liveness(const struct bbx_jentry *e);
 
 /* journal-groups.c: whether @e passes the filters of @s; the entry at @j
  * into @g (0 or -ENOMEM); every entry of @s with its group into @gs (0 or
@@ -169,7 +208,14 @@ void bbx_j_read_entry(sd_journal *j, struct bbx_jentry *e);
  * newest entry with a box (0 or an exit code, @err set). */
 bool bbx_j_wanted(const struct bbx_jsel *s, sd_journal *j, const struct bbx_jentry *e);
 int bbx_j_take_gent(const struct bbx_jsel *s, size_t src, sd_journal *j,
-		    const struct bbx_jentry *e, struct bbx_jgent *g);
+		    const struct bbx_jentry *e, struct bbx_jgset *gs, struct bbx_jgent *g);
+int bbx_j_gset_init(struct bbx_jgset *gs);
+/* The group of @g from its stack as @gs's cache resolved it; -ENOMEM. */
+int bbx_j_group_of(struct bbx_jgset *gs, struct bbx_jgent *g, struct bbx_frame *fr);
+/* The vocabulary of bbx_j_liveness() for an entry taken. */
+const char *bbx_j_gliveness(const struct bbx_jgent *g);
+/* @usec as bbx_fmt_time() writes it, into @buf (BBX_TIME_MAX bytes). */
+const char *bbx_j_time(uint64_t usec, char *buf);
 int bbx_j_collect(const struct bbx_jsel *s, const struct bbx_jsrcs *srcs,
 		  struct bbx_jgset *gs, char *err, size_t errlen);
 void bbx_j_gset_free(struct bbx_jgset *g);

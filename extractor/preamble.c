@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -269,8 +270,11 @@ void bbx_frame_struct(struct bbx_em *em, const struct bbx_frame *f, bool raw)
  *   "*** stack overflow: fault address 0x7ffd1000 is 8 bytes below the stack pointer 0x7ffd1008"
  *   "*** fatal: thread 42 (w), at T"
  *   "*** reason: <the text bb_crash_record() was given>"
+ *   "*** aborted (SIGABRT) after: <reason>" (a fatal record, then the
+ *     signal @ended the process with: the header's phase_signal)
+ *   "*** reason: <glibc's assert message>" (a SIGABRT record, 3.2)
  * The thread name and the reason are the box's: escaped, one line each. */
-static void text_head(struct bbx_out *o, const struct bb_crash *cr, const char *t)
+static void text_head(struct bbx_out *o, const struct bb_crash *cr, const char *t, int ended)
 {
 	const char *sig = bbx_signal_name(cr->signal), *code = bbx_sigcode_name(cr->signal, cr->code);
 	char line[512], addr[48] = "";
@@ -308,7 +312,18 @@ static void text_head(struct bbx_out *o, const struct bb_crash *cr, const char *
 			     (unsigned long long)cr->sp);
 		bbx_out_put(o, line, (size_t)n);
 	}
-	if (cr->kind == BB_CRASH_KIND_FATAL) {
+	if (cr->kind == BB_CRASH_KIND_FATAL && ended > 0) {
+		const char *name = bbx_signal_name(ended);
+
+		n = snprintf(line, sizeof(line), "*** %s (%s) after: ",
+			     ended == SIGABRT ? "aborted" : "killed", name ? name : "signal");
+		bbx_out_put(o, line, (size_t)n);
+		if (cr->reason_len)
+			bbx_put_escaped(o, cr->reason, cr->reason_len);
+		else
+			bbx_out_str(o, "(no reason given)");
+		bbx_out_char(o, '\n');
+	} else if (cr->kind == BB_CRASH_KIND_FATAL || cr->reason_len) {
 		bbx_out_str(o, "*** reason: ");
 		if (cr->reason_len)
 			bbx_put_escaped(o, cr->reason, cr->reason_len);
@@ -325,6 +340,7 @@ struct stacks {
 	struct bb_crash *v;
 	size_t *first;       /* index of each one's frame 0 in the frames */
 	uint32_t n, asked;
+	uint32_t threads;    /* the process's threads at the crash; 0 unknown */
 };
 
 /* Text: "*** thread 42 (w), at T:" and its frames; "*** thread 43 (x): no
@@ -360,6 +376,11 @@ static void text_stacks(struct bbx_out *o, const struct stacks *s, const struct 
 	if (s->asked > s->n) {
 		n = snprintf(line, sizeof(line), "*** %u more threads not asked for their stacks: "
 			     "the box has room for %u\n", s->asked - s->n, s->n);
+		bbx_out_put(o, line, (size_t)n);
+	}
+	if (s->threads > 1) {   /* a process of one thread: nothing to add */
+		n = snprintf(line, sizeof(line), "*** %u threads at the crash, the crashing one "
+			     "included\n", s->threads);
 		bbx_out_put(o, line, (size_t)n);
 	}
 }
@@ -405,6 +426,8 @@ static void struct_stacks(struct bbx_em *em, const struct stacks *s, const struc
 	bbx_em_end(em);
 	if (s->asked > s->n)
 		bbx_em_kv_u64(em, "threads_not_asked", s->asked - s->n);
+	if (s->threads)
+		bbx_em_kv_u64(em, "threads_at_crash", s->threads);
 }
 
 /* JSON / CBOR: one {"type":"crash"} record; what a kind has (FORMAT.md
@@ -427,6 +450,10 @@ static void struct_crash(struct bbx_em *em, const struct bb_crash *cr, const cha
 		bbx_em_key(em, "reason");
 		bbx_em_str(em, cr->reason, cr->reason_len);
 	} else {
+		if (cr->reason_len) {   /* 3.2: glibc's abort message */
+			bbx_em_key(em, "reason");
+			bbx_em_str(em, cr->reason, cr->reason_len);
+		}
 		bbx_em_kv_i64(em, "signal", cr->signal);
 		if (sig)
 			bbx_em_kv_str(em, "signal_name", sig);
@@ -520,6 +547,7 @@ static int emit_crash(struct bbx_ctx *c)
 	/* the other threads' stacks (3.1), symbolised with the crashing
 	 * thread's in one call */
 	bb_reader_crash_stacks(c->r, &s.n, &s.asked);
+	bb_reader_crash_threads(c->r, &s.threads);
 	if (s.n && (!(s.v = calloc(s.n, sizeof(*s.v))) || !(s.first = calloc(s.n, sizeof(*s.first))))) {
 		rc = -ENOMEM;
 		goto out;
@@ -560,7 +588,7 @@ static int emit_crash(struct bbx_ctx *c)
 		goto out;
 	}
 	if (c->opt->fmt == BBX_FMT_TEXT) {
-		text_head(c->out, cr, t);
+		text_head(c->out, cr, t, c->info->phase == BB_PHASE_CRASHED ? c->info->phase_signal : 0);
 		bbx_crash_frames_text(c->out, cr, fr, c->opt->raw_names);
 		text_stacks(c->out, &s, fr, c->opt->raw_names);
 		if (note[0] && !c->opt->quiet)

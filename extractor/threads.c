@@ -160,13 +160,19 @@ static bool thr_merge_into(struct bbx_thr *to, struct bbx_thr *from)
 	return true;
 }
 
+/* The thread's log was retired and it was not alive at the crash. */
+static bool thr_gone(const struct bbx_thr *e)
+{
+	return e->claim == BB_STREAM_RETIRED && !e->at_crash;
+}
+
 /* Silent longest first: running threads (and threads seen only in the
  * shared rings), then exited ones; within each, the oldest last record
  * first, threads without a record last; ties by ring, then tid. */
 static int thr_cmp(const void *a, const void *b)
 {
 	const struct bbx_thr *x = a, *y = b;
-	int gx = x->claim == BB_STREAM_RETIRED, gy = y->claim == BB_STREAM_RETIRED;
+	int gx = thr_gone(x), gy = thr_gone(y);
 
 	if (gx != gy)
 		return gx - gy;
@@ -253,9 +259,47 @@ static uint64_t clock_now(int clock)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * Threads alive at the crash: the crash record's, and every one asked for
+ * its stack (it answered, or was listed and did not).  A program that
+ * cancels its threads after the crash handler took their stacks retires
+ * their logs: they still read "running", as they were when the process
+ * died.  For each tid, one log: the highest-numbered.
+ */
+static void thr_mark_crash(struct bbx_threads *t, const struct bb_crash *crash)
+{
+	uint32_t slots = 0, asked = 0;
+	struct bb_crash st;
+
+	if (!crash || crash->status != BB_CRASH_COMPLETE)
+		return;
+	if (t->r)
+		bb_reader_crash_stacks(t->r, &slots, &asked);
+	for (uint32_t i = 0; i <= slots; i++) {
+		struct bbx_thr *best = NULL;
+		int32_t tid = crash->tid;
+
+		if (i < slots) {
+			if (bb_reader_crash_stack(t->r, i, &st) != 0 ||
+			    (st.status != BB_CRASH_COMPLETE && st.status != BB_CRASH_NO_ANSWER))
+				continue;
+			tid = st.tid;
+		}
+		for (size_t j = 0; j < t->n; j++)
+			if (t->v[j].tid == tid && !t->v[j].shared_only &&
+			    (!best || t->v[j].ring > best->ring))
+				best = &t->v[j];
+		if (best)
+			best->at_crash = true;
+	}
+	if (t->n > 1)
+		qsort(t->v, t->n, sizeof(*t->v), thr_cmp);
+}
+
 void bbx_threads_ref(struct bbx_threads *t, const struct bb_box_info *in, int live,
 		     const struct bb_crash *crash)
 {
+	thr_mark_crash(t, crash);
 	t->ref_clock = false;
 	if (live == BB_LIVENESS_ALIVE) {
 		struct timespec ts;
@@ -303,7 +347,7 @@ static uint64_t thr_age(const struct bbx_threads *t, const struct bbx_thr *e)
 
 static const char *thr_state(const struct bbx_thr *e)
 {
-	return e->shared_only ? "shared" : e->claim == BB_STREAM_RETIRED ? "exited" : "running";
+	return e->shared_only ? "shared" : thr_gone(e) ? "exited" : "running";
 }
 
 /* ---- output ----------------------------------------------------------------- */
@@ -433,6 +477,42 @@ static void threads_text(struct bbx_out *out, const struct bb_box_info *in, int 
 	}
 }
 
+/* The state table beside the threads: what the program said it is doing
+ * (each key's latest value), with the age of its last change. */
+struct thr_state_out {
+	struct bbx_out *out;
+	const struct bbx_threads *t;
+	bool head;
+};
+
+static int thr_state_line(const struct bb_state_entry *e, void *arg)
+{
+	struct thr_state_out *s = arg;
+	char val[BB_STATE_VALUE_MAX + 128], age[24];
+	uint64_t ns;
+	int v;
+
+	if (e->status != BB_SLOT_OK)
+		return 0;
+	if (!s->head) {
+		bbx_out_str(s->out, "state table (each key's latest value; AGE: of its last "
+			    "change):\n");
+		s->head = true;
+	}
+	ns = s->t->ref_clock ? (s->t->ref_ts > e->ts ? s->t->ref_ts - e->ts : 0) :
+	     s->t->ref_wall > e->wall_ns ? (uint64_t)s->t->ref_wall - (uint64_t)e->wall_ns : 0;
+	fmt_age_ns(age, sizeof(age), ns);
+	v = bb_format_value(BB_TAG_KV, e->flags, e->value, e->value_len, val, sizeof(val));
+	if (v < 0)
+		v = (int)strnlen(val, sizeof(val) - 1);
+	bbx_out_str(s->out, "  ");
+	bbx_out_str(s->out, age);
+	bbx_out_str(s->out, "  ");
+	bbx_put_escaped(s->out, val, (size_t)v);
+	bbx_out_char(s->out, '\n');
+	return s->out->err;
+}
+
 /* bb-extract --threads: walk the box once, print the table (or, with
  * --json / --cbor, one map {"threads": ...}).  Returns an exit code. */
 int bbx_threads_main(const struct bbx_opts *o, struct bbx_out *out, struct bb_reader *r, int live)
@@ -466,7 +546,10 @@ int bbx_threads_main(const struct bbx_opts *o, struct bbx_out *out, struct bb_re
 		bbx_threads_ref(&t, in, live, &crash);
 	}
 	if (o->fmt == BBX_FMT_TEXT) {
+		struct thr_state_out so = { .out = out, .t = &t };
+
 		threads_text(out, in, live, &t);
+		(void)bb_reader_state(r, thr_state_line, &so, NULL);
 	} else {
 		struct bbx_em em;
 

@@ -22,7 +22,12 @@
 // string; a NULL const char * is -EINVAL, as in C.  Overloads: a string
 // literal or const char * is text (never bool); a signed integer is i64
 // and an unsigned one u64 (char types included: they are integers here);
-// float and double are f64; bool is a boolean.
+// float and double are f64; bool is a boolean; any other pointer (int *,
+// void *, nullptr) does not compile (a static_assert says so): pass the
+// value it points to, or the address as std::uintptr_t.
+//
+// Builds with -fno-exceptions and -fno-rtti include it as well (the
+// terminate handler then keeps the exception's type, not its what()).
 //
 // Zero cost: with GCC or Clang on x86-64, write(key, value) for text, i64,
 // u64 and f64 values takes <blackbox/inline.h>'s inline path, as
@@ -82,6 +87,17 @@ inline constexpr bool is_signed_int =
 template <class T>
 inline constexpr bool is_unsigned_int =
 	std::is_integral_v<T> && std::is_unsigned_v<T> && !std::is_same_v<T, bool>;
+// A pointer that is not text: as a value it would silently become a bool.
+template <class T>
+inline constexpr bool is_nontext_ptr =
+	(std::is_pointer_v<T> &&
+	 !std::is_same_v<std::remove_cv_t<std::remove_pointer_t<T>>, char>) ||
+	std::is_null_pointer_v<T>;
+template <class T>
+inline constexpr bool never = false;
+#define BB__CXX_NO_POINTER                                                              \
+	"blackbox: a pointer is not a value (it would be recorded as true); pass what it " \
+	"points to, or its address as reinterpret_cast<std::uintptr_t>(p)"
 
 BB__CXX_INLINE int kv_i64(std::string_view key, std::int64_t v) noexcept
 {
@@ -165,6 +181,10 @@ inline int init(std::size_t size = 0) noexcept
 
 inline int close() noexcept { return bb_close(); }
 
+// bb_thread_init(): the calling thread's slot and alternate signal stack
+// before its first record (blackbox.h).  Not AS-safe.
+inline int thread_init() noexcept { return bb_thread_init(); }
+
 // ---- records ----------------------------------------------------------------
 
 BB__CXX_INLINE int write(std::string_view s) noexcept { return bb_write_strn(s.data(), s.size()); }
@@ -175,6 +195,12 @@ template <class T, std::enable_if_t<detail::is_signed_int<T>, int> = 0>
 BB__CXX_INLINE int write(T v) noexcept { return bb_write_i64(v); }
 template <class T, std::enable_if_t<detail::is_unsigned_int<T>, int> = 0>
 BB__CXX_INLINE int write(T v) noexcept { return bb_write_u64(v); }
+template <class T, std::enable_if_t<detail::is_nontext_ptr<T>, int> = 0>
+int write(T) noexcept
+{
+	static_assert(detail::never<T>, BB__CXX_NO_POINTER);
+	return -EINVAL;
+}
 
 // key = value.  Text, i64, u64 and f64 take the inline path when the key
 // (and text) are at most 64 bytes.
@@ -195,6 +221,12 @@ template <class T, std::enable_if_t<detail::is_signed_int<T>, int> = 0>
 BB__CXX_INLINE int write(std::string_view key, T v) noexcept { return detail::kv_i64(key, v); }
 template <class T, std::enable_if_t<detail::is_unsigned_int<T>, int> = 0>
 BB__CXX_INLINE int write(std::string_view key, T v) noexcept { return detail::kv_u64(key, v); }
+template <class T, std::enable_if_t<detail::is_nontext_ptr<T>, int> = 0>
+int write(std::string_view, T) noexcept
+{
+	static_assert(detail::never<T>, BB__CXX_NO_POINTER);
+	return -EINVAL;
+}
 
 // bb_write_kv_important(): a text record that chatty traffic never evicts.
 BB__CXX_INLINE int write_important(std::string_view key, std::string_view value) noexcept
@@ -252,6 +284,11 @@ struct field {
 		f.key = key;
 		f.type = BB_TYPE_U64;
 		f.v.u64 = v;
+	}
+	template <class T, std::enable_if_t<detail::is_nontext_ptr<T>, int> = 0>
+	field(const char *, T) noexcept : f()
+	{
+		static_assert(detail::never<T>, BB__CXX_NO_POINTER);
 	}
 };
 
@@ -336,6 +373,12 @@ BB__CXX_INLINE int set(std::string_view key, T v) noexcept
 {
 	return bb_setn_u64(key.data(), key.size(), v);
 }
+template <class T, std::enable_if_t<detail::is_nontext_ptr<T>, int> = 0>
+int set(std::string_view, T) noexcept
+{
+	static_assert(detail::never<T>, BB__CXX_NO_POINTER);
+	return -EINVAL;
+}
 BB__CXX_INLINE int unset(std::string_view key) noexcept { return bb_unsetn(key.data(), key.size()); }
 
 // ---- dump -------------------------------------------------------------------
@@ -364,12 +407,16 @@ inline int dump(std::ostream &os) noexcept
 			ret = -errno;
 		if (n <= 0)
 			break;
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
 		// The stream may throw if the caller asked it to (exceptions()).
 		try {
 			os.write(buf, n);
 		} catch (...) {
 			ret = -EIO;
 		}
+#else
+		os.write(buf, n);   // -fno-exceptions: a stream cannot throw
+#endif
 		if (!os)
 			ret = -EIO;
 	}
@@ -397,30 +444,75 @@ namespace detail {
 
 inline std::terminate_handler previous_terminate = nullptr;
 
-// Append @s to @buf (capacity @cap, NUL kept) at *@len.
-inline void append(char *buf, std::size_t cap, std::size_t *len, const char *s) noexcept
-{
-	std::size_t n = std::strlen(s);
+// The mark that ends a text cut to fit: what the reader sees in the text
+// and the JSON output alike.
+inline constexpr char cut_mark[] = "...[cut]";
 
-	if (n > cap - 1 - *len)
-		n = cap - 1 - *len;
+// Append @s to @buf (capacity @cap, NUL kept) at *@len; a text that does
+// not fit is cut and ends with cut_mark, which leaves @buf full (later
+// appends add nothing).  Returns false when it was cut.
+inline bool append(char *buf, std::size_t cap, std::size_t *len, const char *s) noexcept
+{
+	std::size_t n = std::strlen(s), room = cap - 1 - *len, m = sizeof(cut_mark) - 1;
+
+	if (n <= room) {
+		std::memcpy(buf + *len, s, n);
+		*len += n;
+		buf[*len] = '\0';
+		return true;
+	}
+	n = room > m ? room - m : 0;
+	// back to a UTF-8 character's first byte, as bb_crash_record() cuts
+	while (n && (static_cast<unsigned char>(s[n]) & 0xc0) == 0x80)
+		n--;
 	std::memcpy(buf + *len, s, n);
 	*len += n;
+	room -= n;
+	m = m < room ? m : room;
+	std::memcpy(buf + *len, cut_mark, m);
+	*len += m;
 	buf[*len] = '\0';
+	return false;
 }
 
+// Nested exceptions (std::throw_with_nested) kept at most, after the outer
+// one: ": caused by <type>: <what>" each.
+inline constexpr int nested_max = 4;
+
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+// Append what @e wraps (std::nested_exception), down to @depth levels.
+inline void append_nested(char *buf, std::size_t cap, std::size_t *len, const std::exception &e,
+			  int depth) noexcept
+{
+	if (depth <= 0)
+		return;
+	try {
+		std::rethrow_if_nested(e);
+	} catch (const std::exception &inner) {
+		append(buf, cap, len, "; caused by: ");
+		append(buf, cap, len, inner.what());
+		append_nested(buf, cap, len, inner, depth - 1);
+	} catch (...) {
+		append(buf, cap, len, "; caused by: an exception that is no std::exception");
+	}
+}
+#endif
+
 // The terminate handler: the current exception's type (demangled) and,
-// for a std::exception, what(), as an important record ("terminate") and
-// as the crash record's reason; then the previous handler (by default
-// std::abort(), whose SIGABRT the crash handler also records: the box
-// says why and how the process died).
+// for a std::exception, what() and the exceptions it nests (up to
+// nested_max), as an important record ("terminate", up to 4 KiB) and as
+// the crash record's reason (up to BB_CRASH_REASON_MAX bytes); a text cut
+// to fit ends with cut_mark.  Once per process: when the box has a crash
+// record already (the same handler of another shared object, which
+// included this header too, ran first), it records nothing more.  Then
+// the previous handler (by default std::abort(), whose SIGABRT the crash
+// handler also records: the box says why and how the process died).
 [[noreturn]] inline void on_terminate() noexcept
 {
-	char type[128] = "";
-	char text[BB_CRASH_REASON_MAX + 1] = "";
+	char type[256] = "";
+	char text[4096] = "";
 	char reason[BB_CRASH_REASON_MAX + 1] = "uncaught exception ";
 	std::size_t tl = 0, rl = std::strlen(reason);
-	const char *what = nullptr;
 	std::type_info *ti = abi::__cxa_current_exception_type();
 
 	if (ti) {
@@ -433,26 +525,30 @@ inline void append(char *buf, std::size_t cap, std::size_t *len, const char *s) 
 
 		append(type, sizeof(type), &n, st == 0 && dm ? dm : ti->name());
 		std::free(dm);
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+		append(text, sizeof(text), &tl, type);
 		if (std::exception_ptr ep = std::current_exception()) {
 			try {
 				std::rethrow_exception(ep);
 			} catch (const std::exception &e) {
-				what = e.what();
+				append(text, sizeof(text), &tl, ": ");
+				append(text, sizeof(text), &tl, e.what());
+				append_nested(text, sizeof(text), &tl, e, nested_max);
 			} catch (...) {
 			}
 		}
+#else
 		append(text, sizeof(text), &tl, type);
-		if (what) {
-			append(text, sizeof(text), &tl, ": ");
-			append(text, sizeof(text), &tl, what);
-		}
+#endif  // -fno-exceptions: this file cannot catch, the type alone is kept
 	} else {
 		append(text, sizeof(text), &tl, "std::terminate without an active exception");
 		rl = 0;
 	}
-	bb_write_kvn_important("terminate", 9, text, tl);
 	append(reason, sizeof(reason), &rl, text);
-	bb_crash_record(reason);
+	// The crash record first: -EEXIST says another handler (or the
+	// program) recorded the death already, and the record is kept once.
+	if (bb_crash_record(reason) != -EEXIST)
+		bb_write_kvn_important("terminate", 9, text, tl);
 	if (previous_terminate)
 		previous_terminate();
 	std::abort();
@@ -474,5 +570,6 @@ inline int install_terminate_handler() noexcept
 } // namespace blackbox
 
 #undef BB__CXX_INLINE
+#undef BB__CXX_NO_POINTER
 
 #endif // BLACKBOX_HPP

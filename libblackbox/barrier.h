@@ -21,8 +21,9 @@
 
 /*
  * A seqcount (the state table's slots, the module area: FORMAT.md §11), as
- * the kernel's write_seqcount_begin()/end() and read_seqcount_begin()/
- * retry(): even = stable, odd = being written.
+ * the kernel's write_seqcount_begin()/write_seqcount_end() and
+ * read_seqcount_begin()/read_seqcount_retry(): even = stable, odd = being
+ * written.
  *
  * Writer: make the count odd (bb__seqcount_write_begin() for a sole writer;
  * a CAS to odd where writers compete, then bb__seqcount_write_opened()),

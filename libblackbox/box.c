@@ -255,8 +255,8 @@ struct bb__layout {
 	uint64_t seg_off;
 	uint64_t state_off;
 	uint64_t mod_off;
-	uint64_t stk_off;     /* the crash stacks (3.1) */
-	uint32_t nstk;
+	uint64_t stk_off;     /* the crash slots (3.2) */
+	uint32_t nstk;        /* their slots: bb__stacks() */
 	uint64_t data_off;    /* the rings */
 	uint64_t seg_data_off;
 	uint64_t box_size;
@@ -278,7 +278,25 @@ static uint32_t bb__slots(uint32_t n)
 	return n > BB_SEG_MAX_COUNT / 2 ? BB_SEG_MAX_COUNT : 2 * n;
 }
 
-/* Fill the offsets of @l for @n segments; returns the bytes they need. */
+/*
+ * Crash slots for a box of @size bytes (0: sized by its segments, @nslots
+ * thread slots): one per 16 KiB of box, so that they take at most a
+ * sixteenth of it, at least 8 and at most BB_CRASH_SLOTS_MAX (256, from a
+ * 4 MiB box: the default).  Threads need no thread slot to be asked
+ * (crash.c bb__crash_ask_all() lists the process's threads), so the
+ * count does not follow the thread table.
+ */
+static uint32_t bb__stacks(uint64_t size, uint32_t nslots)
+{
+	uint64_t n = size ? size / (16u * BB_CRASH_SLOT_SIZE) : nslots;
+
+	if (n < 8)
+		n = 8;
+	return n > BB_CRASH_SLOTS_MAX ? BB_CRASH_SLOTS_MAX : (uint32_t)n;
+}
+
+/* Fill the offsets of @l for @n segments (l->nstk set by the caller);
+ * returns the bytes they need. */
 static uint64_t bb__layout_for(struct bb__layout *l, uint32_t n, uint64_t page)
 {
 	l->nsegs = n;
@@ -288,10 +306,8 @@ static uint64_t bb__layout_for(struct bb__layout *l, uint32_t n, uint64_t page)
 	l->seg_off = l->slot_off + (uint64_t)l->nslots * BB_THREAD_SLOT_SIZE;
 	l->state_off = l->seg_off + (uint64_t)n * BB_SEG_DESC_SIZE;
 	l->mod_off = l->state_off + (uint64_t)BB__STATE_SLOTS * BB__STATE_SLOT_SIZE;
-	/* a crash stack slot per thread slot, up to BB_CRASH_STACKS_MAX */
 	l->stk_off = l->mod_off + BB__MODULES_SIZE;
-	l->nstk = l->nslots < BB_CRASH_STACKS_MAX ? l->nslots : BB_CRASH_STACKS_MAX;
-	l->data_off = bb__round_up(l->stk_off + (uint64_t)l->nstk * BB_CRASH_SIZE, page);
+	l->data_off = bb__round_up(l->stk_off + (uint64_t)l->nstk * BB_CRASH_SLOT_SIZE, page);
 	l->seg_data_off = l->data_off + BB__RINGS * l->ring_size;
 	return l->seg_data_off + (uint64_t)n * l->seg_size;
 }
@@ -331,6 +347,7 @@ static int bb__plan(size_t size, unsigned nsegs, size_t seg_size, struct bb__lay
 	if (nsegs) {
 		if (nsegs > BB_SEG_MAX_COUNT)
 			return -EINVAL;
+		l->nstk = bb__stacks(size, bb__slots(nsegs));
 		need = bb__layout_for(l, nsegs, page);
 		if (size && need > size)
 			return -EINVAL;
@@ -340,6 +357,7 @@ static int bb__plan(size_t size, unsigned nsegs, size_t seg_size, struct bb__lay
 	if (!size)
 		return -EINVAL;
 	size = size / page * page;
+	l->nstk = bb__stacks(size, 0);
 	need = bb__layout_for(l, 0, page);
 	if (size <= need)
 		return -EINVAL;
@@ -566,8 +584,10 @@ static void bb__write_header(struct bb__box *box, const struct bb_options *o,
 	h->state_table_offset = l->state_off;
 	h->modules_size = BB__MODULES_SIZE;
 	h->modules_offset = l->mod_off;
-	h->crash_stacks_offset = l->stk_off;
-	h->crash_stacks_count = l->nstk;
+	/* 3.2: the crash slots; the 3.1 area stays 0 (FORMAT.md §11) */
+	h->crash_slot_size = BB_CRASH_SLOT_SIZE;
+	h->crash_slots_offset = l->stk_off;
+	h->crash_slots_count = l->nstk;
 	h->seg_count = l->nsegs;
 	h->seg_size = l->seg_size;
 	h->seg_table_offset = l->seg_off;
@@ -917,6 +937,7 @@ BB_EXPORT int bb_thread_init(void)
 		box = BB__LOAD_ACQUIRE(&bb__box);
 		if (!box)
 			return -ENODEV;
+		ret = 0;   /* the box is made: this call goes on as in the parent */
 	}
 	if (t->f.depth)
 		return -EBUSY;   /* a signal handler interrupted a write of ours */
@@ -946,6 +967,17 @@ BB_EXPORT int bb_thread_init(void)
 	if (t->altstack)
 		bb__thread_watch(box);
 	return alt < 0 ? alt : ret;
+}
+
+void bb__thread_started(void)
+{
+	/* Acquire pairs with the release store publishing the box. */
+	struct bb__box *box = BB__LOAD_ACQUIRE(&bb__box);
+
+	/* The key's value only makes bb__thread_exit() run at the thread's
+	 * exit, which frees the stack. */
+	if (bb__crash_thread_start(&bb__tls) == 0 && bb__tls.altstack && bb__g.key_ok)
+		pthread_setspecific(bb__g.key, box ? (void *)box : (void *)&bb__g);
 }
 
 void bb__end_shared(struct bb__box *box, struct bb__tls *t)

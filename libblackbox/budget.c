@@ -78,6 +78,7 @@
 #include <blackbox/barrier.h>
 
 #include "../shared/cbor.h"
+#include "../shared/grow.h"
 #include "budget.h"
 #include "internal.h"
 #include "text.h"
@@ -363,15 +364,8 @@ static int list_mine(DIR *d, struct mine **v, size_t *n, uint64_t *total)
 		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISREG(st.st_mode) || st.st_uid != me)
 			continue;
-		if (*n == cap) {
-			size_t nc = cap ? 2 * cap : 32;
-			struct mine *nv = realloc(*v, nc * sizeof(*nv));
-
-			if (!nv)
-				return -ENOMEM;
-			*v = nv;
-			cap = nc;
-		}
+		if (BB__GROW(v, &cap, *n + 1))
+			return -ENOMEM;
 		memset(&(*v)[*n], 0, sizeof(**v));
 		bb__strlcpy((*v)[*n].name, e->d_name, sizeof((*v)[*n].name));
 		(*v)[*n].dev = st.st_dev;

@@ -19,6 +19,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -86,6 +87,22 @@ _Static_assert(BB_RECORD_HDR_SIZE + 1 +
 	       BB__KEY("trampolines") + 1 + BB__CRASH_TRAMPS * 2 +
 	       BB_CRC_SIZE <= BB_CRASH_SIZE,
 	       "crash record fits the crash area");
+
+/* A crash slot's "thread" record (another thread's stack): the innermost
+ * BB__SLOT_FIRST and the outermost BB__SLOT_LAST of the frames kept,
+ * so that it fits a slot of BB_CRASH_SLOT_SIZE bytes. */
+#define BB__SLOT_FIRST 48u
+#define BB__SLOT_LAST  40u
+_Static_assert(BB__SLOT_FIRST <= BB__CRASH_FIRST && BB__SLOT_LAST <= BB__CRASH_LAST,
+	       "a slot keeps a part of what the walk keeps");
+_Static_assert(BB_RECORD_HDR_SIZE + 1 +
+	       BB__KEY("kind") + 7 + BB__KEY("sp") + 9 +
+	       BB__KEY("tid") + 5 + BB__KEY("thread") + 16 +
+	       BB__KEY("frames") + 3 + (BB__SLOT_FIRST + BB__SLOT_LAST) * 9 +
+	       BB__KEY("omitted") + 1 + 5 + 9 +
+	       BB__KEY("trampolines") + 1 + BB__CRASH_TRAMPS * 2 +
+	       BB_CRC_SIZE <= BB_CRASH_SLOT_SIZE,
+	       "a thread's record fits a crash slot");
 
 static int32_t bb__tid(void)
 {
@@ -316,6 +333,70 @@ static int bb__kept_index(const struct bb__walk *w, uint32_t d)
 	return -1;
 }
 
+/* ---- glibc's abort message ---------------------------------------------------- */
+
+/*
+ * glibc's assert() (and __libc_fatal(): a heap check, a stack smash)
+ * writes its message, "prog: file.c:12: fn: Assertion `x > 0' failed.",
+ * into a buffer it maps and publishes in __abort_msg before it calls
+ * abort(), for a debugger to find in a core.  That is the assertion's own
+ * words: a SIGABRT record takes them as its reason.  __abort_msg is
+ * GLIBC_PRIVATE: found with dlsym() at bb_init() (bb__abort_load()), NULL
+ * with another libc, and read with process_vm_readv() (a system call that
+ * returns EFAULT where a load would fault), so a layout that changed
+ * yields no reason, never a fault.
+ */
+struct bb__abort_msg {
+	uint32_t size;   /* bytes of the mapping, this header included */
+	char msg[];      /* NUL-terminated */
+};
+
+static struct bb__abort_msg *const *bb__abort_msgp;
+
+static void bb__abort_load(void)
+{
+	void *p = dlsym(RTLD_DEFAULT, "__abort_msg");
+
+	/* Relaxed: set before the handler is installed (sigaction is the
+	 * barrier, as for bb__prev). */
+	BB__STORE_RELAXED(&bb__abort_msgp, (struct bb__abort_msg *const *)p);
+}
+
+/* Copy @n bytes at @from into @to with process_vm_readv() on ourselves
+ * (AS-safe: a system call); false when any of them cannot be read. */
+static bool bb__peek(void *to, const void *from, size_t n)
+{
+	struct iovec here = { to, n }, there = { (void *)(uintptr_t)from, n };
+
+	return syscall(SYS_process_vm_readv, getpid(), &here, 1UL, &there, 1UL, 0UL) == (long)n;
+}
+
+/* glibc's abort message into @buf (BB_CRASH_REASON_MAX + 1 bytes), its
+ * trailing newline dropped, cut at a character boundary; its length, 0
+ * when there is none. */
+static size_t bb__abort_reason(char *buf)
+{
+	struct bb__abort_msg *const *pp = BB__LOAD_RELAXED(&bb__abort_msgp);
+	struct bb__abort_msg *m;
+	uint32_t size;
+	size_t n, len;
+
+	if (!pp || !bb__peek(&m, pp, sizeof(m)) || !m ||
+	    !bb__peek(&size, &m->size, sizeof(size)) || size <= sizeof(*m))
+		return 0;
+	n = size - sizeof(*m);
+	if (n > BB_CRASH_REASON_MAX)
+		n = BB_CRASH_REASON_MAX;
+	/* the mapping may end before a page does: read what can be read */
+	while (n && !bb__peek(buf, m->msg, n))
+		n = n > 64 ? n / 2 : 0;
+	buf[n] = '\0';
+	len = strnlen(buf, n);
+	while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+		len--;
+	return bb__utf8_cut(buf, len);
+}
+
 /* ---- the record -------------------------------------------------------------- */
 
 /* What a crash record says; the rest (thread, time, stack) is taken where
@@ -327,7 +408,8 @@ struct bb__crash_in {
 	const siginfo_t *si;
 	const ucontext_t *uc;
 	void *tramp;              /* the handler's return address */
-	const char *reason;       /* fatal: NULL or the reason, cut */
+	const char *reason;       /* NULL or the reason, cut: fatal, or a
+	                           * SIGABRT's from glibc (bb__abort_reason()) */
 	size_t reason_len;
 	uint64_t from;            /* fatal: the return address into the caller */
 };
@@ -468,13 +550,35 @@ static void bb__crash_fill(struct bb__box *box, uint8_t *area, const struct bb__
 		if (k >= 0 && (uint32_t)k < nf)
 			tramps[ntramps++] = k;
 	}
+	if (in->thread && nf > BB__SLOT_FIRST + BB__SLOT_LAST) {
+		/* A crash slot: drop the frames between the innermost and
+		 * the outermost ones.  The walk's own gap (at index
+		 * BB__CRASH_FIRST) lies among them: one gap, both counted. */
+		uint32_t cut = nf - BB__SLOT_FIRST - BB__SLOT_LAST;
+		uint32_t n = 0;
+
+		memmove(&frames[BB__SLOT_FIRST], &frames[nf - BB__SLOT_LAST],
+			BB__SLOT_LAST * sizeof(frames[0]));
+		for (uint32_t i = 0; i < ntramps; i++) {
+			uint32_t k = (uint32_t)tramps[i];
+
+			if (k < BB__SLOT_FIRST)
+				tramps[n++] = (int)k;
+			else if (k >= nf - BB__SLOT_LAST)
+				tramps[n++] = (int)(k - cut);
+		}
+		ntramps = n;
+		omit_at = BB__SLOT_FIRST;
+		omitted += cut;
+		nf = BB__SLOT_FIRST + BB__SLOT_LAST;
+	}
 
 	/* Orders the BUSY mark (the CAS) before the bytes below, as the
 	 * release fence after a record's busy seq in bb__reserve(): a live
 	 * reader whose copy saw them sees BUSY on its re-read. */
 	BB__FENCE_RELEASE();
 	nkeys = 4 + (in->fatal ? (in->reason ? 1u : 0u) :
-		     in->thread ? (sp != 0) : 2u + has_addr + (sp != 0)) +
+		     in->thread ? (sp != 0) : 2u + has_addr + (sp != 0) + (in->reason_len != 0)) +
 		(omitted != 0) + (ntramps != 0);
 	p = area + BB_RECORD_HDR_SIZE;
 	p = bb__cbor_put_head(5, nkeys, p);
@@ -504,6 +608,10 @@ static void bb__crash_fill(struct bb__box *box, uint8_t *area, const struct bb__
 		if (sp) {
 			p = bb__crash_text(p, "sp", 2);
 			p = bb__cbor_put_head(0, sp, p);
+		}
+		if (in->reason_len) {   /* 3.2: glibc's abort message */
+			p = bb__crash_text(p, "reason", 6);
+			p = bb__crash_text(p, in->reason, in->reason_len);
 		}
 	}
 	p = bb__crash_text(p, "tid", 3);
@@ -629,7 +737,12 @@ static void bb__crash_handler(int sig, siginfo_t *si, void *ucv)
 	box = BB__LOAD_ACQUIRE(&bb__box);
 	if (box && box->pid == getpid()) {   /* getpid: AS-safe */
 		struct bb__crash_in in = { .sig = sig, .si = si, .uc = ucv, .tramp = tramp };
+		char why[BB_CRASH_REASON_MAX + 1];
 
+		if (sig == SIGABRT) {
+			in.reason_len = bb__abort_reason(why);
+			in.reason = why;
+		}
 		(void)bb__crash_write(box, &in);
 	}
 	bb__step_aside(sig, &prev, si, ucv);
@@ -639,8 +752,11 @@ static void bb__crash_handler(int sig, siginfo_t *si, void *ucv)
 /* ---- every thread's stack ------------------------------------------------- */
 
 /*
- * The crash stacks (FORMAT.md §11, 3.1).  The thread that wrote the crash
- * record asks every other thread holding a thread slot for its stack: a
+ * The crash stacks (FORMAT.md §11, 3.1; every thread of the process since
+ * 3.2).  The thread that wrote the crash record lists the process's
+ * threads (bb__crash_ask_listed(): /proc/self/task read with getdents64;
+ * without /proc, the threads holding a thread slot) and asks every other
+ * one for its stack, whether or not it ever called the library: a
  * real-time signal (bb__stack_sig, chosen at bb_init()) queued to the
  * thread with rt_tgsigqueueinfo(), whose value names the slot of the
  * crash stacks area to write.  The thread's handler (bb__stack_handler())
@@ -679,6 +795,156 @@ static bool bb__stack_sig_ours(int sig)
 	       cur.sa_sigaction == bb__stack_handler;
 }
 
+/* Ask thread @t (named @name, 16 bytes NUL-padded) for its stack into
+ * crash slot @k; when the stack signal is not @ours any more, only say
+ * that it was not asked. */
+static void bb__crash_ask(struct bb__box *box, uint32_t k, int32_t t, const char *name, int sig,
+			  bool ours, pid_t pid)
+{
+	uint8_t *area = box->stacks + (size_t)k * BB_CRASH_SLOT_SIZE;
+	siginfo_t si;
+
+	memcpy(area + BB_RECORD_HDR_SIZE, &t, sizeof(t));
+	memcpy(area + BB_RECORD_HDR_SIZE + 4, name, 16);
+	if (!ours) {
+		/* Release: the tid and name above are there for a reader
+		 * that loads the seq word with acquire. */
+		BB__STORE_RELEASE((uint32_t *)(void *)area, (uint32_t)BB_CRASH_SEQ_NOT_ASKED);
+		return;
+	}
+	/* Release: the tid and name above are there for the thread that
+	 * loads ASKED with acquire (bb__stack_handler()) and for a reader. */
+	BB__STORE_RELEASE((uint32_t *)(void *)area, (uint32_t)BB_CRASH_SEQ_ASKED);
+	memset(&si, 0, sizeof(si));
+	si.si_signo = sig;
+	si.si_code = SI_QUEUE;
+	si.si_pid = pid;
+	si.si_uid = getuid();   /* AS-safe */
+	si.si_value.sival_int = (int)k;
+	/* rt_tgsigqueueinfo: a system call, AS-safe; a thread may queue any
+	 * si_code to a thread of its own process.  ESRCH: the thread ended
+	 * since it was listed. */
+	if (syscall(SYS_rt_tgsigqueueinfo, pid, t, sig, &si) < 0) {
+		uint32_t expect = BB_CRASH_SEQ_ASKED;
+
+		(void)BB__CAS_ACQUIRE((uint32_t *)(void *)area, &expect,
+				      (uint32_t)BB_CRASH_SEQ_NO_ANSWER);
+	}
+}
+
+/* The name of thread @t: its comm under the open /proc/self/task @dir
+ * (openat, read, close: system calls, AS-safe), else the name its thread
+ * slot holds, else empty.  @name: 16 bytes, NUL-padded. */
+static void bb__crash_thread_name(struct bb__box *box, int dir, int32_t t, char *name)
+{
+	char path[24] = "";   /* "<tid>/comm" */
+	char digits[12];
+	int nd = 0, fd;
+	ssize_t n = -1;
+	uint32_t v = (uint32_t)t;
+
+	memset(name, 0, 16);
+	do
+		digits[nd++] = (char)('0' + v % 10);
+	while ((v /= 10) && nd < (int)sizeof(digits));
+	for (int i = 0; i < nd; i++)
+		path[i] = digits[nd - 1 - i];
+	memcpy(path + nd, "/comm", 6);
+	fd = dir >= 0 ? openat(dir, path, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd >= 0) {
+		n = read(fd, name, 15);
+		close(fd);
+	}
+	if (n > 0) {
+		if (name[n - 1] == '\n')   /* the kernel ends comm with one */
+			name[n - 1] = '\0';
+		return;
+	}
+	memset(name, 0, 16);
+	for (uint32_t i = 0; i < box->nslots; i++) {
+		struct bb_thread_slot *s = &box->slots[i];
+
+		/* Acquire pairs with the release CAS/stores of claim: the
+		 * slot's tid and name are its holder's. */
+		if (BB__LOAD_ACQUIRE(&s->claim) == BB_RING_OWNED &&
+		    BB__LOAD_RELAXED(&s->tid) == t) {
+			memcpy(name, s->thread_name, 15);
+			return;
+		}
+	}
+}
+
+/* A directory entry's name as a thread id; 0 when it is none. */
+static int32_t bb__crash_tid_of(const char *d)
+{
+	int64_t v = 0;
+
+	if (!*d)
+		return 0;
+	for (; *d; d++) {
+		if (*d < '0' || *d > '9' || v > INT32_MAX / 10)
+			return 0;
+		v = v * 10 + (*d - '0');
+	}
+	return v <= INT32_MAX ? (int32_t)v : 0;
+}
+
+/*
+ * Every thread of the process but the calling one: read /proc/self/task
+ * with the getdents64 system call (what readdir() wraps, minus its
+ * malloc) and ask each thread listed, up to the box's crash stack slots;
+ * *@threads is the count listed, the caller included.  Returns the
+ * threads asked (more than box->nstacks: the others had no room), or -1
+ * when /proc/self/task cannot be opened (no /proc, no file descriptor
+ * left): the caller falls back on the thread table.  open, getdents64,
+ * close: system calls, AS-safe.
+ */
+struct bb__dirent64 {
+	uint64_t d_ino;
+	int64_t  d_off;
+	uint16_t d_reclen;
+	uint8_t  d_type;
+	char     d_name[];
+};
+
+static int64_t bb__crash_ask_listed(struct bb__box *box, int32_t tid, int sig, bool ours,
+				    pid_t pid, uint32_t *k, uint32_t *threads)
+{
+	/* 8-aligned: the kernel lays out struct linux_dirent64 records at
+	 * 8-byte boundaries of the buffer. */
+	_Alignas(8) char buf[2048];
+	int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	uint32_t asked = 0;
+	long n;
+
+	*threads = 0;
+	if (dir < 0)
+		return -1;
+	while ((n = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0) {
+		for (long off = 0; off < n;) {
+			const struct bb__dirent64 *d = (const void *)(buf + off);
+			int32_t t = bb__crash_tid_of(d->d_name);
+			char name[16];
+
+			if (d->d_reclen == 0)
+				break;
+			off += d->d_reclen;
+			if (t <= 0)
+				continue;   /* "." and ".." */
+			++*threads;
+			if (t == tid)
+				continue;
+			asked++;
+			if (*k == box->nstacks)
+				continue;   /* no room: counted in crash_stacks_asked */
+			bb__crash_thread_name(box, dir, t, name);
+			bb__crash_ask(box, (*k)++, t, name, sig, ours, pid);
+		}
+	}
+	close(dir);
+	return asked;
+}
+
 /* Slots from @first on; those before it the caller wrote (a dump's own
  * stack, bb__dump_request()), counted as asked. */
 static void bb__crash_ask_all(struct bb__box *box, int32_t tid, uint32_t first)
@@ -687,7 +953,8 @@ static void bb__crash_ask_all(struct bb__box *box, int32_t tid, uint32_t first)
 	 * could run (sigaction is the barrier, as for bb__prev). */
 	int sig = BB__LOAD_RELAXED(&bb__stack_sig);
 	pid_t pid = getpid();   /* AS-safe */
-	uint32_t asked = first, k = first;
+	uint32_t asked = first, k = first, threads = 0;
+	int64_t listed;
 	uint64_t start;
 	bool ours;
 
@@ -696,10 +963,12 @@ static void bb__crash_ask_all(struct bb__box *box, int32_t tid, uint32_t first)
 	/* not ours any more: each thread's slot says it was not asked
 	 * (BB_CRASH_SEQ_NOT_ASKED), and nothing is sent */
 	ours = bb__stack_sig_ours(sig);
-	for (uint32_t i = 0; i < box->nslots; i++) {
+	listed = bb__crash_ask_listed(box, tid, sig, ours, pid, &k, &threads);
+	if (listed >= 0)
+		asked += (uint32_t)listed;
+	for (uint32_t i = 0; listed < 0 && i < box->nslots; i++) {
+		/* No /proc: the threads that hold a thread slot. */
 		struct bb_thread_slot *s = &box->slots[i];
-		uint8_t *area;
-		siginfo_t si;
 		int32_t t;
 
 		/* Acquire pairs with the release CAS/stores of claim: the
@@ -712,38 +981,11 @@ static void bb__crash_ask_all(struct bb__box *box, int32_t tid, uint32_t first)
 		asked++;
 		if (k == box->nstacks)
 			continue;   /* no room: counted in crash_stacks_asked */
-		area = box->stacks + (size_t)k * BB_CRASH_SIZE;
-		memcpy(area + BB_RECORD_HDR_SIZE, &t, sizeof(t));
-		memcpy(area + BB_RECORD_HDR_SIZE + 4, s->thread_name, 16);
-		if (!ours) {
-			/* Release: the tid and name above are there for a
-			 * reader that loads the seq word with acquire. */
-			BB__STORE_RELEASE((uint32_t *)(void *)area,
-					  (uint32_t)BB_CRASH_SEQ_NOT_ASKED);
-			k++;
-			continue;
-		}
-		/* Release: the tid and name above are there for the thread
-		 * that loads ASKED with acquire (bb__stack_handler()) and for
-		 * a reader. */
-		BB__STORE_RELEASE((uint32_t *)(void *)area, (uint32_t)BB_CRASH_SEQ_ASKED);
-		memset(&si, 0, sizeof(si));
-		si.si_signo = sig;
-		si.si_code = SI_QUEUE;
-		si.si_pid = pid;
-		si.si_uid = getuid();   /* AS-safe */
-		si.si_value.sival_int = (int)k;
-		/* rt_tgsigqueueinfo: a system call, AS-safe; a thread may
-		 * queue any si_code to a thread of its own process. */
-		if (syscall(SYS_rt_tgsigqueueinfo, pid, t, sig, &si) < 0) {
-			uint32_t expect = BB_CRASH_SEQ_ASKED;
-
-			(void)BB__CAS_ACQUIRE((uint32_t *)(void *)area, &expect,
-					      (uint32_t)BB_CRASH_SEQ_NO_ANSWER);
-		}
-		k++;
+		bb__crash_ask(box, k++, t, s->thread_name, sig, ours, pid);
 	}
-	/* Nothing is ordered by it: a reader takes the count as it is. */
+	/* Nothing is ordered by these: a reader takes the counts as they
+	 * are. */
+	BB__STORE_RELAXED(&box->hdr->crash_threads, threads);
 	BB__STORE_RELAXED(&box->hdr->crash_stacks_asked, asked);
 	/* The wait, bounded in all: clock_gettime() and sched_yield() are
 	 * system calls, AS-safe; nothing here waits for a lock. */
@@ -755,7 +997,7 @@ static void bb__crash_ask_all(struct bb__box *box, int32_t tid, uint32_t first)
 			/* Acquire pairs with the answer's release store of
 			 * DONE (bb__crash_fill()). */
 			uint32_t q = BB__LOAD_ACQUIRE((uint32_t *)(void *)(box->stacks +
-							(size_t)i * BB_CRASH_SIZE));
+							(size_t)i * BB_CRASH_SLOT_SIZE));
 
 			waiting += q == BB_CRASH_SEQ_ASKED || q == BB_CRASH_SEQ_BUSY;
 		}
@@ -768,7 +1010,7 @@ static void bb__crash_ask_all(struct bb__box *box, int32_t tid, uint32_t first)
 
 		/* From ASKED only: a thread that took its slot (BUSY) keeps
 		 * it; one that comes later finds NO_ANSWER and leaves. */
-		(void)BB__CAS_ACQUIRE((uint32_t *)(void *)(box->stacks + (size_t)i * BB_CRASH_SIZE),
+		(void)BB__CAS_ACQUIRE((uint32_t *)(void *)(box->stacks + (size_t)i * BB_CRASH_SLOT_SIZE),
 				      &expect, (uint32_t)BB_CRASH_SEQ_NO_ANSWER);
 	}
 }
@@ -778,7 +1020,7 @@ static void bb__crash_ask_all(struct bb__box *box, int32_t tid, uint32_t first)
  * --snapshot) queued bb__stack_sig to the process with the value
  * BB_DUMP_REQUEST(kind, id); this thread took it.  Only the owner's user
  * and root can queue it (the kernel's kill(2) permission check).  Kind
- * HANG: this thread's stack into crash stack slot 0, every other thread
+ * HANG: this thread's stack into crash slot 0, every other thread
  * asked for its own into the next slots, as at a crash, the crash area
  * and the phase left alone; kind SNAPSHOT: bb_snapshot("operator").  Then
  * the id into dump_seq.  One dump at a time, and none once a crash record
@@ -812,7 +1054,7 @@ static void bb__dump_request(struct bb__box *box, const siginfo_t *si, void *ucv
 		/* A previous dump's answers go: relaxed, the stores of the
 		 * slots below publish each slot again with release. */
 		for (uint32_t i = 1; i < box->nstacks; i++)
-			BB__STORE_RELAXED((uint32_t *)(void *)(area + (size_t)i * BB_CRASH_SIZE),
+			BB__STORE_RELAXED((uint32_t *)(void *)(area + (size_t)i * BB_CRASH_SLOT_SIZE),
 					  (uint32_t)BB_CRASH_SEQ_EMPTY);
 		memcpy(area + BB_RECORD_HDR_SIZE, &tid, sizeof(tid));
 		memset(area + BB_RECORD_HDR_SIZE + 4, 0, 16);
@@ -834,7 +1076,8 @@ static void bb__dump_request(struct bb__box *box, const siginfo_t *si, void *ucv
 
 /*
  * The handler of bb__stack_sig: a crashing thread of this process asks for
- * this thread's stack (si_value: the slot).  Anything else sent with the
+ * this thread's stack (si_value: the slot), or a watcher asks for a dump
+ * (BB_DUMP_IS_REQUEST(), bb__dump_request()).  Anything else sent with the
  * signal is ignored.  Runs on the thread's alternate stack when it has one
  * (SA_ONSTACK), with the crash signals blocked.
  */
@@ -862,7 +1105,7 @@ static void bb__stack_handler(int sig, siginfo_t *si, void *ucv)
 	k = si->si_value.sival_int;
 	if (k < 0 || (uint32_t)k >= box->nstacks)
 		goto out;
-	area = box->stacks + (size_t)k * BB_CRASH_SIZE;
+	area = box->stacks + (size_t)k * BB_CRASH_SLOT_SIZE;
 	/* Acquire pairs with the asker's release store of ASKED: the tid
 	 * read next is the one it wrote. */
 	if (BB__LOAD_ACQUIRE((uint32_t *)(void *)area) != BB_CRASH_SEQ_ASKED)
@@ -981,6 +1224,13 @@ int bb__crash_thread_start(struct bb__tls *t)
 	return 0;
 }
 
+bool bb__crash_altstacks_on(void)
+{
+	/* Relaxed: set once by bb_init() (bb__crash_init()); a thread
+	 * created as it is set may or may not get a stack. */
+	return BB__LOAD_RELAXED(&bb__altstacks);
+}
+
 void bb__crash_thread_exit(struct bb__tls *t)
 {
 	stack_t cur, off = { .ss_flags = SS_DISABLE };
@@ -1065,6 +1315,7 @@ int bb__crash_init(const struct bb_options *o)
 	memset(&warm, 0, sizeof(warm));
 	warm.from_signal = true;   /* no signal frame: passes our frames only */
 	bb__walk(&warm);
+	bb__abort_load();
 	if (!bb__env_on(o))
 		return 0;
 	if (!bb__installed) {
@@ -1078,7 +1329,8 @@ int bb__crash_init(const struct bb_options *o)
 		if ((ret = bb__install()) < 0)
 			return ret;
 		bb__installed = true;
-		bb__altstacks = true;
+		/* Relaxed: see bb__crash_altstacks_on(). */
+		BB__STORE_RELAXED(&bb__altstacks, true);
 		bb__stack_install();
 	}
 	{

@@ -163,10 +163,10 @@ static void crash_derive(struct bb_crash *c)
  * Decode one crash record area (the crash area, or a crash stack slot) of
  * the box at @off into @out; @what names it in a problem.  Never fails.
  */
-static void crash_area(struct bb_reader *r, uint64_t off, const char *what,
+static void crash_area(struct bb_reader *r, uint64_t off, uint32_t size, const char *what,
 		       struct bb_crash *out)
 {
-	uint8_t area[BB_CRASH_SIZE];
+	uint8_t area[BB_CRASH_SIZE] = { 0 };
 	struct bb_record_hdr h;
 	const char *why = NULL;
 	const uint8_t *v;
@@ -183,7 +183,7 @@ static void crash_area(struct bb_reader *r, uint64_t off, const char *what,
 	 * asked), so no re-check is needed after the copy; a concurrent
 	 * second writer would be the CRC's to catch. */
 	seq = BB__LOAD_ACQUIRE((uint32_t *)(uintptr_t)(r->base + off));
-	memcpy(area, r->base + off, sizeof(area));
+	memcpy(area, r->base + off, size);   /* size <= BB_CRASH_SIZE: checked at open */
 	memcpy(&h, area, sizeof(h));
 	h.seq = seq;
 	if (seq == BB_CRASH_SEQ_EMPTY) {
@@ -213,7 +213,7 @@ static void crash_area(struct bb_reader *r, uint64_t off, const char *what,
 	out->status = BB_CRASH_CORRUPT;
 	if (seq != BB_CRASH_SEQ_DONE)
 		why = "seq word is not empty, busy or complete";
-	else if (h.len < BB_RECORD_HDR_SIZE + BB_CRC_SIZE + 1 || h.len > BB_CRASH_SIZE)
+	else if (h.len < BB_RECORD_HDR_SIZE + BB_CRC_SIZE + 1 || h.len > size)
 		why = "length outside the area";
 	else if (h.tag != BB_TAG_CRASH)
 		why = "tag is not BB_TAG_CRASH";
@@ -231,7 +231,7 @@ static void crash_area(struct bb_reader *r, uint64_t off, const char *what,
 		memset(out, 0, offsetof(struct bb_crash, problem));
 		out->status = BB_CRASH_CORRUPT;
 		out->crc_ok = seq == BB_CRASH_SEQ_DONE && h.len >= BB_RECORD_HDR_SIZE +
-			BB_CRC_SIZE && h.len <= BB_CRASH_SIZE &&
+			BB_CRC_SIZE && h.len <= size &&
 			bb__record_crc_ok(area, h.len, BB_CRASH_SEQ_DONE, 1);
 		snprintf(out->problem, sizeof(out->problem), "%s: %s", what, why);
 		return;
@@ -250,7 +250,7 @@ BB_EXPORT int bb_reader_crash(struct bb_reader *r, struct bb_crash *out)
 	 * read (the file shrank) leaves the copy taken at open */
 	if (r->fd >= 0)
 		(void)bb__rdr_fetch(r, 0, BB_HEADER_SIZE);
-	crash_area(r, offsetof(struct bb_header, crash), "crash area", out);
+	crash_area(r, offsetof(struct bb_header, crash), BB_CRASH_SIZE, "crash area", out);
 	if (out->status == BB_CRASH_TORN)
 		snprintf(out->problem, sizeof(out->problem),
 			 "crash record torn: the handler started and did not finish");
@@ -272,19 +272,36 @@ BB_EXPORT int bb_reader_crash_stacks(struct bb_reader *r, uint32_t *slots, uint3
 	return 0;
 }
 
+BB_EXPORT int bb_reader_crash_threads(struct bb_reader *r, uint32_t *threads)
+{
+	const struct bb_header *hd;
+
+	if (!r || !threads)
+		return -EINVAL;
+	if (r->fd >= 0)
+		(void)bb__rdr_fetch(r, 0, BB_HEADER_SIZE);
+	hd = (const struct bb_header *)(const void *)r->base;
+	/* 3.2 and later: before, the bytes were reserved.  Relaxed: a
+	 * count, ordered with nothing. */
+	*threads = hd->version_major > 3 || (hd->version_major == 3 && hd->version_minor >= 2) ?
+		BB__LOAD_RELAXED((uint32_t *)(uintptr_t)&hd->crash_threads) : 0;
+	return 0;
+}
+
 BB_EXPORT int bb_reader_crash_stack(struct bb_reader *r, uint32_t i, struct bb_crash *out)
 {
 	if (!r || !out)
 		return -EINVAL;
 	if (i >= r->nstacks)
 		return -ENOENT;
-	if (r->fd >= 0 && bb__rdr_fetch(r, r->stacks_off + (uint64_t)i * BB_CRASH_SIZE,
-					 BB_CRASH_SIZE) < 0) {
+	if (r->fd >= 0 && bb__rdr_fetch(r, r->stacks_off + (uint64_t)i * r->stack_size,
+					 r->stack_size) < 0) {
 		memset(out, 0, sizeof(*out));
 		out->status = BB_CRASH_NONE;
 		return 0;
 	}
-	crash_area(r, r->stacks_off + (uint64_t)i * BB_CRASH_SIZE, "crash stack", out);
+	crash_area(r, r->stacks_off + (uint64_t)i * r->stack_size, r->stack_size, "crash stack",
+		   out);
 	return 0;
 }
 

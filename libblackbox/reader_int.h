@@ -118,8 +118,10 @@ struct bb_reader {
 	struct ikey *shown;    /* BB_WALK_FOLLOW: important records delivered */
 	size_t nshown, cshown;
 	uint64_t state_off, modules_off; /* validated areas (count/size 0: none) */
-	uint64_t stacks_off;  /* the crash stacks (3.1), nstacks slots */
+	uint64_t stacks_off;  /* the crash stacks (3.1) or slots (3.2), nstacks */
 	uint32_t nstacks;
+	uint32_t stack_size;  /* bytes per slot: BB_CRASH_SIZE (3.1), or the
+	                       * header's crash_slot_size (3.2) */
 	uint32_t slot_size;
 	uint8_t *slot;         /* one state slot copy */
 	uint8_t *modbuf;       /* module area copy */
@@ -219,6 +221,10 @@ int bb__rdr_note_gap(struct bb_reader *r, uint32_t ring, uint64_t pos, uint64_t 
 		     bool *have_expect);
 const uint8_t *bb__rdr_read_fixed(struct bb_reader *r, const struct bb__extent *v,
 				  uint64_t pos, uint64_t head, uint32_t *lenp, enum bb__rd *rd);
+/* reader_walk.c: the collect loop of a ring and of a log's segment */
+int bb__rdr_collect_extent(struct bb_reader *r, uint32_t i, const struct bb__extent *v,
+			   uint64_t *posp, uint64_t head, bool copy, uint64_t *expect,
+			   bool *have_expect, bool *kept);
 
 /* reader_liveness.c */
 int bb__rdr_maps_has(pid_t pid, uint64_t dev, uint64_t ino);

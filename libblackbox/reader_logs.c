@@ -231,8 +231,9 @@ int bb__rdr_rescan_logs(struct bb_reader *r)
 /*
  * bb__rdr_collect_log - collect the intact records of log ring @i, in
  * position order, segment after segment (FORMAT.md §13 "Reading a log"):
- * the same checks of every record as in a ring (bb__rdr_read_fixed()), the
- * resync after a corrupt one inside its segment, and a hole wherever a
+ * each segment by the rings' collect loop (bb__rdr_collect_extent(): the
+ * same checks of every record, the resync after a corrupt one inside its
+ * segment), and a hole wherever a
  * record does not start where the log's previous one ended: a segment
  * taken away from the log, or bytes that did not validate.  *@endp: where
  * a FOLLOW walk resumes.
@@ -242,7 +243,7 @@ int bb__rdr_collect_log(struct bb_reader *r, uint32_t i, unsigned flags, bool al
 {
 	struct rstream *rr = &r->streams[i];
 	uint64_t expect = 0, end = 0;
-	bool have_expect = false, have_end = false, hole = false;
+	bool have_expect = false, have_end = false, hole = false, kept;
 	int rc;
 
 	*endp = rr->has_next ? rr->next : 0;
@@ -288,30 +289,12 @@ int bb__rdr_collect_log(struct bb_reader *r, uint32_t i, unsigned flags, bool al
 			if (!(rr->next % 8))
 				pos = rr->next;
 		}
-		while (bb__pos_diff(s->head, pos) > 0) {
-			const uint8_t *rec;
-			enum bb__rd rd;
-			uint32_t len;
-
-			rec = bb__rdr_read_fixed(r, &v, pos, s->head, &len, &rd);
-			if (rd == BB__RD_OK) {
-				size_t before = r->nents;
-
-				rc = bb__rdr_keep(r, i, pos, len, rec);
-				if (!rc && r->nents > before) {
-					rc = bb__rdr_note_gap(r, i, pos, &expect, &have_expect);
-					hole = false;
-				}
-				if (rc)
-					return rc;
-				pos += BB_RECORD_STRIDE(len);
-				continue;
-			}
-			/* nothing changes a copy: a record that fails is corrupt */
-			rr->st.corrupt++;
-			pos = bb__extent_skip(&v, pos, s->head, BB__RD_CORRUPT, r->rec,
-					    &rr->st.skipped_bytes);
-		}
+		rc = bb__rdr_collect_extent(r, i, &v, &pos, s->head, true, &expect, &have_expect,
+					    &kept);
+		if (kept)
+			hole = false;
+		if (rc)
+			return rc;
 		/* A dead owner's record busy at the head of its current
 		 * segment is the write its death cut short (counted once). */
 		if (last && !alive && BB_SEG_STATE(s->own) == BB_SEG_OPEN &&

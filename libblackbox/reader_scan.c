@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../shared/grow.h"
 #include "internal.h"
 #include "reader_int.h"
 #include "text.h"
@@ -271,16 +272,9 @@ static int scan_entries(DIR *d, const char *dir, pid_t only, struct bb_box_entry
 			break;
 		if (!scan_name(de->d_name) || strlen(de->d_name) >= sizeof(v->name))
 			continue;
-		if (n == cap) {
-			size_t nc = cap ? 2 * cap : 16;
-			struct bb_box_entry *nv = realloc(v, nc * sizeof(*v));
-
-			if (!nv) {
-				free(v);
-				return -ENOMEM;
-			}
-			v = nv;
-			cap = nc;
+		if (BB__GROW(&v, &cap, n + 1)) {
+			free(v);
+			return -ENOMEM;
 		}
 		e = &v[n++];
 		memset(e, 0, sizeof(*e));

@@ -333,7 +333,7 @@ static int reload_seg(struct bb_reader *r, uint32_t i, bool follow, bool *same)
  * system call is a full barrier), and the acquire fences order them in
  * our program as well.  The fence before C pairs with the release fence
  * a thread issues after its CLAIMING store and before it writes a byte
- * of the segment (bb__seg_take()): a copy holding any such byte sees the
+ * of the segment (bb__seg_use()): a copy holding any such byte sees the
  * new word in C.  The one after A pairs with the release store of OPEN
  * that ends a hand-over: start and head of that hand-over are then in B.
  */

@@ -36,6 +36,15 @@ static void copy_str(char *dst, const char *src, size_t n)
  */
 static bool overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen);
 
+/* A crash stacks area [@off, +@len): not empty, inside the box, past the
+ * header, 8-aligned, not over the ring table. */
+static bool stacks_fit(const struct bb_header *h, uint64_t off, uint64_t len, uint64_t lim,
+		       uint64_t table_end)
+{
+	return len && off >= h->header_size && !(off % 8) && off <= lim && len <= lim - off &&
+	       !overlap(off, len, h->ring_table_offset, table_end - h->ring_table_offset);
+}
+
 static void check_areas(struct bb_reader *r, const struct bb_header *h, uint64_t lim,
 			uint64_t table_end)
 {
@@ -68,16 +77,27 @@ static void check_areas(struct bb_reader *r, const struct bb_header *h, uint64_t
 			r->state_off = off;
 		}
 	}
-	/* The crash stacks (3.1): a bad geometry leaves them out (a box
-	 * of a later minor with other fields there reads as without). */
+	/* The crash slots (3.2), else the crash stacks (3.1): a bad
+	 * geometry leaves them out (a box of a later minor with other
+	 * fields there reads as without). */
 	r->stacks_off = 0;
 	r->nstacks = 0;
+	r->stack_size = BB_CRASH_SIZE;
+	if (h->version_major > 3 || (h->version_major == 3 && h->version_minor >= 2)) {
+		off = h->crash_slots_offset;
+		len = (uint64_t)h->crash_slots_count * h->crash_slot_size;
+		if (h->crash_slots_count <= BB_CRASH_SLOTS_MAX && h->crash_slot_size >= 256 &&
+		    h->crash_slot_size <= BB_CRASH_SIZE && !(h->crash_slot_size % 8) &&
+		    stacks_fit(h, off, len, lim, table_end)) {
+			r->stacks_off = off;
+			r->nstacks = h->crash_slots_count;
+			r->stack_size = h->crash_slot_size;
+		}
+	}
 	off = h->crash_stacks_offset;
 	len = (uint64_t)h->crash_stacks_count * BB_CRASH_SIZE;
-	if ((h->version_major > 3 || (h->version_major == 3 && h->version_minor >= 1)) && len &&
-	    h->crash_stacks_count <= BB_CRASH_STACKS_MAX && off >= h->header_size &&
-	    !(off % 8) && off <= lim && len <= lim - off && !overlap(off, len, h->ring_table_offset,
-	    table_end - h->ring_table_offset)) {
+	if (!r->nstacks && (h->version_major > 3 || (h->version_major == 3 && h->version_minor >= 1)) &&
+	    h->crash_stacks_count <= BB_CRASH_STACKS_MAX && stacks_fit(h, off, len, lim, table_end)) {
 		r->stacks_off = off;
 		r->nstacks = h->crash_stacks_count;
 	}

@@ -168,6 +168,61 @@ int bb__rdr_note_gap(struct bb_reader *r, uint32_t ring, uint64_t pos, uint64_t 
 	return 0;
 }
 
+/*
+ * bb__rdr_collect_extent - the one collect loop of rings and log segments:
+ * keep the intact records of stream @i in extent @v from *@posp up to
+ * @head, in position order, each checked by bb__rdr_read_fixed(), a hole
+ * noted where a kept record does not start where the previous one ended
+ * (bb__rdr_note_gap(), @expect / @have_expect), and after a record that
+ * fails, a resync (bb__extent_skip()).  In a ring a failure is a lap
+ * (counted overwritten) or corrupt, as the read says; in a segment's copy
+ * (@copy) nothing changes the bytes, so every failure is corrupt.
+ * *@posp: where it stopped; *@kept: true when a record was kept.  Returns
+ * 0 or -ENOMEM.
+ */
+int bb__rdr_collect_extent(struct bb_reader *r, uint32_t i, const struct bb__extent *v,
+			   uint64_t *posp, uint64_t head, bool copy, uint64_t *expect,
+			   bool *have_expect, bool *kept)
+{
+	struct rstream *rr = &r->streams[i];
+	uint64_t pos = *posp;
+	int rc;
+
+	*kept = false;
+	while (bb__pos_diff(head, pos) > 0) {
+		const uint8_t *rec;
+		enum bb__rd rd;
+		uint32_t len;
+
+		rec = bb__rdr_read_fixed(r, v, pos, head, &len, &rd);
+		if (rd == BB__RD_OK) {
+			size_t before = r->nents;
+
+			rc = bb__rdr_keep(r, i, pos, len, rec);
+			if (!rc && r->nents > before) {
+				rc = bb__rdr_note_gap(r, i, pos, expect, have_expect);
+				*kept = true;
+			}
+			if (rc) {
+				*posp = pos;
+				return rc;
+			}
+			pos += BB_RECORD_STRIDE(len);
+			continue;
+		}
+		/* overwritten: past the lap; corrupt: resync (ring.h) */
+		if (copy)
+			rd = BB__RD_CORRUPT;
+		if (rd == BB__RD_OVERWRITTEN)
+			rr->st.overwritten++;
+		else
+			rr->st.corrupt++;
+		pos = bb__extent_skip(v, pos, head, rd, r->rec, &rr->st.skipped_bytes);
+	}
+	*posp = pos;
+	return 0;
+}
+
 /* Collect ring @i's intact records into the arena; *endp = where a FOLLOW
  * walk resumes. */
 static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
@@ -175,7 +230,7 @@ static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
 {
 	struct rstream *rr = &r->streams[i];
 	uint64_t head, tail, pos, expect = 0;
-	bool have_expect = false;
+	bool have_expect = false, kept;
 	int rc;
 
 	*endp = 0;
@@ -222,37 +277,14 @@ static int collect(struct bb_reader *r, uint32_t i, unsigned flags, bool alive,
 	}
 
 	/* every record takes 16 bytes at least: reserve for the most this
-	 * ring can hold (a failure here is not one: keep() grows as it goes) */
+	 * ring can hold (a failure here is not one: bb__rdr_keep() grows as
+	 * it goes) */
 	if (bb__pos_diff(head, pos) > 0)
 		(void)grow_ents(r, r->nents + (size_t)((head - pos) / BB_RECORD_HDR_SIZE) + 1);
-	while (bb__pos_diff(head, pos) > 0) {
-		const uint8_t *rec = r->rec;
-		enum bb__rd rd;
-		uint32_t len;
-
-		rec = bb__rdr_read_fixed(r, &rr->v, pos, head, &len, &rd);
-		switch (rd) {
-		case BB__RD_OK: {
-			size_t before = r->nents;
-
-			rc = bb__rdr_keep(r, i, pos, len, rec);
-			if (!rc && r->nents > before)
-				rc = bb__rdr_note_gap(r, i, pos, &expect, &have_expect);
-			if (rc)
-				return rc;
-			pos += BB_RECORD_STRIDE(len);
-			break;
-		}
-		default:
-			/* overwritten: past the lap; corrupt: resync (ring.h) */
-			if (rd == BB__RD_OVERWRITTEN)
-				rr->st.overwritten++;
-			else
-				rr->st.corrupt++;
-			pos = bb__extent_skip(&rr->v, pos, head, rd, r->rec, &rr->st.skipped_bytes);
-			break;
-		}
-	}
+	rc = bb__rdr_collect_extent(r, i, &rr->v, &pos, head, false, &expect, &have_expect,
+				    &kept);
+	if (rc)
+		return rc;
 	/* A dead owner's record busy at head is the write its death cut short;
 	 * a live owner's is a write in progress.  Counted once per head. */
 	if (pos == head && !alive && bb__extent_seq(&rr->v, head) == BB_SEQ_BUSY(head) &&
@@ -437,8 +469,9 @@ static int deliver_one(struct bb_reader *r, size_t k, bb_record_fn fn, void *arg
 	struct rstream *rr = &r->streams[e->stream];
 	struct bb_record rec;
 
-	/* member by member: an initializer zeroes the whole struct first
-	 * (16 instructions more per record, callgrind) */
+	/* member by member: an initializer zeroes the whole struct first,
+	 * which costs on every record (BENCHMARKS.md "Choices in the code,
+	 * measured") */
 	rec.stream = e->stream;
 	rec.tid = e->tid;
 	rec.thread_name = r->names[e->name];

@@ -220,7 +220,7 @@ static inline int bb__extent_envelope_ok(const struct bb__extent *v, const struc
  * no fence of its own to pair with: docs/DESIGN.md §5.  In a segment the
  * owner word plays tail's part: a thread that takes the segment over stores
  * its CLAIMING word, then a release fence, before it writes a byte
- * (bb__seg_take()), so a copy that saw such a byte sees the new word.
+ * (bb__seg_use()), so a copy that saw such a byte sees the new word.
  */
 static inline enum bb__rd bb__extent_read(const struct bb__extent *v, uint64_t pos,
 					 uint64_t head, uint8_t *buf, uint32_t *lenp)

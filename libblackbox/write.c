@@ -3,9 +3,9 @@
  * write.c - the record writers: compute the exact CBOR size, reserve, encode
  * straight into the ring, commit.  Every encoding is written inline
  * (<blackbox/inline.h>: bb__cbor_put_head(), bb__cbor_put_f64(),
- * bb__copy_small()); a PLT call into libcbor cost ~19 instructions per
- * 1-byte head, measured, and its cbor_encode_double() writes the same 9
- * bytes as bb__cbor_put_f64() (the 9-byte float64 form, which
+ * bb__copy_small()); a PLT call into libcbor costs more (BENCHMARKS.md
+ * "Choices in the code, measured"), and its cbor_encode_double() writes
+ * the same 9 bytes as bb__cbor_put_f64() (the 9-byte float64 form, which
  * bb__val_size() counts on; tests/lib/test_inline.c compares them).
  *
  * The ring is mapped twice back to back (box.c), so the value area of a
@@ -25,8 +25,9 @@
  * compiler knows the write goes to the thread's segment (w.shared is
  * false: the tid extension, the lock release and their branches fold away)
  * and once for the shared ring.  Without it the two ways out of bb__begin()
- * merge and the fast path tests w.shared at run time: measured (callgrind),
- * -18 instructions per bb_write_i64, -12 per bb_write_kv (5 KiB of text).
+ * merge and the fast path tests w.shared at run time, which costs
+ * instructions on every write (BENCHMARKS.md "Choices in the code,
+ * measured").
  */
 #define BB__ON_RING(w, ...)                                              \
 	do {                                                             \

@@ -71,7 +71,7 @@ struct bb__box {
 	char path[PATH_MAX];
 	uint8_t *state;            /* state table: BB__STATE_SLOTS slots */
 	uint8_t *modules;          /* module area: BB__MODULES_SIZE bytes */
-	uint8_t *stacks;           /* crash stacks: nstacks slots of BB_CRASH_SIZE */
+	uint8_t *stacks;           /* crash slots: nstacks of BB_CRASH_SLOT_SIZE */
 	uint32_t nstacks;
 	/* Segments (FORMAT.md §13, segment.c): the tables in the
 	 * header mapping, the data mapped once (records never span
@@ -175,8 +175,8 @@ struct bb__w {
 
 /*
  * bb__begin - pick the ring for this write and enter the nesting section.
- * Returns 0 (then bb__end() must follow) or a negative errno / 0-for-disabled
- * through *ret with false.
+ * Returns true (then bb__leave() must follow, or bb__commit(), which calls
+ * it), or false with a negative errno / 0-for-disabled in *ret.
  */
 static inline bool bb__begin(struct bb__w *w, int *ret)
 {
@@ -257,7 +257,9 @@ static inline uint8_t *bb__reserve(struct bb__w *w, uint8_t flags, uint32_t vlen
 
 /*
  * bb__seal - fill the envelope with @tag and the stamp @ts, append the CRC
- * trailer, mark the record committed and publish head.  Still inside the
+ * trailer, mark the record committed and publish head: bb__sink_seal(),
+ * the inline paths' seal, with the library's CRCs for a BB__CRC_SW box
+ * and for long values.  Still inside the
  * nesting section (and, for the shared ring, the lock): bb__leave() next.
  * @big (a constant): the value may be long, checksum one of 64 bytes or
  * more out of line, in three streams from BB__CRC_LONG_MIN bytes
@@ -270,39 +272,10 @@ static inline __attribute__((always_inline))
 void bb__seal(struct bb__w *w, uint8_t tag, uint64_t ts, bool big)
 {
 	const struct bb__fast_box *fb = &w->box->f;
-	uint32_t seq = BB_SEQ_DONE(w->pos);
-	uint32_t w1 = bb__sink_envelope(w->rec, w->len, tag, w->flags | fb->rflags, ts);
 
-	if (bb_likely(fb->crc != BB__CRC_NONE)) {
-		/* Over the final envelope with the committed seq (FORMAT.md
-		 * §11), stored before the release store of seq in
-		 * bb__sink_publish(), which orders it with every other byte
-		 * of the record.  (bb__sink_seal() is this with the first
-		 * branch only: the inline path runs on BB__CRC_HW boxes.
-		 * Calling it here measured +16 instructions per record,
-		 * callgrind: the compiler keeps fewer values in registers.) */
-		uint32_t crc, off = (uint32_t)(w->len - BB_CRC_SIZE);
-#if defined(__x86_64__) && defined(__LP64__)
-		if (bb_likely(fb->crc == BB__CRC_HW)) {
-			/* Testing 64 costs nothing: the inline CRC's block
-			 * loop then folds away. */
-			if (big && bb_unlikely(off - BB_RECORD_HDR_SIZE >= 64))
-				crc = bb__record_crc_long(seq, w1, ts,
-							  w->rec + BB_RECORD_HDR_SIZE,
-							  off - BB_RECORD_HDR_SIZE);
-			else
-				crc = bb__record_crc_hw(seq, w1, ts,
-							w->rec + BB_RECORD_HDR_SIZE,
-							off - BB_RECORD_HDR_SIZE);
-		} else
-#endif
-			crc = bb__record_crc(seq, w->rec, w->len);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-		crc = __builtin_bswap32(crc);   /* stored little-endian */
-#endif
-		memcpy(w->rec + off, &crc, BB_CRC_SIZE);
-	}
-	bb__sink_publish(w->r, w->rec, w->pos, w->len);
+	bb__sink_seal(w->r, w->rec, w->pos, w->len, tag, w->flags | fb->rflags, ts, fb, 1,
+		      w->len - BB_RECORD_HDR_SIZE - BB_CRC_SIZE, big ? bb__record_crc_long : NULL,
+		      bb__record_crc);
 }
 
 /* bb__leave - leave the nesting section (and the shared ring's lock). */
@@ -321,9 +294,10 @@ static inline void bb__leave(struct bb__w *w)
 static inline __attribute__((always_inline)) void bb__commit(struct bb__w *w, uint8_t tag)
 {
 	/* Stamped here, after the value is encoded.  Stamping in
-	 * bb__reserve() instead (to overlap rdtsc with the encoding) was
-	 * measured: TSC mode unchanged, the default clock slower (the
-	 * write state is spilled across the clock_gettime() call). */
+	 * bb__reserve() instead (to overlap rdtsc with the encoding) made
+	 * the default clock slower, the write state spilled across the
+	 * clock_gettime() call (BENCHMARKS.md "Choices in the code,
+	 * measured"). */
 	bb__seal(w, tag, bb__now(&w->box->f), false);
 	bb__leave(w);
 }
@@ -368,7 +342,7 @@ static inline bool bb__strn_ok(const char **s, size_t n)
 }
 
 /* Crash handler, state table, module area (crash.c, modules.c).  Not
- * AS-safe; called from bb_init_opts(), bb__open(), bb__claim() and the TLS
+ * AS-safe; called from bb_init_opts(), bb__open(), bb__begin_slow() and the TLS
  * destructor. */
 int bb__crash_init(const struct bb_options *o);
 /* bb__crash_thread_start(): 0 (an alternate stack given, one there
@@ -377,6 +351,11 @@ int bb__crash_thread_start(struct bb__tls *t);
 void bb__crash_thread_exit(struct bb__tls *t);
 /* Heartbeats (watchdog.c): a thread that ends withdraws its deadline. */
 void bb__watchdog_thread_exit(struct bb__box *box);
+/* The crash handler is on: threads get an alternate signal stack. */
+bool bb__crash_altstacks_on(void);
+/* A thread pthread_create() started (thread_start.c): its alternate
+ * signal stack, freed at its exit (box.c). */
+void bb__thread_started(void);
 void bb__modules_gather(struct bb__box *box);
 /* The main program's GNU build id (as the module area records it, first
  * object) into @out, at most @cap bytes: its length, 0 when it has none. */

@@ -203,6 +203,42 @@ fail:
  * 2 MiB (readers accept up to 8, reader_zstd.c).  Level 3, zstd's
  * default: BENCHMARKS.md "Reap" has its sizes and times.  0 or -errno.
  */
+/* A compressor of @len bytes as every compressed box is written, or NULL. */
+static ZSTD_CCtx *box_cctx(size_t len)
+{
+	ZSTD_CCtx *cc = ZSTD_createCCtx();
+
+	if (cc) {
+		ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, 3);
+		ZSTD_CCtx_setParameter(cc, ZSTD_c_windowLog, 21);
+		ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
+		ZSTD_CCtx_setPledgedSrcSize(cc, len);
+	}
+	return cc;
+}
+
+int reap_zstd_box(const void *data, size_t len, void **out, size_t *outlen)
+{
+	size_t cap = ZSTD_compressBound(len), z;
+	ZSTD_CCtx *cc = box_cctx(len);
+	void *buf = ZSTD_isError(cap) ? NULL : malloc(cap);
+
+	if (!cc || !buf) {
+		ZSTD_freeCCtx(cc);
+		free(buf);
+		return -ENOMEM;
+	}
+	z = ZSTD_compress2(cc, buf, cap, data, len);
+	ZSTD_freeCCtx(cc);
+	if (ZSTD_isError(z)) {
+		free(buf);
+		return -EIO;
+	}
+	*out = buf;
+	*outlen = z;
+	return 0;
+}
+
 static int save_zstd(struct bb_reader *r, int fd)
 {
 	size_t len = 0, z;
@@ -214,15 +250,11 @@ static int save_zstd(struct bb_reader *r, int fd)
 
 	if (!data)
 		return -ESTALE;
-	cc = ZSTD_createCCtx();
+	cc = box_cctx(len);
 	if (!cc || bbx_out_open(&out, fd, false) < 0) {
 		ZSTD_freeCCtx(cc);
 		return -ENOMEM;
 	}
-	ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, 3);
-	ZSTD_CCtx_setParameter(cc, ZSTD_c_windowLog, 21);
-	ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
-	ZSTD_CCtx_setPledgedSrcSize(cc, len);
 	/* compressed straight into the tools' output buffers (out.h) */
 	do {
 		ZSTD_outBuffer o = { bbx_out_reserve(&out, BBX_OUT_BUFSZ), BBX_OUT_BUFSZ, 0 };
@@ -242,6 +274,12 @@ static int save_zstd(struct bb_reader *r, int fd)
 static int save_zstd(struct bb_reader *r, int fd)
 {
 	(void)r; (void)fd;
+	return -EOPNOTSUPP;
+}
+
+int reap_zstd_box(const void *data, size_t len, void **out, size_t *outlen)
+{
+	(void)data; (void)len; (void)out; (void)outlen;
 	return -EOPNOTSUPP;
 }
 #endif

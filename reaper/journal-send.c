@@ -310,40 +310,6 @@ static void add_release(struct entry *e, struct bb_reader *r)
 		add(e, BBJ_RELEASE, "%s", rel.text);
 }
 
-/*
- * BB_BUDGET_REMOVED: the deaths of this box's program that libblackbox's
- * crash-loop budget removed before this box was created (its state key
- * "blackbox.budget_removed", bb_init(3) CRASH LOOPS): each was a box like
- * this one, gone unreported, so a fleet's count of this program's deaths
- * adds it to this entry's one.  Sent when not 0.
- */
-static int budget_cb(const struct bb_state_entry *s, void *arg)
-{
-	static const char key[] = "blackbox.budget_removed";
-	struct bb__cbor c;
-	const uint8_t *k;
-	size_t kn;
-	uint64_t n;
-
-	if (s->status != BB_SLOT_OK || s->key_len != sizeof(key) - 1 ||
-	    memcmp(s->key, key, sizeof(key) - 1))
-		return 0;
-	c = (struct bb__cbor){ .p = s->value, .end = s->value + s->value_len };
-	if (bb__cbor_container(&c, 4, &n) || n != 2 || bb__cbor_string(&c, 3, &k, &kn) ||
-	    bb__cbor_uint(&c, arg))
-		*(uint64_t *)arg = 0;
-	return 1; /* found: stop */
-}
-
-static void add_budget_removed(struct entry *e, struct bb_reader *r)
-{
-	uint64_t n = 0;
-
-	bb_reader_state(r, budget_cb, &n, NULL);
-	if (n)
-		add(e, BBJ_BUDGET_REMOVED, "%llu", (unsigned long long)n);
-}
-
 static void add_state(struct entry *e, struct bb_reader *r)
 {
 	struct jsonbuf j;
@@ -478,6 +444,14 @@ static void add_build_id(struct entry *e, struct bb_reader *r)
  * /dev/kmsg, a journal rotated away, another boot's journal gone), nor of
  * a process systemd-oomd or a user sent SIGKILL to: those stay "died
  * without a word".
+ *
+ * The kernel names the process by its pid in the initial PID namespace; a
+ * box holds the pid its owner saw.  An owner in a PID namespace of its
+ * own (a container) records that namespace in its state table
+ * (blackbox.pid_ns, budget.c); its box's pid is then no kernel pid, and a
+ * kill counts for it when the kill's command name and uid are the box's,
+ * it came after the box was created, and it is the only such kill (two
+ * of them: cannot tell).
  */
 #define OOM_SCAN_MAX 200000
 #define OOM_MAX      4096
@@ -493,23 +467,44 @@ static struct {
 	char     boot[33];
 	int32_t  pid;
 	uint64_t usec;             /* CLOCK_REALTIME of the message */
+	char     comm[16];         /* the kernel's command name of it */
+	int64_t  uid;              /* its "UID:", -1 when not said */
 } ooms[OOM_MAX];
 static size_t nooms;
 
-/* The pid of "...Killed process <pid> (..." in @msg, or -1. */
-static long oom_pid(const char *msg)
+/* The pid of "...Killed process <pid> (<comm>) ... UID:<uid> ..." in @msg,
+ * or -1; its command name into @comm ("" when not said), its uid into
+ * *@uid (-1 when not said). */
+static long oom_pid(const char *msg, char comm[16], int64_t *uid)
 {
-	const char *p = strstr(msg, "Killed process ");
+	const char *p = strstr(msg, "Killed process "), *u, *close;
 	char *end;
 	long pid;
 
+	comm[0] = '\0';
+	*uid = -1;
 	if (!p || strncmp(msg, "oom_reaper", 10) == 0)
 		return -1;
 	p += 15;
 	if (*p < '1' || *p > '9')
 		return -1;
 	pid = strtol(p, &end, 10);
-	return end[0] == ' ' && end[1] == '(' && pid <= INT32_MAX ? pid : -1;
+	if (end[0] != ' ' || end[1] != '(' || pid > INT32_MAX)
+		return -1;
+	/* a command name may hold ')': the last ") " of the message's
+	 * head is the one after it (the kernel writes 15 bytes at most) */
+	close = strstr(end + 2, ") total-vm:");
+	if (close && close - (end + 2) <= 15) {
+		memcpy(comm, end + 2, (size_t)(close - (end + 2)));
+		comm[close - (end + 2)] = '\0';
+	}
+	if ((u = strstr(end, ", UID:")) && u[6] >= '0' && u[6] <= '9') {
+		long long v = strtoll(u + 6, &end, 10);
+
+		if (v >= 0 && v <= UINT32_MAX)
+			*uid = v;
+	}
+	return pid;
 }
 
 static void scan_ooms(size_t b)
@@ -537,7 +532,8 @@ static void scan_ooms(size_t b)
 		l = l - 8 < sizeof(msg) - 1 ? l - 8 : sizeof(msg) - 1;
 		memcpy(msg, (const char *)d + 8, l);
 		msg[l] = '\0';
-		if ((pid = oom_pid(msg)) < 0 || nooms == OOM_MAX)
+		if ((pid = oom_pid(msg, ooms[nooms].comm, &ooms[nooms].uid)) < 0 ||
+		    nooms == OOM_MAX)
 			continue;
 		memcpy(ooms[nooms].boot, oom_boots[b].boot, sizeof(ooms[nooms].boot));
 		ooms[nooms].pid = (int32_t)pid;
@@ -547,12 +543,58 @@ static void scan_ooms(size_t b)
 	sd_journal_close(j);
 }
 
-/* 1: the OOM killer killed the owner of @in; 0: the kernel's log of its
- * boot says nothing of it; -1: cannot tell. */
-static int oom_killed(const struct bb_box_info *in)
+/* The inode of the initial PID namespace (the kernel's PROC_PID_INIT_INO):
+ * a box that records no blackbox.pid_ns is of it. */
+#define INIT_PID_NS 0xEFFFFFFCu
+
+/* A whole-number state key the library writes about its box. */
+struct ukey {
+	const char *key;
+	uint64_t    v;
+};
+
+static int ukey_cb(const struct bb_state_entry *s, void *arg)
+{
+	struct ukey *u = arg;
+	size_t n = strlen(u->key);
+	struct bb__cbor c;
+	const uint8_t *k;
+	size_t kn;
+	uint64_t items;
+
+	if (s->status != BB_SLOT_OK || s->key_len != n || memcmp(s->key, u->key, n))
+		return 0;
+	c = (struct bb__cbor){ .p = s->value, .end = s->value + s->value_len };
+	if (bb__cbor_container(&c, 4, &items) || items != 2 || bb__cbor_string(&c, 3, &k, &kn) ||
+	    bb__cbor_uint(&c, &u->v))
+		return 0;
+	return 1; /* found: stop */
+}
+
+/* The value of @key in @r's state table, or @dflt. */
+static uint64_t state_u64(struct bb_reader *r, const char *key, uint64_t dflt)
+{
+	struct ukey u = { key, dflt };
+
+	bb_reader_state(r, ukey_cb, &u, NULL);
+	return u.v;
+}
+
+/* Whether the owner of @r's box lived in another PID namespace than the
+ * kernel's pids are of (the initial one). */
+static bool other_pidns(struct bb_reader *r)
+{
+	uint64_t ns = state_u64(r, "blackbox.pid_ns", INIT_PID_NS);
+
+	return ns && ns != INIT_PID_NS;
+}
+
+/* 1: the OOM killer killed the owner of @in (the box @r reads); 0: the
+ * kernel's log of its boot says nothing of it; -1: cannot tell. */
+static int oom_killed(const struct bb_box_info *in, struct bb_reader *r)
 {
 	char boot[33];
-	size_t k = 0, b;
+	size_t k = 0, b, same = 0;
 
 	for (size_t i = 0; in->boot_id[i] && i < sizeof(in->boot_id) && k < 33; i++)
 		if (in->boot_id[i] != '-')
@@ -570,11 +612,19 @@ static int oom_killed(const struct bb_box_info *in)
 	}
 	if (!oom_boots[b].any)
 		return -1;
+	if (!other_pidns(r)) {
+		for (size_t i = 0; i < nooms; i++)
+			if (ooms[i].pid == in->pid && !strcmp(ooms[i].boot, boot) &&
+			    ooms[i].usec >= in->created_ns / 1000)
+				return 1;
+		return 0;
+	}
+	/* its pid is its namespace's: by command name and uid, one kill */
 	for (size_t i = 0; i < nooms; i++)
-		if (ooms[i].pid == in->pid && !strcmp(ooms[i].boot, boot) &&
-		    ooms[i].usec >= in->created_ns / 1000)
-			return 1;
-	return 0;
+		same += !strcmp(ooms[i].boot, boot) && ooms[i].usec >= in->created_ns / 1000 &&
+			ooms[i].uid == (int64_t)in->uid && ooms[i].comm[0] &&
+			!strncmp(ooms[i].comm, in->comm, 15);
+	return same == 1 ? 1 : same ? -1 : 0;
 }
 
 /* ---- the entry ---------------------------------------------------------- */
@@ -681,6 +731,7 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 	bool content = uid == 0 || c->o.journal_content == REAP_CONTENT_ALL;
 	struct bb_crash cr;
 	int oom = -1;
+	uint64_t n;
 
 	bb_reader_crash(r, &cr);
 	bb_escape_text(in->comm, strnlen(in->comm, sizeof(in->comm)), comm, sizeof(comm));
@@ -737,14 +788,21 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 	}
 	add_build_id(e, r);
 	add_release(e, r);
-	add_budget_removed(e, r);
 	add_unit(e, in, uid);
-	if (!crashed && (oom = oom_killed(in)) >= 0)
+	if (!crashed && (oom = oom_killed(in, r)) >= 0)
 		add(e, BBJ_OOM_KILL, "%d", oom);
+	/* BB_BUDGET_REMOVED: the deaths of this box's program that the
+	 * library's crash-loop budget removed, unreported, before this box
+	 * was created (its state key blackbox.budget_removed, bb_init(3) CRASH
+	 * LOOPS; libblackbox/budget.c): each a box like this one, so a fleet's
+	 * count of the program's deaths adds it to this entry's.  A count,
+	 * sent in every mode whoever owns the box, when not 0. */
+	if ((n = state_u64(r, "blackbox.budget_removed", 0)))
+		add(e, BBJ_BUDGET_REMOVED, "%llu", (unsigned long long)n);
 	/* the owner's deaths since its last entry that no entry tells of */
-	if (reap_reported_suppressed(c, uid))
+	if (reap_reported_suppressed(c, uid, in->comm))
 		add(e, BBJ_SUPPRESSED, "%llu",
-		    (unsigned long long)reap_reported_suppressed(c, uid));
+		    (unsigned long long)reap_reported_suppressed(c, uid, in->comm));
 	if (read_all) {
 		uint64_t total;
 
@@ -804,10 +862,20 @@ static void build(struct entry *e, const struct reap_ctx *c, struct bb_reader *r
 		size_t len = 0;
 		const void *data = bb_reader_data(r, &len);
 
-		if (!data || len != box_bytes)
+		void *z = NULL;
+		size_t zlen = 0;
+
+		if (!data || len != box_bytes) {
 			e->err = e->err ? e->err : -ESTALE; /* changed while being read */
-		else
+		} else if (c->o.compress && reap_zstd_box(data, len, &z, &zlen) == 0) {
+			/* a box is mostly empty ring space: what goes over the
+			 * wire to a collector is a zstd frame, as an archive */
+			add(e, BBJ_BOX_ENCODING, "zstd");
+			add_bytes(e, BBJ_BOX, z, zlen);
+			free(z);
+		} else {
 			add_bytes(e, BBJ_BOX, data, len);
+		}
 	}
 }
 
@@ -919,7 +987,7 @@ int reap_journal_box(struct reap_ctx *c, struct bb_reader *r, const struct stat 
 	}
 	c->reported++;
 	ev.decision = "reported";
-	reap_reported_clear_suppressed(c, uid); /* told by this entry */
+	reap_reported_clear_suppressed(c, uid, bb_reader_info(r)->comm); /* told by this entry */
 	ret = reap_reported_add(c, &k, attach ? box_bytes : 0);
 	if (ret < 0) {
 		/* sent, but a later run may send it again */

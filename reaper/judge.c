@@ -342,7 +342,7 @@ static enum verdict journal(struct box *b, enum verdict v)
 	/* withheld by --journal-rate and removed now: a death no entry
 	 * tells of, counted for the owner's next one */
 	if (r == REAP_JOURNAL_WITHHELD && v == V_REAP && !c->o.dry_run)
-		reap_reported_suppress(c, (uint32_t)b->st.st_uid);
+		reap_reported_suppress(c, (uint32_t)b->st.st_uid, bb_reader_info(b->r)->comm);
 	if (r >= 0 || v != V_REAP)
 		return v;
 	if (b->ev.archive && !c->o.dry_run) {

@@ -44,7 +44,8 @@ struct reap_opts {
 	long        keep;         /* --keep N, -1 = unbounded */
 	uint64_t    max_bytes;    /* --max-archive-bytes, 0 = unbounded */
 	bool        dry_run, verbose, json;
-	bool        compress;     /* --compress=zstd: archives as .box.zst */
+	bool        compress;     /* --compress=zstd: archives as .box.zst, BB_BOX
+				     as a zstd frame */
 	bool        watch;        /* --watch (watch.c) */
 	uint64_t    rescan_s;     /* --rescan: --watch's full pass, seconds */
 	int         journal;      /* enum reap_journal (--journal) */
@@ -224,6 +225,11 @@ struct reap_copy {            /* one box's copy in --archive */
 int  reap_archive_box(struct reap_ctx *c, struct bb_reader *r, const struct stat *st,
 		      int64_t when_ns, struct reap_copy *a, char *err, size_t errlen);
 bool reap_archive_name_ours(const char *name);
+/* The @len bytes of a box at @data as one zstd frame, as an archive's
+ * (window 2 MiB, content size and checksum: what reader_zstd.c accepts),
+ * into *@out (malloc'ed, *@outlen bytes).  0, -ENOMEM, -EIO, or
+ * -EOPNOTSUPP in a build without libzstd. */
+int  reap_zstd_box(const void *data, size_t len, void **out, size_t *outlen);
 /* Room an owner's copies of this pass take in its quotas: prune its
  * archives to --keep minus count and --max-archive-bytes minus bytes
  * (reap_prune: @res sorted by uid, NULL for none). */
@@ -267,11 +273,13 @@ void reap_reported_usage(const struct reap_ctx *c, uint32_t uid, unsigned *last_
 			 uint64_t *bytes_last_day);
 int  reap_reported_add(struct reap_ctx *c, const struct reap_key *k, uint64_t bytes);
 int  reap_reported_close(struct reap_ctx *c);   /* compact, rewrite, unlock */
-/* Deaths of @uid that went unreported (a box removed while --journal-rate
- * withheld it): counted, told (BB_SUPPRESSED of its next entry), cleared. */
-void reap_reported_suppress(struct reap_ctx *c, uint32_t uid);
-uint64_t reap_reported_suppressed(const struct reap_ctx *c, uint32_t uid);
-void reap_reported_clear_suppressed(struct reap_ctx *c, uint32_t uid);
+/* Deaths of @uid's program @comm (the box header's) that went unreported
+ * (a box removed while --journal-rate withheld it): counted, told
+ * (BB_SUPPRESSED of the next entry of that owner and program, with what
+ * an older bb-reap counted for the owner alone), cleared. */
+void reap_reported_suppress(struct reap_ctx *c, uint32_t uid, const char *comm);
+uint64_t reap_reported_suppressed(const struct reap_ctx *c, uint32_t uid, const char *comm);
+void reap_reported_clear_suppressed(struct reap_ctx *c, uint32_t uid, const char *comm);
 
 /* unitcheck.c: may an entry carry OBJECT_SYSTEMD_UNIT for @in->unit?
  * @why says why (not). */

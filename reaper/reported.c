@@ -25,11 +25,14 @@
  * not reported again.  One run at a time: the file is locked (flock) for
  * the run.
  *
- * And one line per owner whose deaths went unreported, its boxes removed
- * while --journal-rate kept them out of the journal:
- *   s <uid> <count>
- * carried as BB_SUPPRESSED by the owner's next entry, then cleared.  An
- * older bb-reap skips such a line as malformed (and warns).
+ * And one line per owner and program whose deaths went unreported, its
+ * boxes removed while --journal-rate kept them out of the journal:
+ *   s <uid> <count> <comm>
+ * (comm: the boxes' header's, in hex), carried as BB_SUPPRESSED by the
+ * next entry of that owner and program, then cleared.  A line without
+ * comm, as the previous bb-reap wrote, counts for the owner's next entry
+ * of any program.  A bb-reap older still skips "s" lines as malformed
+ * (and warns).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -45,6 +48,7 @@
 #include <blackbox/reader.h>
 
 #include "../shared/grow.h"
+#include "../shared/hex.h"
 #include "reap.h"
 
 #define REPORTED_MAGIC      "# bb-reap reported boxes 1\n"
@@ -59,8 +63,12 @@ struct reported_entry {
 	uint64_t        bytes;
 };
 
+/* Deaths --journal-rate kept out of the journal, per owner and program
+ * (the box header's comm: "" on a line an older bb-reap wrote, the
+ * owner's deaths of any program). */
 struct suppressed {
 	uint32_t uid;
+	char     comm[32];
 	uint64_t count;
 };
 
@@ -146,55 +154,83 @@ static bool parse_line(char *line, struct reported_entry *e)
 	return true;
 }
 
-/* The count of @uid, created (0) if need be; NULL when there is no room. */
-static struct suppressed *sup_of(struct reap_reported *s, uint32_t uid, bool create)
+/* The count of @uid's program @comm, created (0) if need be; NULL when
+ * there is no room. */
+static struct suppressed *sup_of(struct reap_reported *s, uint32_t uid, const char *comm,
+				 bool create)
 {
 	for (size_t i = 0; i < s->nsup; i++)
-		if (s->sup[i].uid == uid)
+		if (s->sup[i].uid == uid && !strcmp(s->sup[i].comm, comm))
 			return &s->sup[i];
 	if (!create || s->nsup == SUPPRESSED_MAX || BB__GROW(&s->sup, &s->supcap, s->nsup + 1) < 0)
 		return NULL;
 	s->sup[s->nsup] = (struct suppressed){ .uid = uid };
+	snprintf(s->sup[s->nsup].comm, sizeof(s->sup[s->nsup].comm), "%s", comm);
 	return &s->sup[s->nsup++];
 }
 
-/* "<uid> <count>" of an "s" line. */
+/* "<uid> <count>[ <comm in hex>]" of an "s" line. */
 static bool parse_suppressed(struct reap_reported *s, char *line)
 {
-	char *sp = strchr(line, ' ');
+	char *sp = strchr(line, ' '), *hx, comm[32] = "";
 	struct suppressed *e;
 	uint64_t uid, count;
+	size_t k = 0;
 
 	if (!sp)
 		return false;
 	*sp = '\0';
+	if ((hx = strchr(sp + 1, ' '))) {
+		size_t n = strlen(hx + 1);
+
+		*hx++ = '\0';
+		if (!n || n % 2 || n / 2 >= sizeof(comm) || strspn(hx, "0123456789abcdef") != n)
+			return false;
+		for (; k < n / 2; k++) {
+			unsigned v;
+
+			if (sscanf(hx + 2 * k, "%2x", &v) != 1 || !v)
+				return false;
+			comm[k] = (char)v;
+		}
+		comm[k] = '\0';
+	}
 	if (!num(line, UINT32_MAX, &uid) || !num(sp + 1, UINT32_MAX, &count))
 		return false;
-	if ((e = sup_of(s, (uint32_t)uid, true)))
+	if ((e = sup_of(s, (uint32_t)uid, comm, true)))
 		e->count = count;
 	return true;
 }
 
-void reap_reported_suppress(struct reap_ctx *c, uint32_t uid)
+void reap_reported_suppress(struct reap_ctx *c, uint32_t uid, const char *comm)
 {
-	struct suppressed *e = c->reported_file ? sup_of(c->reported_file, uid, true) : NULL;
+	struct suppressed *e =
+		c->reported_file ? sup_of(c->reported_file, uid, comm, true) : NULL;
 
 	if (e && e->count < UINT32_MAX)
 		e->count++;
 }
 
-uint64_t reap_reported_suppressed(const struct reap_ctx *c, uint32_t uid)
+uint64_t reap_reported_suppressed(const struct reap_ctx *c, uint32_t uid, const char *comm)
 {
-	struct suppressed *e = c->reported_file ? sup_of(c->reported_file, uid, false) : NULL;
+	struct suppressed *e, *any;
 
-	return e ? e->count : 0;
+	if (!c->reported_file)
+		return 0;
+	e = sup_of(c->reported_file, uid, comm, false);
+	any = sup_of(c->reported_file, uid, "", false); /* an older bb-reap's */
+	return (e ? e->count : 0) + (any && any != e ? any->count : 0);
 }
 
-void reap_reported_clear_suppressed(struct reap_ctx *c, uint32_t uid)
+void reap_reported_clear_suppressed(struct reap_ctx *c, uint32_t uid, const char *comm)
 {
-	struct suppressed *e = c->reported_file ? sup_of(c->reported_file, uid, false) : NULL;
+	struct suppressed *e;
 
-	if (e)
+	if (!c->reported_file)
+		return;
+	if ((e = sup_of(c->reported_file, uid, comm, false)))
+		e->count = 0;
+	if ((e = sup_of(c->reported_file, uid, "", false)))
 		e->count = 0;
 }
 
@@ -508,12 +544,19 @@ static int rewrite(struct reap_reported *s)
 	if (snprintf(tmp, sizeof(tmp), "%s.new", s->path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
 	for (size_t i = 0; i <= s->n + s->nsup; i++) {
-		int n = !i ? snprintf(line, sizeof(line), "%s", REPORTED_MAGIC)
-		      : i <= s->n ? format_line(line, sizeof(line), &s->v[i - 1])
-		      : !s->sup[i - 1 - s->n].count ? 0
-		      : snprintf(line, sizeof(line), "s %lu %llu\n",
-				 (unsigned long)s->sup[i - 1 - s->n].uid,
-				 (unsigned long long)s->sup[i - 1 - s->n].count);
+		const struct suppressed *sp = i > s->n ? &s->sup[i - 1 - s->n] : NULL;
+		char hx[2 * sizeof(sp->comm) + 2] = "";
+		int n;
+
+		if (sp && sp->comm[0]) {
+			hx[0] = ' ';
+			bb__hex(hx + 1, (const uint8_t *)sp->comm, strlen(sp->comm));
+		}
+		n = !i ? snprintf(line, sizeof(line), "%s", REPORTED_MAGIC)
+		  : !sp ? format_line(line, sizeof(line), &s->v[i - 1])
+		  : !sp->count ? 0
+		  : snprintf(line, sizeof(line), "s %lu %llu%s\n", (unsigned long)sp->uid,
+			     (unsigned long long)sp->count, hx);
 
 		if (BB__GROW(&buf, &cap, len + (size_t)n) < 0) {
 			free(buf);

@@ -15,7 +15,9 @@
 #     --keep DIR  copy the built .deb files to DIR
 #
 # DEB_BUILD_OPTIONS is passed through: the package build runs the Criterion
-# suite (with Debian's compiler flags) unless it contains nocheck.  Needs
+# suite (with Debian's compiler flags) unless it contains nocheck, which
+# scripts/test.sh passes (its plain and ASan runs have run those suites on
+# the same sources just before).  Needs
 # dpkg-dev, debhelper and the Build-Depends of debian/control; exits 77
 # (skipped) without dpkg-buildpackage or dh.  Run from anywhere.
 set -eu

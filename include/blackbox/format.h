@@ -66,6 +66,11 @@ extern "C" {
                                    * had replaced the handler of the stack
                                    * signal (its own, or the default) */
 #define BB_CRASH_STACKS_MAX 32u /* slots at most */
+/* The crash slots (3.2): the crash stacks in slots of BB_CRASH_SLOT_SIZE
+ * bytes, seq words as above (docs/FORMAT.md §11).  A 3.2 writer fills
+ * these and leaves the 3.1 fields 0. */
+#define BB_CRASH_SLOT_SIZE  1024u
+#define BB_CRASH_SLOTS_MAX  256u  /* slots at most */
 
 /* A dump request (3.3): sigqueue(2) of header.dump_signal to the owner
  * with sival_int = BB_DUMP_REQUEST(kind, id): kind BB_DUMP_HANG writes
@@ -225,18 +230,32 @@ struct bb_header {
 	uint32_t crash_stacks_asked; /* 1228 threads asked (may exceed count: those
 	                              *      beyond it were not asked, no room) */
 	/*
+	 * Format 3.2: the threads the process had at a crash, the crashing
+	 * one included, as it found them (/proc/self/task); 0: not counted
+	 * (a writer before 3.2, or no /proc).  The crash slots: the crash
+	 * stacks in smaller slots, which a 3.1 reader does not know of (it
+	 * sees crash_stacks_count 0).
+	 */
+	uint32_t crash_threads;      /* 1232 */
+	uint32_t crash_slot_size;    /* 1236 BB_CRASH_SLOT_SIZE */
+	uint64_t crash_slots_offset; /* 1240 crash_slots_count slots of crash_slot_size */
+	uint32_t crash_slots_count;  /* 1248 at most BB_CRASH_SLOTS_MAX */
+	uint32_t reserved4;          /* 1252 */
+	uint8_t  reserved5[32];      /* 1256 reserved for a later 3.x field group;
+	                              *      written 0, not read */
+	/*
 	 * Format 3.3: heartbeats, hang dumps and snapshots (docs/FORMAT.md
 	 * §14).  Zero: none declared, none asked.
 	 */
-	uint32_t watchdog_ms;        /* 1232 smallest deadline a thread declared
+	uint32_t watchdog_ms;        /* 1288 smallest deadline a thread declared
 	                              *      (bb_watchdog()); 0: none */
-	int32_t  dump_signal;        /* 1236 the real-time signal that asks the
+	int32_t  dump_signal;        /* 1292 the real-time signal that asks the
 	                              *      owner for a dump (the crash stacks'
 	                              *      signal); 0: none */
-	uint32_t snapshot_seq;       /* 1240 snapshots asked (bb_snapshot()) */
-	uint32_t dump_seq;           /* 1244 the id of the last dump answered
+	uint32_t snapshot_seq;       /* 1296 snapshots asked (bb_snapshot()) */
+	uint32_t dump_seq;           /* 1300 the id of the last dump answered
 	                              *      (BB_DUMP_VALUE() of the request) */
-	uint8_t  reserved[BB_CRASH_OFFSET - 1248];
+	uint8_t  reserved[BB_CRASH_OFFSET - 1304];
 
 	/* The crash area: written once by the crash handler (first fatal
 	 * signal wins), a record envelope + value exactly like a ring record,
@@ -332,12 +351,12 @@ struct bb_thread_slot {
 	int32_t  tid;         /*  16 */
 	uint32_t current;     /*  20 the log's newest segment; BB_SEG_NONE */
 	uint32_t cur_ord;     /*  24 its ordinal */
-	uint32_t reserved0;   /*  28 */
+	uint32_t watchdog_ms; /*  28 3.3: its deadline; 0: none declared */
 	char     thread_name[16]; /* 32 */
-	uint64_t heartbeat;   /*  48 3.3: record clock stamp of the thread's
+	uint64_t reserved1;   /*  48 reserved for a later 3.x field; written 0,
+	                       *     not read */
+	uint64_t heartbeat;   /*  56 3.3: record clock stamp of the thread's
 	                       *     last bb_heartbeat() or bb_watchdog() */
-	uint32_t watchdog_ms; /*  56 3.3: its deadline; 0: none declared */
-	uint32_t reserved1;   /*  60 */
 };
 #define BB_QUEUE(idx, ord)  ((uint64_t)(uint32_t)(ord) << 32 | (uint32_t)(idx))
 #define BB_QUEUE_IDX(q)     ((uint32_t)(q))
@@ -470,9 +489,14 @@ BB__FORMAT_ASSERT(offsetof(struct bb_header, cgroup) == 616, header_cgroup);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, seg_count) == 1128, header_seg_count);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, overflow) == 1208, header_overflow);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, crash_stacks_offset) == 1216, header_crash_stacks);
-BB__FORMAT_ASSERT(offsetof(struct bb_header, watchdog_ms) == 1232, header_watchdog);
-BB__FORMAT_ASSERT(offsetof(struct bb_header, dump_seq) == 1244, header_dump_seq);
-BB__FORMAT_ASSERT(offsetof(struct bb_thread_slot, heartbeat) == 48, slot_heartbeat);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, crash_threads) == 1232, header_crash_threads);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, crash_slots_offset) == 1240, header_crash_slots);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, reserved5) == 1256, header_reserved5);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, watchdog_ms) == 1288, header_watchdog);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, dump_seq) == 1300, header_dump_seq);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, reserved) == 1304, header_reserved_tail);
+BB__FORMAT_ASSERT(offsetof(struct bb_thread_slot, watchdog_ms) == 28, slot_watchdog);
+BB__FORMAT_ASSERT(offsetof(struct bb_thread_slot, heartbeat) == 56, slot_heartbeat);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, crash) == BB_CRASH_OFFSET, header_crash_area);
 BB__FORMAT_ASSERT(sizeof(struct bb_seg_desc) == BB_SEG_DESC_SIZE, segment_descriptor_size);
 BB__FORMAT_ASSERT(sizeof(struct bb_thread_slot) == BB_THREAD_SLOT_SIZE, thread_slot_size);

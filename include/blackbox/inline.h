@@ -434,35 +434,68 @@ uint32_t bb__sink_envelope(uint8_t *rec, uint32_t len, uint8_t tag, uint8_t flag
 }
 
 /*
- * bb__sink_seal - fill the envelope of the busy record @rec at @pos (see
- * bb__sink_envelope()), append the CRC32C trailer computed with the
- * instruction when @crc_hw (the box says BB__CRC_HW and @flags has
- * BB_RF_CRC; then @len is BB_RECORD_HDR_SIZE + @n + BB_CRC_SIZE, @n the
- * bytes of extensions and value, passed so that a caller that knows it at
- * compile time gets straight-line CRC code), then commit and publish it.
- * A BB__CRC_SW box is the library's business (writer.h: bb__seal()).
+ * The CRC32C of a record that the inline instructions of
+ * bb__record_crc_hw() do not compute: the library's (libblackbox/crc32c.h)
+ * for a long value in three streams (bb__record_crc_long()) and for a
+ * BB__CRC_SW box (bb__record_crc(), the whole record).  Internal to the
+ * library, not exported: the inline paths pass NULL for both (they write
+ * short values, and never on a BB__CRC_SW box).
+ */
+typedef uint32_t (*bb__crc_long_fn)(uint32_t seq, uint32_t w1, uint64_t ts, const uint8_t *p,
+				    uint32_t n);
+typedef uint32_t (*bb__crc_table_fn)(uint32_t seq, const void *rec, uint32_t len);
+
+/*
+ * bb__sink_seal - the one seal of every writer, inline or in the library
+ * (writer.h bb__seal()): fill the envelope of the busy record @rec at @pos
+ * (see bb__sink_envelope()), append the CRC32C trailer as the CRC mode of
+ * the box @fb says, then commit and publish it.
+ *
+ * The mode is BB__CRC_NONE (no trailer), BB__CRC_HW (the instruction
+ * inline, or @crc_long for @n of 64 bytes or more when @crc_long is not
+ * NULL) or, when @sw (a constant) allows it, BB__CRC_SW (@crc_table).  The
+ * inline paths pass @sw 0 and NULL functions (they never write on a
+ * BB__CRC_SW box): the other branches fold away.  With a trailer, @len is
+ * BB_RECORD_HDR_SIZE + @n + BB_CRC_SIZE, @n the bytes of extensions and
+ * value, passed so that a caller that knows it at compile time gets
+ * straight-line CRC code.
  */
 static inline __attribute__((always_inline))
 void bb__sink_seal(struct bb__sink *r, uint8_t *rec, uint64_t pos, uint32_t len,
-		   uint8_t tag, uint8_t flags, uint64_t ts, int crc_hw, uint32_t n)
+		   uint8_t tag, uint8_t flags, uint64_t ts, const struct bb__fast_box *fb,
+		   int sw, uint32_t n, bb__crc_long_fn crc_long, bb__crc_table_fn crc_table)
 {
+	/* seq before the envelope's stores, the CRC mode after them (they
+	 * may alias it, as far as the compiler knows): the order that keeps
+	 * the library's writers in registers (BENCHMARKS.md "Choices in the
+	 * code, measured"). */
+	uint32_t seq = BB_SEQ_DONE(pos);
 	uint32_t w1 = bb__sink_envelope(rec, len, tag, flags, ts);
+	int crc = sw ? fb->crc : fb->crc == BB__CRC_HW ? BB__CRC_HW : BB__CRC_NONE;
+
+	if (__builtin_expect(crc != BB__CRC_NONE, 1)) {
+		/* Over the final envelope with the committed seq (FORMAT.md
+		 * §11), stored before the release store of seq in
+		 * bb__sink_publish(), which orders it with every other byte
+		 * of the record. */
+		uint32_t c;
 
 #if defined(__x86_64__) && defined(__LP64__)
-	if (__builtin_expect(crc_hw, 1)) {
-		/* Over the final envelope with the committed seq (FORMAT.md
-		 * §11), stored before the release store of seq, which orders
-		 * it with every other byte of the record. */
-		uint32_t c = bb__record_crc_hw(BB_SEQ_DONE(pos), w1, ts,
-					       rec + BB_RECORD_HDR_SIZE, n);
-
+		if (__builtin_expect(crc == BB__CRC_HW, 1)) {
+			/* Testing 64 costs nothing: the inline CRC's block
+			 * loop then folds away. */
+			if (crc_long && __builtin_expect(n >= 64, 0))
+				c = crc_long(seq, w1, ts, rec + BB_RECORD_HDR_SIZE, n);
+			else
+				c = bb__record_crc_hw(seq, w1, ts, rec + BB_RECORD_HDR_SIZE, n);
+		} else
+#endif
+			c = crc_table(seq, rec, len);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+		c = __builtin_bswap32(c);   /* stored little-endian */
+#endif
 		memcpy(rec + BB_RECORD_HDR_SIZE + n, &c, BB_CRC_SIZE);
 	}
-#else
-	(void)w1;
-	(void)crc_hw;
-	(void)n;
-#endif
 	bb__sink_publish(r, rec, pos, len);
 }
 
@@ -491,8 +524,8 @@ static inline uint32_t bb__cbor_head(uint64_t n)
  * Inline rather than libcbor's cbor_encode_uint/negint/string_start/...:
  * those are PLT calls into a second library that re-dispatch on the size
  * (cbor_encode_string_start -> _cbor_encode_uint -> _cbor_encode_uint8),
- * about 19 instructions for a 1-byte head, against 2-3 here (callgrind,
- * bench/callgrind.sh, BENCHMARKS.md).  A head is one byte or a byte plus a
+ * many more instructions for a 1-byte head than the 2-3 moves here
+ * (BENCHMARKS.md "Choices in the code, measured").  A head is one byte or a byte plus a
  * big-endian argument of 1, 2, 4 or 8 bytes (RFC 8949 §3): trivial.
  */
 static inline uint8_t *bb__cbor_put_head(unsigned major, uint64_t n, uint8_t *p)
@@ -589,8 +622,9 @@ static inline uint8_t *bb__cbor_put_f64(uint8_t *p, uint64_t bits)
 /*
  * bb__copy16 - copy @n bytes, n <= 16: two overlapping loads and stores of
  * 8 or 4 bytes, or three bytes, never reading or writing outside [0, n).
- * A few moves where a PLT call into libc's memcpy costs ~14 instructions
- * more (callgrind); for a constant @n the compiler emits the exact moves.
+ * A few moves where a PLT call into libc's memcpy costs more (BENCHMARKS.md
+ * "Choices in the code, measured"); for a constant @n the compiler emits
+ * the exact moves.
  * The library's writers use it for short strings (write.c).
  */
 static inline void bb__copy16(uint8_t *d, const void *src, size_t n)
@@ -648,7 +682,8 @@ void bb__copy_small(uint8_t *d, const void *src, size_t n)
  * bb__copy - copy @n bytes, the library writers' copy: inline moves up to
  * 16 (bb__copy16(): keys and values are mostly short), libc's memcpy above
  * (the inline paths' copies up to 64 made the library's writers bigger
- * than GCC inlines well, measured).  Never reads or writes outside
+ * than GCC inlines well: BENCHMARKS.md "Choices in the code, measured").
+ * Never reads or writes outside
  * [0, n).
  */
 static inline void bb__copy(uint8_t *d, const void *src, size_t n)
@@ -1092,8 +1127,8 @@ library:
 static inline __attribute__((always_inline))
 void bb__fast_commit(struct bb__fw *w, uint8_t tag, uint32_t n)
 {
-	bb__sink_seal(w->r, w->rec, w->pos, w->len, tag, w->fb->rflags, bb__now(w->fb),
-		      w->fb->crc == BB__CRC_HW, n);
+	bb__sink_seal(w->r, w->rec, w->pos, w->len, tag, w->fb->rflags, bb__now(w->fb), w->fb, 0,
+		      n, NULL, NULL);
 	/* Compiler-only: every store of the record is emitted before the
 	 * depth is given back; a signal handler that runs after that may
 	 * take our ring again. */

@@ -485,8 +485,9 @@ int bb_reader_crash(struct bb_reader *r, struct bb_crash *out);
 
 /*
  * The crash stacks (format 3.1): at a crash, the crashing thread asks
- * every other thread holding a thread slot for its stack, each into a slot
- * of its own (docs/FORMAT.md §11).
+ * every other thread of the process for its stack (3.1 writers: every
+ * thread holding a thread slot), each into a slot of its own
+ * (docs/FORMAT.md §11).
  * bb_reader_crash_stacks - *@slots: the box's crash stack slots (0 for a
  * box before 3.1), *@asked: the threads asked (more than @slots: the
  * others had no room).  Returns 0 or -EINVAL.
@@ -499,6 +500,13 @@ int bb_reader_crash(struct bb_reader *r, struct bb_crash *out);
  */
 int bb_reader_crash_stacks(struct bb_reader *r, uint32_t *slots, uint32_t *asked);
 int bb_reader_crash_stack(struct bb_reader *r, uint32_t i, struct bb_crash *out);
+/*
+ * bb_reader_crash_threads - *@threads: the threads the process had at the
+ * crash, the crashing one included (format 3.2); 0 when not counted (no
+ * crash, a box before 3.2, or no /proc in the process).  Returns 0 or
+ * -EINVAL.  Not AS-safe.
+ */
+int bb_reader_crash_threads(struct bb_reader *r, uint32_t *threads);
 
 /* Names for output: "none", "torn", "complete", "corrupt", "no answer",
  * "unknown". */

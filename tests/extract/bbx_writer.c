@@ -31,6 +31,11 @@
  *          and take the other's mutex: stuck for good; a thread "idle"
  *          calls bb_thread_init() and never writes; "ready" once all
  *          three got there
+ *   cancel  crash handler on; state "stage" = "loading config"; a thread
+ *          "worker" writes kv "doing" = "read" and blocks in a read;
+ *          main calls bb_crash_record("cancel test") (the worker's stack
+ *          is taken), then cancels and joins the worker (its log is
+ *          retired after the crash), says "ready" and sleeps until killed
  * BLACKBOX_DIR (environment) says where the box goes.
  */
 #include <blackbox.h>
@@ -41,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static unsigned long iters = 100;
@@ -89,6 +95,22 @@ static void *idle_main(void *arg)
 	pthread_barrier_wait(&stuck);
 	for (;;)
 		pause();
+	return NULL;
+}
+
+/* cancel: a worker blocked in a read, cancelled after the crash record */
+static int cancel_pipe[2];
+
+static void *cancel_main(void *arg)
+{
+	char c;
+
+	(void)arg;
+	pthread_setname_np(pthread_self(), "worker");
+	check(bb_write_kv("doing", "read"), "doing");
+	pthread_barrier_wait(&stuck);
+	if (read(cancel_pipe[0], &c, 1) >= 0)   /* nobody writes: cancelled here */
+		die("read", EIO);
 	return NULL;
 }
 
@@ -177,6 +199,8 @@ int main(int argc, char **argv)
 	mode = argv[optind];
 	spin = !strcmp(mode, "spin");
 	bo.dir = getenv("BLACKBOX_DIR");
+	if (!strcmp(mode, "cancel"))
+		bo.flags |= BB_OPT_CRASH_HANDLER;
 	ret = bb_init_opts(&bo);
 	if (ret < 0)
 		die("bb_init", ret);
@@ -196,6 +220,25 @@ int main(int argc, char **argv)
 		    (ret = pthread_create(&th[2], NULL, idle_main, NULL)))
 			die("pthread_create", ret);
 		pthread_barrier_wait(&stuck);
+		printf("ready %d\n", (int)getpid());
+		fflush(stdout);
+		for (;;)
+			pause();
+	}
+
+	if (!strcmp(mode, "cancel")) {
+		pthread_t th;
+		struct timespec settle = { 0, 100 * 1000 * 1000 };
+
+		check(bb_set("stage", "loading config"), "set");
+		pthread_barrier_init(&stuck, NULL, 2);
+		if (pipe(cancel_pipe) || (ret = pthread_create(&th, NULL, cancel_main, NULL)))
+			die("pthread_create", errno);
+		pthread_barrier_wait(&stuck);
+		nanosleep(&settle, NULL);   /* into its read */
+		check(bb_crash_record("cancel test"), "bb_crash_record");
+		if ((ret = pthread_cancel(th)) || (ret = pthread_join(th, NULL)))
+			die("cancel", ret);
 		printf("ready %d\n", (int)getpid());
 		fflush(stdout);
 		for (;;)

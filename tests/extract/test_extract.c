@@ -1233,6 +1233,31 @@ static long long json_thread_age(const char *out, const char *name)
 	return json_num(p, "age_ns");
 }
 
+Test(extract, threads_alive_at_the_crash_read_running_and_the_state_table_is_beside)
+{
+	const char *args[] = { "cancel", NULL };
+	struct writer w = start_writer(args);
+	char line[512], name[32], state[16], age[16];
+	unsigned long long recs;
+	struct run r;
+	int tid;
+
+	/* The worker's stack was taken at the crash record; the program
+	 * then cancelled it (its log retired): it was alive at the crash. */
+	r = run_extract(pidstr(w.pid), "--dir", dir, "--threads", NULL);
+	cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.err);
+	thread_line(r.out, "worker", line, sizeof(line));
+	cr_assert_eq(sscanf(line, "%d %31s %15s %llu %15s", &tid, name, state, &recs, age), 5,
+		     "%s", line);
+	cr_assert_str_eq(state, "running", "%s", r.out);
+	cr_assert(strstr(line, "doing=read"), "%s", line);
+	/* what the program said it was doing: the state table, beside */
+	cr_assert(strstr(r.out, "state table ("), "%s", r.out);
+	cr_assert(strstr(r.out, "stage=\"loading config\""), "%s", r.out);
+	free_run(&r);
+	kill_writer(&w);
+}
+
 Test(extract, threads_shows_how_long_each_deadlocked_thread_has_been_stuck)
 {
 	const char *args[] = { "deadlock", NULL };

@@ -37,7 +37,7 @@ NAME = "hang_e2e"
 DEADLINE_S = 0.5
 SLACK_S = 1.0 + 4.0     # see the module comment
 NOBODY = 65534
-H_DUMP_SIGNAL = 1236    # include/blackbox/format.h (3.2)
+H_DUMP_SIGNAL = 1292    # include/blackbox/format.h (3.3)
 
 
 class Test:

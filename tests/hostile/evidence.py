@@ -194,7 +194,7 @@ def case_planted_claim(ctx):
     """2. uid 65534 plants a box of its own claiming a dead root service's
     pid and start time, and bb-reap reports it too: two entries of one
     machine, boot and pid with different owners are never resolved by
-    recency (exit 5, each named with its uid and cursor); --list has a
+    recency (exit 5, each named with its uid and cursor); --list --wide has a
     UID column; --cursor reads the genuine one, reported as "uid 0
     (journal entry, trusted)", never "file owner uid 0"."""
     victim = Box(ctx, "wait", marker="victim-original")
@@ -214,7 +214,7 @@ def case_planted_claim(ctx):
     check(b"disagree on the owner" in r.err and b" uid 0 start time %d" % vstart in r.err and
           b" uid 65534 start time %d" % vstart in r.err and r.err.count(b"--cursor '") == 2,
           "the refusal does not name both claims: %r" % r.err)
-    r = run([EXTRACT, "--journal", "--list"])
+    r = run([EXTRACT, "--journal", "--list", "--wide"])
     uids = sorted(int(l.split()[3]) for l in lines_of(r.out, victim.pid))
     check(uids == [0, NOBODY] and b" UID " in r.out.splitlines()[0], "--list UID: %r" % r)
     rows = [x for x in json_rows(run([EXTRACT, "--journal", "--list", "--json"]).out)
@@ -317,7 +317,7 @@ def case_collector_senders(ctx):
     """4. A host uploading to systemd-journal-remote sends entries with
     another host's _MACHINE_ID, _HOSTNAME and BB_BOOT_ID: each entry is
     attributed to its sender's file; --machine/--boot never mix two
-    senders (exit 5 naming both), --list shows the sender, and --cursor
+    senders (exit 5 naming both), --list --wide shows the sender, and --cursor
     reads the genuine entry, reported as that sender's unproven word."""
     victim = Box(ctx, "crash", marker="victim-original")
     reap(ctx, "--min-age", "0")
@@ -349,7 +349,7 @@ def case_collector_senders(ctx):
     check(b"several senders" in r.err, "one machine and boot, two senders: %r" % r.err)
     r = run(jd + [str(victim.pid)])
     check(r.status == 5 and b"forged" not in r.out, "no choice: %r" % r)
-    r = run(jd + ["--list"])
+    r = run(jd + ["--list", "--wide"])
     ls = lines_of(r.out, victim.pid)
     check(len(ls) == 3 and sum(l.startswith("remote-hosta ") for l in ls) == 1 and
           r.out.startswith(b"SENDER "), "--list senders: %r" % ls)

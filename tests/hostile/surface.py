@@ -40,8 +40,13 @@ GUARD = 240          # seconds: a run that takes longer is hung
 RSS_MAX = 64 * MIB   # what any tool may take meeting a hostile file
 
 
-def json_rows(out):
-    return [json.loads(l) for l in out.splitlines() if l.strip()]
+def json_rows(out, live=False):
+    """The JSON lines of a tool's output; @live: a file the tool is still
+    writing, whose last line may be half written (only whole lines)."""
+    lines = out.splitlines(True)
+    if live and lines and not lines[-1].endswith(b"\n" if isinstance(out, bytes) else "\n"):
+        lines.pop()
+    return [json.loads(l) for l in lines if l.strip()]
 
 
 def rss_bound(ctx, tool):
@@ -392,7 +397,7 @@ def case_watch_flood(ctx):
         def reported_it():
             out.seek(0)
             return any(x.get("pid") == svc.pid and x["decision"] == "reaped"
-                       for x in json_rows(out.read()))
+                       for x in json_rows(out.read(), live=True))
         wait_for(reported_it, "the crash reaped and reported within 5 s of its death", 5)
         ctx.note("reaped and reported %.2f s after the death, in the flood" %
                  (time.monotonic() - died))
@@ -491,9 +496,7 @@ def case_watch_out_of_fds(ctx):
 
         def kept(pids):
             out.seek(0)
-            # The watcher is still writing: only whole lines are read (a
-            # last line without its newline is half written).
-            rows = [json.loads(l) for l in out.read().split(b"\n")[:-1] if l.strip()]
+            rows = json_rows(out.read(), live=True)
             return all(any(x.get("pid") == p and x["decision"] == "kept" for x in rows)
                        for p in pids)
         wait_for(lambda: kept([v.pid for v in victims]), "the victims judged alive", 120)

@@ -6,14 +6,14 @@
 # bb-extract.
 #
 # Environment (set by tests/install/meson.build): MESON_BUILD_ROOT,
-# MESON_SOURCE_ROOT; CC (default cc).  Exit 77 (skipped) without
+# MESON_SOURCE_ROOT; CC (default cc; words: a launcher such as ccache may precede it).  Exit 77 (skipped) without
 # pkg-config or a C compiler.
 set -eu
 build=${MESON_BUILD_ROOT:?}
 src=${MESON_SOURCE_ROOT:?}
 cc=${CC:-cc}
 command -v pkg-config >/dev/null 2>&1 || { echo "no pkg-config: skipped"; exit 77; }
-command -v "$cc" >/dev/null 2>&1 || { echo "no C compiler: skipped"; exit 77; }
+command -v "${cc%% *}" >/dev/null 2>&1 || { echo "no C compiler: skipped"; exit 77; }
 # A sanitizer build installs an instrumented library that an ordinary
 # out-of-tree program cannot load first; the consumer test is for real
 # (uninstrumented) installs.
@@ -92,7 +92,7 @@ mkdir "$tmp/consumer"
 cp "$src/examples/worker.c" "$tmp/consumer/"
 echo "== $cc worker.c"
 # shellcheck disable=SC2086 # $flags is a list of words
-(cd "$tmp/consumer" && "$cc" -std=gnu11 -D_GNU_SOURCE -pthread -o worker worker.c $flags) ||
+(cd "$tmp/consumer" && $cc -std=gnu11 -D_GNU_SOURCE -pthread -o worker worker.c $flags) ||
 	fail "building worker.c against the installed library"
 
 export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

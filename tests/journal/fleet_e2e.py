@@ -19,8 +19,24 @@ debug files.  Then, on the collector:
     the filters (--comm, --state, --machine, --since, --until) choose the
     entries they say;
   - deaths whose boxes were removed while --journal-rate kept them out of
-    the journal are counted in the owner's next entry (BB_SUPPRESSED) and
-    added by --groups.
+    the journal are counted in the owner's next entry (BB_SUPPRESSED), and
+    those of a crash loop whose boxes the library's budget removed before
+    bb-reap ran in the boxes it left (BB_BUDGET_REMOVED); --groups adds
+    both to its group's deaths;
+  - an OOM kill of a process in a PID namespace of its own told as one
+    (the kernel's pid is not the box's);
+  - boxes shipped as zstd frames (BB_BOX_ENCODING=zstd, the default) and
+    as they are (--compress=none), bb-extract reading both;
+  - how each group died (signal, oom-kill, orphaned: one vocabulary in
+    text, JSON and --state) and its top frame's file:line; --list in time
+    order, newest last; no line of --list or --groups wider than 120
+    columns without --wide.
+
+Then, on a collector of 170 entries from 70 machines written by
+systemd-journal-remote from the export format (two senders, interleaved
+in time): exact host counts past 64, each release of a group with its
+count and first and last seen, the releases a group was not seen in, and
+--release.
 
     fleet_e2e.py BB_REAP BB_EXTRACT SRC INCDIR LIBBLACKBOX_A SANITIZE CC [CC ARGS...]
 
@@ -38,11 +54,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
-from journalns import (JOURNALD, REMOTE, UPLOAD, Daemons, check, enter,  # noqa: E402
-                       entries, free_port, mount, port_open, private_dirs, rmdir_retry, run,
-                       run_suite, wait_for)
+from journalns import (JOURNALD, MESSAGE_ID, REMOTE, UPLOAD, Daemons, check,  # noqa: E402
+                       enter, entries, export_entry, free_port, mount, port_open, private_dirs,
+                       remote_import, rmdir_retry, run, run_suite, wait_for)
 
 HOSTS = ("web-01", "web-02", "web-03")
 
@@ -105,14 +122,18 @@ class Fleet:
         for prog, mode in deaths:
             exe = os.path.join(bindir, "worker" if prog == "worker" else "api-gw")
             shutil.copy2(self.bins[prog][0], exe)
-            if mode == "hog" and not self.oom_cgroup:
+            if mode.startswith("hog") and not self.oom_cgroup:
                 continue
 
             def pre(mode=mode):
-                if mode == "hog":
+                if mode.startswith("hog"):
                     with open(os.path.join(self.oom_cgroup, "cgroup.procs"), "w") as f:
                         f.write(str(os.getpid()))
-            p = subprocess.Popen([exe, mode], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            # hog-ns: in a PID namespace of its own (a container), under a
+            # shell that is the namespace's init: the box has its pid there
+            argv = ["unshare", "--pid", "--fork", "sh", "-c", '"$0" hog; exit 9', exe] \
+                if mode == "hog-ns" else [exe, mode]
+            p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, env=dict(os.environ, BLACKBOX_DIR=boxes),
                                  preexec_fn=pre)
             self.procs.append(p)
@@ -121,7 +142,7 @@ class Fleet:
                 p.kill()
             rc = p.wait(60)
             want = {"segv": -signal.SIGSEGV, "assert": -signal.SIGABRT, "wait": -signal.SIGKILL,
-                    "hog": -signal.SIGKILL}
+                    "hog": -signal.SIGKILL, "hog-ns": 9}
             check(rc == want[mode], "%s %s %s: exit %r" % (name, prog, mode, rc))
             pids.append((prog, mode, pid))
         state = os.path.join(hd, "reported")
@@ -181,17 +202,37 @@ class Fleet:
             check([x["decision"] for x in mine] == ["skipped", "reaped"] and
                   "--journal-rate" in mine[0].get("reason", ""),
                   "web-03: pid %d over --journal-rate: %r" % (pid, mine))
+        # another program of the same owner dies first: the rate-limited
+        # deaths are api-gw's, not its (BB_SUPPRESSED per program)
+        shutil.copy2(self.bins["worker"][0], os.path.join(bindir, "worker"))
+        pids.append(self.die(bindir, boxes, "assert", prog="worker"))
         pids.append(self.die(bindir, boxes, "segv"))
         run(reap + ["--min-age", "0", "--journal-rate", "100"])
+        # a crash loop between two runs of bb-reap: each start's budget
+        # (BLACKBOX_BUDGET below one box) removes the program's dead boxes
+        # but the newest ones (bb_init(3), CRASH LOOPS), and the boxes left
+        # count those it removed (blackbox.budget_removed)
+        loop = boxes + "-loop"
+        os.mkdir(loop)
+        for _ in range(4):
+            self.die(bindir, loop, "segv", {"BLACKBOX_BUDGET": "4K"})
+        left = [int(n.split(".")[1]) for n in os.listdir(loop) if n.startswith("blackbox.")]
+        check(1 <= len(left) < 4, "crash loop: %r left" % os.listdir(loop))
+        self.loop_removed = 4 - len(left)
+        pids.extend(("api-gw.1", "segv-loop", pid) for pid in left)
+        run([loop if x == boxes else x for x in reap] +
+            ["--min-age", "0", "--journal-rate", "100"])
 
-    def die(self, bindir, boxes, mode):
-        exe = os.path.join(bindir, "api-gw")
+    def die(self, bindir, boxes, mode, env=None, prog="api-gw"):
+        exe = os.path.join(bindir, prog)
         p = subprocess.Popen([exe, mode], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, env=dict(os.environ, BLACKBOX_DIR=boxes))
+                             stderr=subprocess.PIPE,
+                             env=dict(os.environ, BLACKBOX_DIR=boxes, **(env or {})))
         self.procs.append(p)
         pid = int(p.stdout.readline())
-        check(p.wait(20) == -signal.SIGSEGV, "api-gw %s did not die of SIGSEGV" % mode)
-        return ("api-gw.1", mode, pid)
+        sig = signal.SIGABRT if mode == "assert" else signal.SIGSEGV
+        check(p.wait(20) == -sig, "%s %s did not die of %s" % (prog, mode, sig.name))
+        return ("api-gw.1" if prog == "api-gw" else prog, mode, pid)
 
     def bx(self, *args, ok=(0,)):
         return run([self.extract, "--journal-directory", self.central] + list(args), ok=ok)
@@ -209,10 +250,13 @@ class Fleet:
         self.make_oom_cgroup()
         m1, p1 = self.host(1, HOSTS[0], [("api-gw.1", "segv"), ("api-gw.1", "segv"),
                                          ("api-gw.1", "assert"), ("worker", "assert"),
-                                         ("api-gw.1", "wait"), ("api-gw.1", "hog")],
+                                         ("api-gw.1", "wait"), ("api-gw.1", "hog"),
+                                         ("api-gw.1", "hog-ns")],
                            ["--journal=box"])
+        # web-01 ships its boxes compressed (the default), web-02 as they are
         m2, p2 = self.host(2, HOSTS[1], [("api-gw.2", "segv"), ("api-gw.2", "segv"),
-                                         ("worker", "assert")], ["--journal=box"])
+                                         ("worker", "assert")], ["--journal=box",
+                                                                 "--compress=none"])
         # web-03 ships summaries: no box, the stack only
         m3, p3 = self.host(3, HOSTS[2], [("api-gw.2", "segv"), ("api-gw.1", "segv")],
                            ["--journal=summary"], extra=self.rate_limited)
@@ -224,7 +268,9 @@ class Fleet:
               {e["_HOSTNAME"].decode() for e in ents} == set(HOSTS),
               "hosts: %r" % {(e["_HOSTNAME"], e["_MACHINE_ID"]) for e in ents})
         segv = [x for x in p1 + p2 + p3 if x[1] == "segv"]
-        reported_segv = len(segv) - 2   # two withheld by --journal-rate
+        # two withheld by --journal-rate; and the crash loop's boxes left
+        reported_segv = len(segv) - 2 + sum(x[1] == "segv-loop" for x in p3)
+        lr = self.loop_removed
 
         g = self.groups("--debug-dir", self.store)
         byfirst = {}
@@ -238,6 +284,12 @@ class Fleet:
               gs["count"] == reported_segv and gs["machines"] == 3 and gs["kind"] == "app",
               "segv group: %r" % gs)
         check(gs["suppressed"] == 2, "segv: suppressed %r, expected 2" % gs["suppressed"])
+        # every death counted: entries, rate-limited, removed by the budget
+        check(gs["budget_removed"] == lr and gs["deaths"] == reported_segv + 2 + lr,
+              "segv: deaths %r, budget %r (%d removed)" % (gs["deaths"], gs["budget_removed"],
+                                                          lr))
+        bud = [int(e["BB_BUDGET_REMOVED"]) for e in ents if "BB_BUDGET_REMOVED" in e]
+        check(sum(bud) == lr, "BB_BUDGET_REMOVED: %r, %d removed" % (bud, lr))
         sent = [e for e in ents if "BB_SUPPRESSED" in e]
         check(len(sent) == 1 and sent[0]["BB_SUPPRESSED"] == b"2" and
               sent[0]["_HOSTNAME"] == b"web-03", "BB_SUPPRESSED: %r" % sent)
@@ -248,16 +300,31 @@ class Fleet:
               "segv releases: %r" % gs["builds"])
         # the same assert() in two programs: two groups
         ga = byfirst.get("check_config", [])
-        check(sorted((x["comm"], x["count"]) for x in ga) == [("api-gw", 1), ("worker", 2)],
+        check(sorted((x["comm"], x["count"]) for x in ga) == [("api-gw", 1), ("worker", 3)],
               "assert groups: %r" % ga)
+        check(all(x["suppressed"] == 0 for x in ga), "rate-limited api-gw deaths counted for "
+              "another program: %r" % ga)
         check(all(x["top_frames"] == "check_config < main" for x in ga), "assert: %r" % ga)
         check(not any(re.search(r"__libc|abort|raise|__assert|_start|pthread", x["top_frames"])
                       for x in g), "a system frame in a group: %r" % g)
+        check(gs["how"] == "SIGSEGV" and re.fullmatch(r"fleet_svc\.c:\d+", gs.get("where", "")),
+              "segv: how %r where %r" % (gs["how"], gs.get("where")))
+        # the other builds of api-gw's release did not hit its assert
+        gaa = [x for x in byfirst.get("check_config", []) if x["comm"] == "api-gw"]
+        check(len(gaa) == 1 and gaa[0]["how"] == "SIGABRT" and
+              [r["release"] for r in gaa[0]["releases"]] == ["1.4.2"] and
+              gaa[0]["not_seen_in"] == [{"release": "1.4.3", "deaths": 3, "hosts": 2}],
+              "api-gw assert: releases, not seen in: %r" % gaa)
+        check([(r["release"], r["count"]) for r in gs["releases"]] ==
+              [("1.4.2", reported_segv - 3), ("1.4.3", 3)] and
+              all(r["first_seen"] <= r["last_seen"] for r in gs["releases"]),
+              "segv releases: %r" % gs["releases"])
         # killed: by SIGKILL, and by the OOM killer (the kernel's log says so)
-        go = [x for x in g if x["liveness"] == "orphaned"]
-        check(sorted((x["count"], x["oom_kill"]) for x in go) ==
-              ([(1, False), (1, True)] if self.oom_cgroup else [(1, False)]) and
-              all(x["kind"] == "orphaned" for x in go), "orphaned: %r" % go)
+        go = [x for x in g if x["kind"] == "orphaned"]
+        check(sorted((x["count"], x["oom_kill"], x["liveness"], x["how"]) for x in go) ==
+              ([(1, False, "orphaned", "orphaned"), (2, True, "oom-kill", "oom-kill")]
+               if self.oom_cgroup else [(1, False, "orphaned", "orphaned")]),
+              "orphaned: %r" % go)
         if self.oom_cgroup:
             hog = [x for x in p1 if x[1] == "hog"][0][2]
             eo = [e for e in ents if e["BB_PID"] == str(hog).encode()]
@@ -266,6 +333,13 @@ class Fleet:
             check(len(eo) == 1 and eo[0].get("BB_OOM_KILL") == b"1" and
                   b"was killed by the OOM killer" in eo[0]["MESSAGE"],
                   "OOM kill: %r" % [(e.get("BB_OOM_KILL"), e["MESSAGE"]) for e in eo])
+            # in its own PID namespace: the kernel's pid is not the box's
+            hns = [x for x in p1 if x[1] == "hog-ns"][0][2]
+            en = [e for e in ents if e["BB_PID"] == str(hns).encode() and
+                  e["_HOSTNAME"] == b"web-01" and e["BB_LIVENESS"] == b"orphaned"]
+            check(hns < 10 and len(en) == 1 and en[0].get("BB_OOM_KILL") == b"1",
+                  "OOM kill in a PID namespace (pid %d there): %r" % (
+                      hns, [(e.get("BB_OOM_KILL"), e["MESSAGE"]) for e in en]))
             check(len(ew) == 1 and ew[0].get("BB_OOM_KILL") == b"0" and
                   b"died without a word: SIGKILL, _exit or exec" in ew[0]["MESSAGE"],
                   "SIGKILL: %r" % [(e.get("BB_OOM_KILL"), e["MESSAGE"]) for e in ew])
@@ -278,9 +352,35 @@ class Fleet:
 
         # the text view says the same
         t = self.bx("--groups", "--debug-dir", self.store).stdout.decode()
-        check(re.search(r"^%s +%d +3 " % (gs["group"], reported_segv), t, re.M) and
-              "    frames: parse_header < handle_request < main\n" in t and
-              "    not reported: 2 more deaths (--journal-rate)\n" in t, "--groups text:\n%s" % t)
+        check(re.search(r"^%s +%d +3 +\S+ \S+ +\S+ \S+ +SIGSEGV +api-gw$" % (
+            gs["group"], reported_segv + 2 + lr), t, re.M)
+              and re.search(r"^    frames: parse_header \(fleet_svc\.c:\d+\) < handle_request < "
+                            r"main$", t, re.M) and
+              "    not reported: %d more deaths (--journal-rate 2, crash-loop budget %d)\n"
+              % (2 + lr, lr) in t, "--groups text:\n%s" % t)
+        check(max(len(x) for x in t.splitlines()) <= 120, "--groups wider than 120:\n%s" % t)
+        t = self.bx("--list", "--no-symbols").stdout.decode()
+        check(max(len(x) for x in t.splitlines()) <= 120, "--list wider than 120:\n%s" % t)
+        check(len(self.bx("--list", "--wide", "--no-symbols").stdout.decode().splitlines()[1])
+              > 120, "--list --wide")
+
+        # boxes shipped as zstd frames (web-01) and as they are (web-02):
+        # bb-extract reads both
+        boxed = [e for e in ents if "BB_BOX" in e]
+        zst = [e for e in boxed if e["_HOSTNAME"] == b"web-01"]
+        raw = [e for e in boxed if e["_HOSTNAME"] == b"web-02"]
+        check(zst and all(e.get("BB_BOX_ENCODING") == b"zstd" and
+                          e["BB_BOX"][:4] == b"\x28\xb5\x2f\xfd" and
+                          len(e["BB_BOX"]) * 4 < int(e["BB_BOX_SIZE"]) for e in zst),
+              "web-01: BB_BOX not compressed: %r" % [(e.get("BB_BOX_ENCODING"), len(e["BB_BOX"]),
+                                                      e["BB_BOX_SIZE"]) for e in zst])
+        check(raw and all("BB_BOX_ENCODING" not in e and
+                          len(e["BB_BOX"]) == int(e["BB_BOX_SIZE"]) for e in raw),
+              "web-02: BB_BOX not as in the file: %r" % [(e.get("BB_BOX_ENCODING"),
+                                                          len(e["BB_BOX"])) for e in raw])
+        for m, pid in ((m1, p1[0][2]), (m2, p2[0][2])):
+            out = self.bx("--json", "--machine", m, str(pid)).stdout.splitlines()
+            check(json.loads(out[-1])["summary"]["pid"] == pid, "box of %d: %r" % (pid, out[-1]))
 
         # frames named on the collector: a shipped box, and a stack alone
         pid = p1[0][2]
@@ -313,14 +413,21 @@ class Fleet:
                                               self.store).stdout.splitlines()]
         check(len(lj) == len(ents) and
               sum(x.get("group") == gs["group"] for x in lj) == reported_segv, "--list --json")
+        # newest last
+        check([x["time"] for x in lj] == sorted(x["time"] for x in lj),
+              "--list --json not in time order: %r" % [(x["time"], x["sender"]) for x in lj])
         self.bx("--group", "0123456789abcdef", ok=(4,))
         self.bx("--group", "xyz", ok=(2,))
 
         # filters
         check([x["comm"] for x in self.groups("--comm", "worker", "--debug-dir", self.store)] ==
               ["worker"], "--comm worker")
-        check([x["liveness"] for x in self.groups("--state", "orphaned")] ==
-              ["orphaned"] * (2 if self.oom_cgroup else 1), "--state orphaned")
+        check([x["liveness"] for x in self.groups("--state", "orphaned")] == ["orphaned"],
+              "--state orphaned")
+        check([x["liveness"] for x in self.groups("--state", "oom-kill")] ==
+              (["oom-kill"] if self.oom_cgroup else []), "--state oom-kill")
+        check(all(x["liveness"] == "crashed" for x in self.groups("--state", "crashed")),
+              "--state crashed")
         w1 = self.groups("--machine", m1, "--debug-dir", self.store)
         check(sum(x["count"] for x in w1) == len(p1) and
               all(x["machines"] == 1 for x in w1), "--machine: %r" % w1)
@@ -328,7 +435,71 @@ class Fleet:
               "--since -1d")
         check(self.groups("--until", "@1", "--no-symbols") == [], "--until @1")
         check(self.groups("--since", "2999-01-01", "--no-symbols") == [], "--since 2999-01-01")
+        self.many()
         print("fleet_e2e: ok (%d entries, %d groups)" % (len(ents), len(g)))
+
+    def many(self):
+        """70 machines: 140 deaths of one bug in release 2.0 (two on each,
+        sender remote-a), 30 of another in 2.1 on 10 of them (remote-b),
+        in between in time."""
+        d = os.path.join(self.work, "many")
+        os.mkdir(d)
+        t0 = (int(time.time()) - 3600) * 1000000
+        bid = "%040x" % 0x2b0b
+
+        def death(i, m, rel, off, usec):
+            return export_entry([
+                ("__REALTIME_TIMESTAMP", str(usec)), ("__MONOTONIC_TIMESTAMP", str(i + 1)),
+                ("_BOOT_ID", "%032x" % (m + 1)), ("MESSAGE_ID", MESSAGE_ID),
+                ("MESSAGE", "billing[%d] crashed: SIGSEGV" % (1000 + i)), ("PRIORITY", "2"),
+                ("_UID", "0"), ("_TRANSPORT", "journal"), ("_HOSTNAME", "node-%02d" % m),
+                ("_MACHINE_ID", "%032x" % (0xa000 + m)), ("BB_PID", str(1000 + i)),
+                ("BB_STARTTIME", str(i)), ("BB_BOOT_ID", "%032x" % (m + 1)), ("BB_UID", "0"),
+                ("BB_COMM", "billing"), ("BB_LIVENESS", "crashed"), ("BB_SIGNAL", "11"),
+                ("BB_SIGNAL_NAME", "SIGSEGV"), ("BB_CRASH_KIND", "signal"),
+                ("BB_BUILD_ID", bid), ("BB_RELEASE", rel), ("BB_BOX_ATTACHED", "0"),
+                ("BB_STACK", "#0 0x%x /srv/billing+0x%x %s\n#1 0x55d000001234 /srv/billing"
+                             "+0x1234 %s" % (0x55d000000000 + off, off, bid, bid))])
+        a = b"".join(death(i, i % 70, "2.0", 0x4a0, t0 + i * 1000000) for i in range(140))
+        b = b"".join(death(200 + i, i % 10, "2.1", 0x5b0, t0 + 500000 + (2 * i + 41) * 1000000)
+                     for i in range(30))
+        remote_import(a, os.path.join(d, "remote-a.journal"))
+        remote_import(b, os.path.join(d, "remote-b.journal"))
+
+        def bx(*args):
+            return run([self.extract, "--journal-directory", d, "--no-symbols"] + list(args))
+
+        g = {x["releases"][0]["release"]: x for x in
+             (json.loads(x) for x in bx("--groups", "--json").stdout.splitlines())}
+        check(sorted(g) == ["2.0", "2.1"], "many: groups %r" % list(g))
+        ga, gb = g["2.0"], g["2.1"]
+        check(ga["count"] == 140 and ga["machines"] == 70 and len(ga["hosts"]) == 70 and
+              all(h["count"] == 2 for h in ga["hosts"]), "many: 2.0 hosts %r" % ga)
+        check(gb["count"] == 30 and gb["machines"] == 10 and
+              sorted(h["count"] for h in gb["hosts"]) == [3] * 10, "many: 2.1 hosts %r" % gb)
+        check(ga["releases"][0]["count"] == 140 and gb["releases"][0]["count"] == 30 and
+              ga["releases"][0]["first_seen"] < gb["releases"][0]["first_seen"] <
+              gb["releases"][0]["last_seen"] < ga["releases"][0]["last_seen"],
+              "many: releases %r %r" % (ga["releases"], gb["releases"]))
+        check(ga["not_seen_in"] == [{"release": "2.1", "deaths": 30, "hosts": 10}] and
+              gb["not_seen_in"] == [{"release": "2.0", "deaths": 140, "hosts": 70}],
+              "many: not seen in %r %r" % (ga["not_seen_in"], gb["not_seen_in"]))
+        t = bx("--groups").stdout.decode()
+        check(re.search(r"^%s +140 +70 " % ga["group"], t, re.M) and
+              "    releases: 2.0 x140, first " in t and
+              "    not seen in: 2.1 (30 deaths of billing 2.1 in other groups, on 10 hosts)\n"
+              in t and max(len(x) for x in t.splitlines()) <= 120, "many: --groups:\n%s" % t)
+        t = bx("--groups", "--wide").stdout.decode()
+        check(all(("node-%02d x2" % m) in t for m in range(70)), "many: --wide hosts:\n%s" % t)
+        check([x["group"] for x in (json.loads(x) for x in
+                                    bx("--groups", "--json", "--release", "2.1").stdout
+                                    .splitlines())] == [gb["group"]], "many: --release 2.1")
+        lj = [json.loads(x) for x in bx("--list", "--json").stdout.splitlines()]
+        check(len(lj) == 170 and [x["time"] for x in lj] == sorted(x["time"] for x in lj) and
+              [x["release"] for x in lj[41:46]] == ["2.0", "2.1", "2.0", "2.0", "2.1"],
+              "many: --list order %r" % [(x["time"], x.get("release")) for x in lj[38:48]])
+        lt = bx("--list", "--release", "2.0").stdout.decode().splitlines()
+        check(len(lt) == 141 and max(len(x) for x in lt) <= 120, "many: --list --release 2.0")
 
     def cleanup(self):
         for p in self.procs:

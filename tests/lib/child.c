@@ -9,12 +9,18 @@
  *   child crash KIND  RLIMIT_CORE 0, bb_init (crash handler as the
  *                     environment says), then die of KIND: segv (store to
  *                     address 16), bus (truncated mmap), abort, overflow
- *                     (infinite recursion), pool-overflow (the same in a
+ *                     (infinite recursion), assert (glibc's assert(never >
+ *                     0) fails in crash()), pool-overflow (the same in a
  *                     thread "pool-worker" that never writes but calls
- *                     bb_thread_init() first), threads (three threads
+ *                     bb_thread_init() first), silent-overflow (the same
+ *                     in a thread "silent-worker" that never calls the
+ *                     library), threads (three threads
  *                     blocked in blocked_in_read, in_cond_wait and
  *                     in_nanosleep, printed as "fn NAME 0x...", the
- *                     main thread then faults), inwrite (SIGSEGV inside
+ *                     main thread then faults), silent-threads (the same
+ *                     with threads that never call the library, and 20
+ *                     idle ones), many-threads (the same with 300 idle
+ *                     ones), inwrite (SIGSEGV inside
  *                     bb_write_bytes), handler (abort() in an application
  *                     SIGSEGV handler that interrupted bb_write_bytes),
  *                     chain (segv with an application handler installed
@@ -38,6 +44,8 @@
  *                     then abort), fatal-long (a 300-byte reason).  Prints
  *                     "fn 0x..." (check_failed's address) and "record N".
  */
+#undef NDEBUG   /* the assert kind needs assert() */
+#include <assert.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -322,11 +330,24 @@ static void (*const blocked_fns[])(void) = { blocked_in_read, in_cond_wait, in_n
 
 static const char *const blocked_names[] = { "reader", "waiter", "sleeper" };
 
+static bool silent;   /* the threads never call the library */
+
 static void *blocked_thread(void *arg)
 {
 	pthread_setname_np(pthread_self(), blocked_names[(uintptr_t)arg]);
-	bb_write_kv("blocking", "now");   /* its slot */
+	if (!silent)
+		bb_write_kv("blocking", "now");   /* its slot */
 	blocked_fns[(uintptr_t)arg]();
+	return NULL;
+}
+
+/* An idle pool worker that never calls the library. */
+static void *idle_thread(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "idle");
+	for (;;)
+		pause();
 	return NULL;
 }
 
@@ -343,6 +364,16 @@ static void *pool_thread(void *arg)
 	pthread_setname_np(pthread_self(), "pool-worker");
 	if (bb_thread_init() != 0 || bb_thread_init() != 0)
 		exit(7);
+	printf("tid %ld\n", (long)gettid());
+	say_addr(NULL);
+	exit(recurse(0));
+}
+
+/* A thread that never calls the library overflows its stack. */
+static void *silent_overflow_thread(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "silent-worker");
 	printf("tid %ld\n", (long)gettid());
 	say_addr(NULL);
 	exit(recurse(0));
@@ -389,6 +420,9 @@ static int crash(const char *kind)
 	} else if (!strcmp(kind, "abort")) {
 		say_addr(NULL);
 		abort();
+	} else if (!strcmp(kind, "assert")) {
+		say_addr(NULL);
+		assert(never > 0);
 	} else if (!strcmp(kind, "overflow")) {
 		say_addr(NULL);
 		return recurse(0);
@@ -400,16 +434,25 @@ static int crash(const char *kind)
 		if (pthread_create(&th, NULL, crash_thread, NULL))
 			return 5;
 		pthread_join(th, NULL);
-	} else if (!strcmp(kind, "threads")) {
+	} else if (!strcmp(kind, "threads") || !strcmp(kind, "silent-threads") ||
+		   !strcmp(kind, "many-threads")) {
 		pthread_t th;
 		volatile uintptr_t bad = 32;
+		int idle = !strcmp(kind, "many-threads") ? 300 : kind[0] == 's' ? 20 : 0;
+		pthread_attr_t small;
 
-		if (pipe(block_pipe) || pthread_barrier_init(&blocked_bar, NULL, 4))
+		silent = strcmp(kind, "threads") != 0;
+		if (pipe(block_pipe) || pthread_barrier_init(&blocked_bar, NULL, 4) ||
+		    pthread_attr_init(&small) || pthread_attr_setstacksize(&small, 64 * 1024))
 			return 5;
 		for (int i = 0; i < 3; i++) {
 			if (pthread_create(&th, NULL, blocked_thread, (void *)(uintptr_t)i))
 				return 5;
 		}
+		/* after the three: listed (and asked) before the idle ones */
+		for (int i = 0; i < idle; i++)
+			if (pthread_create(&th, &small, idle_thread, NULL))
+				return 5;
 		say_fn("blocked_in_read", blocked_in_read);
 		say_fn("in_cond_wait", in_cond_wait);
 		say_fn("in_nanosleep", in_nanosleep);
@@ -417,10 +460,11 @@ static int crash(const char *kind)
 		usleep(200 * 1000);   /* into their system calls */
 		say_addr((void *)bad);
 		*(volatile int *)bad = 1;
-	} else if (!strcmp(kind, "pool-overflow")) {
+	} else if (!strcmp(kind, "pool-overflow") || !strcmp(kind, "silent-overflow")) {
 		pthread_t th;
 
-		if (pthread_create(&th, NULL, pool_thread, NULL))
+		if (pthread_create(&th, NULL, kind[0] == 'p' ? pool_thread : silent_overflow_thread,
+				   NULL))
 			return 5;
 		pthread_join(th, NULL);
 #if defined(__x86_64__)

@@ -49,7 +49,7 @@ expect() {
 }
 
 run runtime_error
-expect "$tmp/out" "*** reason: uncaught exception std::runtime_error: config missing: foo"
+expect "$tmp/out" "*** aborted (SIGABRT) after: uncaught exception std::runtime_error: config missing: foo"
 expect "$tmp/out" 'terminate="std::runtime_error: config missing: foo"'
 expect "$tmp/out" 'loading=runtime_error'
 expect "$tmp/json" '"kind":"fatal"'
@@ -59,10 +59,25 @@ expect "$tmp/json" '"signal":6'
 echo "ok: std::runtime_error"
 
 run int
-expect "$tmp/out" "*** reason: uncaught exception int"
+expect "$tmp/out" "*** aborted (SIGABRT) after: uncaught exception int"
 expect "$tmp/json" '"reason":"uncaught exception int"'
 echo "ok: int"
 
 run none
-expect "$tmp/out" "*** reason: std::terminate without an active exception"
+expect "$tmp/out" "*** aborted (SIGABRT) after: std::terminate without an active exception"
 echo "ok: no exception"
+
+run nested
+expect "$tmp/out" "*** aborted (SIGABRT) after: uncaught exception std::_Nested_exception<std::logic_error>: starting; caused by: reading config; caused by: open: ENOENT"
+echo "ok: nested exceptions"
+
+run long
+expect "$tmp/out" "*** aborted (SIGABRT) after: uncaught exception std::runtime_error: xxxxxxxx"
+expect "$tmp/out" 'xxx...[cut]'
+expect "$tmp/json" '...[cut]"'
+echo "ok: a 1 MiB what() cut, and marked"
+
+run recorded
+expect "$tmp/out" "*** aborted (SIGABRT) after: own panic"
+if grep -q 'terminate=' "$tmp/out"; then cat "$tmp/out"; fail "recorded: a second terminate record"; fi
+echo "ok: recorded once"

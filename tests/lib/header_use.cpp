@@ -20,6 +20,7 @@ int bbt_use_cxx(std::int64_t v, unsigned u, double d, const std::string &s, std:
 	r = blackbox::init(o);
 	r |= blackbox::init();
 	r |= blackbox::init(std::size_t{ 1 } << 20);
+	r |= blackbox::thread_init();
 	r |= blackbox::write("literal");
 	r |= blackbox::write(s);
 	r |= blackbox::write(sv);

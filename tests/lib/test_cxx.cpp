@@ -11,6 +11,7 @@
 #include <cstring>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <blackbox.hpp>
@@ -233,5 +234,19 @@ Test(cxx, dump_into_a_stream)
 	cr_assert_gt(os.str().size(), 8192u);
 	cr_assert_neq(os.str().find("status=200"), std::string::npos, "%s", os.str().c_str());
 	cr_assert_neq(os.str().find("line=299"), std::string::npos);
+	cr_assert_eq(blackbox::close(), 0);
+}
+
+Test(cxx, thread_init_is_the_c_call)
+{
+	std::thread t;
+	int in_thread = 1;
+
+	cr_assert_eq(blackbox::thread_init(), -ENODEV, "no box yet, as bb_thread_init()");
+	cr_assert_eq(blackbox::init(), 0);
+	cr_assert_eq(blackbox::thread_init(), 0);
+	t = std::thread([&in_thread] { in_thread = blackbox::thread_init(); });
+	t.join();
+	cr_assert_eq(in_thread, 0);
 	cr_assert_eq(blackbox::close(), 0);
 }

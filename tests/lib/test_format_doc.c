@@ -70,6 +70,9 @@ static struct member header[] = {
 	M(struct bb_header, seg_stolen), M(struct bb_header, seg_restarted),
 	M(struct bb_header, overflow), M(struct bb_header, crash_stacks_offset),
 	M(struct bb_header, crash_stacks_count), M(struct bb_header, crash_stacks_asked),
+	M(struct bb_header, crash_threads), M(struct bb_header, crash_slot_size),
+	M(struct bb_header, crash_slots_offset), M(struct bb_header, crash_slots_count),
+	M(struct bb_header, reserved4), M(struct bb_header, reserved5),
 	M(struct bb_header, watchdog_ms), M(struct bb_header, dump_signal),
 	M(struct bb_header, snapshot_seq), M(struct bb_header, dump_seq),
 	M(struct bb_header, reserved),
@@ -87,9 +90,8 @@ static struct member slot[] = {
 	M(struct bb_thread_slot, queue), M(struct bb_thread_slot, claim),
 	M(struct bb_thread_slot, log), M(struct bb_thread_slot, tid),
 	M(struct bb_thread_slot, current), M(struct bb_thread_slot, cur_ord),
-	M(struct bb_thread_slot, reserved0), M(struct bb_thread_slot, thread_name),
-	M(struct bb_thread_slot, heartbeat), M(struct bb_thread_slot, watchdog_ms),
-	M(struct bb_thread_slot, reserved1),
+	M(struct bb_thread_slot, watchdog_ms), M(struct bb_thread_slot, thread_name),
+	M(struct bb_thread_slot, reserved1), M(struct bb_thread_slot, heartbeat),
 };
 
 static struct member desc[] = {

@@ -191,6 +191,34 @@ Test(process, fork_child_never_touches_parent_rings)
 	free(c.r);
 }
 
+/* bb_thread_init() in the child of fork() makes the child's box and
+ * says 0, as in the parent. */
+Test(process, thread_init_in_a_fork_child_makes_its_box)
+{
+	char ppath[4096];
+	pid_t pid;
+	int st;
+
+	cr_assert_eq(bb_init(0), 0);
+	bb_path(ppath, sizeof(ppath));
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		char b[4096];
+		int rc = bb_thread_init();
+
+		if (rc != 0)
+			_exit(10 + (rc < 0 ? -rc : rc) % 100);
+		if (bb_path(b, sizeof(b)) <= 0 || !strcmp(b, ppath))
+			_exit(5);
+		_exit(bb_thread_init() == 0 ? 0 : 6);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st), "child status %d", st);
+	cr_assert_eq(WEXITSTATUS(st), 0, "child: 10 + errno (-EAGAIN: 21), 5 no box: %d",
+		     WEXITSTATUS(st));
+}
+
 Test(process, fork_disable_policy)
 {
 	struct bb_options o = { .fork_policy = BB_FORK_DISABLE };

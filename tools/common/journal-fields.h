@@ -79,6 +79,7 @@
 	X(BBJ_BUDGET_REMOVED, "BB_BUDGET_REMOVED")                            \
 	X(BBJ_BOX_ATTACHED, "BB_BOX_ATTACHED")                                \
 	X(BBJ_BOX_OMITTED, "BB_BOX_OMITTED")                                  \
+	X(BBJ_BOX_ENCODING, "BB_BOX_ENCODING")                                \
 	X(BBJ_BOX, "BB_BOX")
 
 /* The constants: static const char BBJ_PID[] = "BB_PID"; and so on
