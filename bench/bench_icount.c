@@ -95,6 +95,7 @@ DEFINE_OP(nop, __asm__ __volatile__("" ::: "memory"))
 DEFINE_OP(clock, do_clock())
 DEFINE_OP(kv, bb_write_kv("req", "GET /index"))
 DEFINE_OP(kvlib, (bb_write_kvn)("req", 3, "GET /index", 10))
+DEFINE_OP(beat, bb_heartbeat())
 DEFINE_OP(kvrun, bb_write_kv(dyn_key, dyn_value))
 DEFINE_OP(kvnrun, bb_write_kvn(dyn_key, dyn_klen, dyn_value, dyn_vlen))
 DEFINE_OP(kvrun64, bb_write_kv(dyn_key16, dyn_value64))
@@ -117,6 +118,7 @@ static const struct {
 	{ "clock", warm_clock, loop_clock },
 	{ "kv", warm_kv, loop_kv },
 	{ "kvlib", warm_kvlib, loop_kvlib },
+	{ "beat", warm_beat, loop_beat },
 	{ "kvrun", warm_kvrun, loop_kvrun },
 	{ "kvnrun", warm_kvnrun, loop_kvnrun },
 	{ "kvrun64", warm_kvrun64, loop_kvrun64 },
@@ -138,7 +140,7 @@ int main(int argc, char **argv)
 	int ret;
 
 	if (argc != 3) {
-		fprintf(stderr, "usage: bench_icount nop|clock|kv|kvlib|kvrun|kvnrun|kvrun64|kvi64|kvu64|"
+		fprintf(stderr, "usage: bench_icount nop|clock|kv|kvlib|beat|kvrun|kvnrun|kvrun64|kvi64|kvu64|"
 			"kvf64|i64|str16|event4|bytes4k|span0|span1 N\n");
 		return 2;
 	}
@@ -155,6 +157,10 @@ int main(int argc, char **argv)
 	ret = bb_init(0);
 	if (ret < 0) {
 		fprintf(stderr, "bb_init: %s\n", strerror(-ret));
+		return 1;
+	}
+	if (!strcmp(argv[1], "beat") && (ret = bb_watchdog(1000)) < 0) {
+		fprintf(stderr, "bb_watchdog: %s\n", strerror(-ret));
 		return 1;
 	}
 	warm(WARMUP);

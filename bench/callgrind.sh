@@ -78,10 +78,11 @@ for bin in "$@"; do
 	printf '  %-22s %9s %11s\n' operation "per call" "excl clock"
 	printf '  %-22s %9d %11s\n' "loop overhead (nop)" "$nop" "-"
 	printf '  %-22s %9d %11s\n' "clock_gettime (glibc)" $((clk - nop)) "-"
-	for op in kv i64 str16 event4 span0 span1; do
+	for op in kv beat i64 str16 event4 span0 span1; do
 		i=$(per_iter "$bin" "$op")
 		case $op in
 		kv) name="bb_write_kv" ;;
+		beat) name="bb_heartbeat" ;;
 		i64) name="bb_write_i64" ;;
 		str16) name="bb_write_str 16 B" ;;
 		event4) name="bb_write_event 4 f." ;;

@@ -63,12 +63,16 @@ static void usage(FILE *f)
 "                    (open it in ui.perfetto.dev; redirect it to a .pftrace)\n"
 "  -s, --save FILE   write a consistent copy of the box to FILE (never\n"
 "                    overwrites an existing file)\n"
+"      --snapshot    ask the running process PID for a snapshot: bb-reap\n"
+"                    --watch archives a copy and sends a journal entry\n"
 "  -t, --threads     per thread: tid, name, records, its last record and how\n"
 "                    long ago it was written (from now for a live owner,\n"
 "                    else from its death); a hung thread shows as an old one\n"
 "  -f, --follow      print new records as they are committed until the owner\n"
 "                    is gone (or SIGINT); report records lost in between\n"
-"  -q, --quiet       no verification report on stderr unless damage is found\n"
+"  -q, --quiet       no verification report on stderr unless damage is found\n",
+		PROG, PROG, PROG, PROG, BB_DEFAULT_DIR);
+	fprintf(f,
 "      --any-owner   accept a box file owned by another uid than its header's\n"
 "      --journal     read the boxes bb-reap --journal put into the local\n"
 "                    journal: --list them, or extract PID's\n"
@@ -105,7 +109,7 @@ static void usage(FILE *f)
 "      --no-uring    write output with write(2) (the default)\n"
 "  -h, --help        this help\n"
 "  -V, --version     version\n"
-"\n", PROG, PROG, PROG, PROG, BB_DEFAULT_DIR);
+"\n");
 	fprintf(f,
 "Options may stand before or after PID.\n"
 "\n"
@@ -176,7 +180,7 @@ static void add_debug_dir(struct bbx_opts *o, const char *dir)
 enum { OPT_ANY_OWNER = 256, OPT_NO_URING, OPT_URING, OPT_NO_SYMBOLS, OPT_DEBUG_DIR,
        OPT_DEBUGINFOD, OPT_JOURNAL, OPT_JOURNAL_DIR, OPT_MACHINE, OPT_BOOT, OPT_CURSOR,
        OPT_UNTRUSTED, OPT_RAW_NAMES, OPT_GROUPS, OPT_GROUP, OPT_SINCE, OPT_UNTIL, OPT_COMM,
-       OPT_UNIT, OPT_STATE, OPT_PERFETTO, OPT_RELEASE, OPT_WIDE };
+       OPT_UNIT, OPT_STATE, OPT_PERFETTO, OPT_SNAPSHOT, OPT_RELEASE, OPT_WIDE };
 
 /*
  * A point in time for --since / --until, as CLOCK_REALTIME microseconds:
@@ -272,6 +276,7 @@ static void set_option(int ch, char **argv, struct bbx_opts *o)
 	case OPT_DEBUG_DIR: add_debug_dir(o, optarg); break;
 	case OPT_DEBUGINFOD: o->debuginfod = true; break;
 	case OPT_RAW_NAMES: o->raw_names = true; break;
+	case OPT_SNAPSHOT: o->snapshot = true; break;
 	case 't': o->threads = true; break;
 	case OPT_JOURNAL: o->journal = true; break;
 	case OPT_JOURNAL_DIR:
@@ -395,6 +400,7 @@ static void parse_args(int argc, char **argv, struct bbx_opts *o)
 		{ "debuginfod", no_argument,      NULL, OPT_DEBUGINFOD },
 		{ "raw-names", no_argument,       NULL, OPT_RAW_NAMES },
 		{ "threads",   no_argument,       NULL, 't' },
+		{ "snapshot",  no_argument,       NULL, OPT_SNAPSHOT },
 		{ "journal",   no_argument,       NULL, OPT_JOURNAL },
 		{ "journal-directory", required_argument, NULL, OPT_JOURNAL_DIR },
 		{ "machine",   required_argument, NULL, OPT_MACHINE },
@@ -480,6 +486,13 @@ int main(int argc, char **argv)
 
 		if (ret < 0)
 			return ret == -ENOTUNIQ ? BBX_EXIT_AMBIGUOUS : BBX_EXIT_NOBOX;
+		if (o.snapshot) {
+			code = o.pid ? bbx_snapshot(&o, r, live) : BBX_EXIT_FAILURE;
+			if (!o.pid)
+				bbx_msg(NULL, "--snapshot takes a PID");
+			bb_reader_close(r);
+			return code;
+		}
 		if (o.save) {
 			code = bbx_save(&o, r);
 			bb_reader_close(r);

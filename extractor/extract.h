@@ -45,6 +45,7 @@ struct bbx_opts {
 	pid_t pid;
 	bool  list, all, follow, quiet, any_owner, uring, no_symbols, debuginfod, raw_names;
 	bool  threads;       /* --threads: threads.c */
+	bool  snapshot;      /* --snapshot PID: snapshot.c */
 	enum bbx_format fmt;
 	const char *debug_dirs[DEBUG_DIRS_MAX]; /* absolute */
 	size_t ndebug_dirs;
@@ -105,6 +106,8 @@ void bbx_threads_ref(struct bbx_threads *t, const struct bb_box_info *in, int li
 		     const struct bb_crash *crash);
 void bbx_threads_struct(struct bbx_em *em, const struct bbx_threads *t);
 void bbx_threads_free(struct bbx_threads *t);
+/* snapshot.c: --snapshot PID, an exit code */
+int bbx_snapshot(const struct bbx_opts *o, struct bb_reader *r, int live);
 int bbx_threads_main(const struct bbx_opts *o, struct bbx_out *out, struct bb_reader *r, int live);
 
 /* One extraction in progress. */

@@ -237,6 +237,14 @@ done:
 	snprintf(out->id, sizeof(out->id), "%016" PRIx64, b.h);
 }
 
+void bbx_signature_event(struct bbx_sig *s, const char *event)
+{
+	uint64_t h = bb__fnv1a64(BB__FNV64_INIT, event, strlen(event));
+
+	h = bb__fnv1a64(h, s->id, strlen(s->id));
+	snprintf(s->id, sizeof(s->id), "%016" PRIx64, h);
+}
+
 /* ---- BB_STACK ------------------------------------------------------------ */
 
 static int hexval(char c)

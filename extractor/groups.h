@@ -61,6 +61,9 @@ bool bbx_module_is_system(const char *path);
  * death without a word, non-zero when the OOM killer killed it).  Never
  * fails.
  */
+/* bbx_signature_event - @s made the signature of a live owner's @event
+ * ("hang", "snapshot"): the same frames in a group apart from crashes. */
+void bbx_signature_event(struct bbx_sig *s, const char *event);
 void bbx_signature(const struct bbx_frame *f, size_t n, bool crashed, const uint8_t *exe_id,
 		   size_t exe_idlen, const char *comm, int signal, struct bbx_sig *out);
 

@@ -210,6 +210,8 @@ const char *bbx_j_time(uint64_t usec, char *buf)
 
 const char *bbx_j_gliveness(const struct bbx_jgent *g)
 {
+	if (g->incident)
+		return g->liveness;
 	if (g->crashed)
 		return "crashed";
 	if (g->oom)
@@ -340,7 +342,10 @@ int bbx_j_take_gent(const struct bbx_jsel *s, size_t src, sd_journal *j,
 		return -ENOMEM;
 	g->src = src;
 	g->usec = e->usec;
-	g->crashed = !strcmp(e->liveness, "crashed");
+	g->incident = !strcmp(e->liveness, "hang") || !strcmp(e->liveness, "snapshot");
+	/* a hang's stack is read and grouped as a crash's, in groups of
+	 * their own (bbx_signature_event()) */
+	g->crashed = !strcmp(e->liveness, "crashed") || !strcmp(e->liveness, "hang");
 	g->has_box = e->has_box;
 	g->trusted = e->trusted;
 	g->oom = e->oom;
@@ -418,6 +423,8 @@ int bbx_j_group_of(struct bbx_jgset *gs, struct bbx_jgent *g, struct bbx_frame *
 	bbx_signature(fr, nf, g->crashed, exe, bbx_unhex(g->build, strlen(g->build), exe,
 							  sizeof(exe)),
 		      g->comm, g->sigsig, &sig);
+	if (g->incident)
+		bbx_signature_event(&sig, g->liveness);
 	memcpy(g->sig.id, sig.id, sizeof(g->sig.id));
 	g->sig.kind = (uint8_t)sig.kind;
 	g->sig.named = sig.named;
@@ -760,7 +767,7 @@ static const char *kind_name(enum bbx_group_kind k)
  * bb_crash_record() without one, "oom-kill" or "orphaned". */
 static const char *how_died(const struct bbx_jgent *g)
 {
-	if (!g->crashed)
+	if (!g->crashed || g->incident)
 		return bbx_j_gliveness(g);
 	if (g->signame[0])
 		return g->signame;

@@ -149,6 +149,7 @@ struct bbx_jgent {
 	long long          budget;   /* BB_BUDGET_REMOVED: deaths the budget removed */
 	int                sigsig;   /* the signal the signature takes (bbx_signature()) */
 	bool               crashed, has_box, trusted, oom;
+	bool               incident; /* BB_LIVENESS hang or snapshot: a live owner's */
 	struct {
 		char        id[17];
 		uint8_t     kind;    /* enum bbx_group_kind */

@@ -509,9 +509,22 @@ static int emit_crash(struct bbx_ctx *c)
 	size_t nmods = 0, nf = cr->nframes;
 	int rc = 0;
 
-	if (cr->status == BB_CRASH_NONE)
-		return 0;
-	if (cr->status != BB_CRASH_COMPLETE) {
+	bool dump = false;   /* no crash, but a dump's stacks (FORMAT.md §14) */
+
+	if (cr->status == BB_CRASH_NONE) {
+		struct bb_crash *first = malloc(sizeof(*first));
+		uint32_t ns = 0, na = 0;
+
+		if (!first)
+			return -ENOMEM;
+		bb_reader_crash_stacks(c->r, &ns, &na);
+		dump = ns && bb_reader_crash_stack(c->r, 0, first) == 0 &&
+		       first->status != BB_CRASH_NONE;
+		free(first);
+		if (!dump)
+			return 0;
+	}
+	if (!dump && cr->status != BB_CRASH_COMPLETE) {
 		if (c->opt->fmt == BBX_FMT_TEXT) {
 			char line[256];
 			int n = snprintf(line, sizeof(line), "*** %s\n", cr->problem);
@@ -564,6 +577,16 @@ static int emit_crash(struct bbx_ctx *c)
 	if (rc)
 		goto out;
 	t[bbx_fmt_time(t, cr->wall_ns)] = '\0';
+	if (c->opt->fmt == BBX_FMT_TEXT && dump) {
+		static const char head[] = "*** no crash: every thread's stack, asked while the "
+					   "process ran (a hang dump, bb-reap --watch)\n";
+
+		bbx_out_put(c->out, head, sizeof(head) - 1);
+		text_stacks(c->out, &s, fr, c->opt->raw_names);
+		if (note[0] && !c->opt->quiet)
+			bbx_msg(c->info->path, "symbols: %s", note);
+		goto out;
+	}
 	if (c->opt->fmt == BBX_FMT_TEXT) {
 		text_head(c->out, cr, t, c->info->phase == BB_PHASE_CRASHED ? c->info->phase_signal : 0);
 		bbx_crash_frames_text(c->out, cr, fr, c->opt->raw_names);

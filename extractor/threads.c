@@ -533,7 +533,18 @@ int bbx_threads_main(const struct bbx_opts *o, struct bbx_out *out, struct bb_re
 		return ret == -ENOMEM ? BBX_EXIT_FAILURE : BBX_EXIT_NOBOX;
 	}
 	bb_reader_crash(r, &crash);
-	bbx_threads_ref(&t, in, live, &crash);
+	if (crash.status == BB_CRASH_NONE && live != BB_LIVENESS_ALIVE &&
+	    bb_reader_crash_stack(r, 0, &crash) == 0 && crash.status == BB_CRASH_COMPLETE) {
+		/* a hang dump's copy (bb-reap --watch): ages from the time
+		 * its stacks were taken (FORMAT.md §14) */
+		bbx_threads_ref(&t, in, live, &crash);
+		t.ref_key = "hang_dump";
+		t.ref_text = "the hang dump (when the stacks were taken; bb-extract --path "
+			     "prints them)";
+	} else {
+		bb_reader_crash(r, &crash);   /* the slot may have been read into it */
+		bbx_threads_ref(&t, in, live, &crash);
+	}
 	if (o->fmt == BBX_FMT_TEXT) {
 		struct thr_state_out so = { .out = out, .t = &t };
 

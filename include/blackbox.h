@@ -457,6 +457,50 @@ int bb_write_event_important(const char *name, const struct bb_field *fields, si
 int bb_crash_rearm(void);
 
 /*
+ * bb_watchdog - declare that the calling thread calls bb_heartbeat() at
+ * least every @timeout_ms milliseconds (bb_watchdog(3)).  The deadline and
+ * the beats live in the thread's slot of the box: bb-reap --watch names
+ * the thread stuck when its beat stops for longer, asks the process for
+ * every thread's stack, archives a copy of the box and sends a journal
+ * entry; the process keeps running.  bb_watchdog() beats once.  0
+ * withdraws the deadline.  Works with or without the crash handler (the
+ * stacks need it).
+ * Returns 0, or:
+ *  -EINVAL  @timeout_ms over BB_WATCHDOG_MAX_MS
+ *  -ENODEV  no box (0 when disabled)
+ *  -ENOSPC  no thread slot for this thread (bb_thread_init())
+ *  -EBUSY, -ESRCH as bb_thread_init()
+ * Not AS-safe (it may take the thread's slot, as bb_thread_init()).
+ */
+#define BB_WATCHDOG_MAX_MS 86400000u
+
+int bb_watchdog(unsigned timeout_ms);
+
+/*
+ * bb_heartbeat - the calling thread is alive: one store of the box's clock
+ * into its thread slot.  No record, no lock, no system call (but the
+ * clock's vDSO read, as every record), inline with GCC or Clang on x86-64.
+ * Returns 0, or -ENOENT when this thread declared no deadline in the
+ * current box (bb_watchdog()), -ENODEV without a box (0 when disabled).
+ * AS-safe.
+ */
+int bb_heartbeat(void);
+
+#if defined(BB__HAVE_HEARTBEAT_FAST)
+#define bb_heartbeat() bb__heartbeat()
+#endif
+
+/*
+ * bb_snapshot - ask for a copy of the box as it is now: writes the event
+ * "bb.snapshot" {reason: @reason} marked important and counts a snapshot
+ * in the header; bb-reap --watch archives a consistent copy and sends a
+ * journal entry with the reason (grouped and rate-limited like crashes).
+ * @reason: text, NULL for "".  No system call but the clock's.
+ * Returns 0, or the errors of bb_write_event().  AS-safe.
+ */
+int bb_snapshot(const char *reason);
+
+/*
  * bb_thread_init - prepare the calling thread as its first write would,
  * without writing a record: its thread slot (its log, listed in the box's
  * thread table with its id and name) and, with the crash handler on, its

@@ -51,6 +51,7 @@
 #include <blackbox.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -424,6 +425,17 @@ inline int dump(std::ostream &os) noexcept
 }
 
 // ---- crashes ----------------------------------------------------------------
+
+// Heartbeats and snapshots (bb_watchdog(3)): see blackbox.h.
+// watchdog(): not AS-safe; heartbeat() (inline) and snapshot(): AS-safe.
+inline int watchdog(std::chrono::milliseconds timeout) noexcept
+{
+	if (timeout.count() < 0 || timeout.count() > static_cast<long long>(BB_WATCHDOG_MAX_MS))
+		return -EINVAL;
+	return bb_watchdog(static_cast<unsigned>(timeout.count()));
+}
+inline int heartbeat() noexcept { return bb_heartbeat(); }
+inline int snapshot(const char *reason) noexcept { return bb_snapshot(reason); }
 
 // bb_crash_record(@reason): see blackbox.h.  AS-safe.
 inline int crash_record(const char *reason) noexcept { return bb_crash_record(reason); }

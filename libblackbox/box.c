@@ -95,6 +95,7 @@ static void bb__thread_exit(void *arg)
 	struct bb__box *box = BB__LOAD_ACQUIRE(&bb__box);
 
 	(void)arg;
+	bb__watchdog_thread_exit(box);
 	if (box && t->f.window && t->f.gen == box->f.gen && t->f.depth == 0)
 		bb__seg_exit(box, t);
 	t->f.window = NULL;

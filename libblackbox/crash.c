@@ -450,7 +450,7 @@ static bool bb__has_addr(int sig, const siginfo_t *si)
  */
 static void bb__crash_fill(struct bb__box *box, uint8_t *area, const struct bb__crash_in *in,
 			   int32_t tid);
-static void bb__crash_ask_all(struct bb__box *box, int32_t tid);
+static void bb__crash_ask_all(struct bb__box *box, int32_t tid, uint32_t first);
 
 static int bb__crash_write(struct bb__box *box, const struct bb__crash_in *in)
 {
@@ -495,7 +495,7 @@ static int bb__crash_write(struct bb__box *box, const struct bb__crash_in *in)
 
 	bb__crash_fill(box, h->crash, in, tid);
 	/* Then every other thread's stack (the crash stacks, 3.1). */
-	bb__crash_ask_all(box, tid);
+	bb__crash_ask_all(box, tid, 0);
 	return 0;
 }
 
@@ -945,25 +945,27 @@ static int64_t bb__crash_ask_listed(struct bb__box *box, int32_t tid, int sig, b
 	return asked;
 }
 
-static void bb__crash_ask_all(struct bb__box *box, int32_t tid)
+/* Slots from @first on; those before it the caller wrote (a dump's own
+ * stack, bb__dump_request()), counted as asked. */
+static void bb__crash_ask_all(struct bb__box *box, int32_t tid, uint32_t first)
 {
 	/* Relaxed: set once at bb_init(), before the handler that reads it
 	 * could run (sigaction is the barrier, as for bb__prev). */
 	int sig = BB__LOAD_RELAXED(&bb__stack_sig);
 	pid_t pid = getpid();   /* AS-safe */
-	uint32_t asked = 0, k = 0, threads = 0;
+	uint32_t asked = first, k = first, threads = 0;
 	int64_t listed;
 	uint64_t start;
 	bool ours;
 
-	if (!sig || !box->nstacks)
+	if (!sig || box->nstacks <= first)
 		return;
 	/* not ours any more: each thread's slot says it was not asked
 	 * (BB_CRASH_SEQ_NOT_ASKED), and nothing is sent */
 	ours = bb__stack_sig_ours(sig);
 	listed = bb__crash_ask_listed(box, tid, sig, ours, pid, &k, &threads);
 	if (listed >= 0)
-		asked = (uint32_t)listed;
+		asked += (uint32_t)listed;
 	for (uint32_t i = 0; listed < 0 && i < box->nslots; i++) {
 		/* No /proc: the threads that hold a thread slot. */
 		struct bb_thread_slot *s = &box->slots[i];
@@ -1014,8 +1016,68 @@ static void bb__crash_ask_all(struct bb__box *box, int32_t tid)
 }
 
 /*
+ * A dump request (FORMAT.md §14): a watcher (bb-reap --watch, bb-extract
+ * --snapshot) queued bb__stack_sig to the process with the value
+ * BB_DUMP_REQUEST(kind, id); this thread took it.  Only the owner's user
+ * and root can queue it (the kernel's kill(2) permission check).  Kind
+ * HANG: this thread's stack into crash slot 0, every other thread
+ * asked for its own into the next slots, as at a crash, the crash area
+ * and the phase left alone; kind SNAPSHOT: bb_snapshot("operator").  Then
+ * the id into dump_seq.  One dump at a time, and none once a crash record
+ * is begun: the slots are the crash's.
+ */
+static int bb__dumping;
+
+static void bb__dump_request(struct bb__box *box, const siginfo_t *si, void *ucv, void *tramp,
+			     int32_t tid)
+{
+	uint32_t v = (uint32_t)si->si_value.sival_int;
+	struct bb_record_hdr *rec = (struct bb_record_hdr *)(void *)box->hdr->crash;
+	int idle = 0;
+
+	if (BB_DUMP_KIND(v) == BB_DUMP_SNAPSHOT) {
+		(void)bb_snapshot("operator");
+	} else if (BB_DUMP_KIND(v) == BB_DUMP_HANG) {
+		uint8_t *area = box->stacks;
+		const char *name = bb__tls.named ? bb__tls.name : "";
+		struct bb__crash_in in = { .thread = true, .si = si, .uc = ucv, .tramp = tramp };
+
+		/* Acquire pairs with the crash writer's CAS from EMPTY: a
+		 * crash under way owns the slots. */
+		if (!box->nstacks || BB__LOAD_ACQUIRE(&rec->seq) != BB_CRASH_SEQ_EMPTY)
+			return;
+		/* Acquire: pairs with the release store that ended the
+		 * previous dump, whose slots we now rewrite. */
+		if (!__atomic_compare_exchange_n(&bb__dumping, &idle, 1, false, __ATOMIC_ACQUIRE,
+						 __ATOMIC_RELAXED))
+			return;
+		/* A previous dump's answers go: relaxed, the stores of the
+		 * slots below publish each slot again with release. */
+		for (uint32_t i = 1; i < box->nstacks; i++)
+			BB__STORE_RELAXED((uint32_t *)(void *)(area + (size_t)i * BB_CRASH_SLOT_SIZE),
+					  (uint32_t)BB_CRASH_SEQ_EMPTY);
+		memcpy(area + BB_RECORD_HDR_SIZE, &tid, sizeof(tid));
+		memset(area + BB_RECORD_HDR_SIZE + 4, 0, 16);
+		memcpy(area + BB_RECORD_HDR_SIZE + 4, name, strnlen(name, 15));
+		/* Relaxed: BUSY orders nothing; bb__crash_fill() ends with
+		 * the release store of DONE that a reader pairs with. */
+		BB__STORE_RELAXED((uint32_t *)(void *)area, (uint32_t)BB_CRASH_SEQ_BUSY);
+		bb__crash_fill(box, area, &in, tid);
+		bb__crash_ask_all(box, tid, 1);
+		/* Release: pairs with the acquire CAS of the next dump. */
+		BB__STORE_RELEASE(&bb__dumping, 0);
+	} else {
+		return;
+	}
+	/* Release: a watcher that loads its id with acquire sees the slots
+	 * (and the snapshot count) written above. */
+	BB__STORE_RELEASE(&box->hdr->dump_seq, BB_DUMP_VALUE(v));
+}
+
+/*
  * The handler of bb__stack_sig: a crashing thread of this process asks for
- * this thread's stack (si_value: the slot).  Anything else sent with the
+ * this thread's stack (si_value: the slot), or a watcher asks for a dump
+ * (BB_DUMP_IS_REQUEST(), bb__dump_request()).  Anything else sent with the
  * signal is ignored.  Runs on the thread's alternate stack when it has one
  * (SA_ONSTACK), with the crash signals blocked.
  */
@@ -1034,6 +1096,10 @@ static void bb__stack_handler(int sig, siginfo_t *si, void *ucv)
 	(void)sig;
 	/* getpid, and gettid above: system calls, AS-safe.  The walk and
 	 * the record below are the crash record's (bb__crash_fill()). */
+	if (box && si && si->si_code == SI_QUEUE && BB_DUMP_IS_REQUEST(si->si_value.sival_int)) {
+		bb__dump_request(box, si, ucv, tramp, tid);
+		goto out;
+	}
 	if (!box || !si || si->si_code != SI_QUEUE || si->si_pid != getpid())
 		goto out;
 	k = si->si_value.sival_int;
@@ -1266,6 +1332,14 @@ int bb__crash_init(const struct bb_options *o)
 		/* Relaxed: see bb__crash_altstacks_on(). */
 		BB__STORE_RELAXED(&bb__altstacks, true);
 		bb__stack_install();
+	}
+	{
+		/* Acquire pairs with bb__open()'s release store of the box. */
+		struct bb__box *box = BB__LOAD_ACQUIRE(&bb__box);
+
+		/* Relaxed: a watcher reads it once the box is published. */
+		if (box && bb__stack_sig && box->nstacks)
+			BB__STORE_RELAXED(&box->hdr->dump_signal, (int32_t)bb__stack_sig);
 	}
 	(void)bb__crash_thread_start(&bb__tls);
 	return 0;

@@ -358,6 +358,8 @@ int bb__crash_init(const struct bb_options *o);
  * already, or the handler off) or a negative errno. */
 int bb__crash_thread_start(struct bb__tls *t);
 void bb__crash_thread_exit(struct bb__tls *t);
+/* Heartbeats (watchdog.c): a thread that ends withdraws its deadline. */
+void bb__watchdog_thread_exit(struct bb__box *box);
 /* The crash handler is on: threads get an alternate signal stack. */
 bool bb__crash_altstacks_on(void);
 /* A thread pthread_create() started (thread_start.c): its alternate

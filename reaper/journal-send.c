@@ -46,6 +46,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SD_JOURNAL_SUPPRESS_LOCATION
@@ -341,8 +342,8 @@ static const char *base_name(const char *path)
  * package is installed at: the same crash of the same build on any host
  * gives the same key.  @where gets "<module name>+0x<offset>" of frame 0.
  */
-static void add_stack(struct entry *e, struct bb_reader *r, const struct bb_crash *cr,
-		      char *where, size_t wherelen)
+static uint64_t add_stack(struct entry *e, struct bb_reader *r, const struct bb_crash *cr,
+			  char *where, size_t wherelen)
 {
 	const struct bb_module *mods = NULL;
 	size_t nmods = 0, len = 0;
@@ -354,7 +355,7 @@ static void add_stack(struct entry *e, struct bb_reader *r, const struct bb_cras
 	where[0] = '\0';
 	if (!buf) {
 		e->err = -ENOMEM;
-		return;
+		return 0;
 	}
 	if (bb_reader_modules(r, &mods, &nmods, NULL, err, sizeof(err)) < 0)
 		nmods = 0;
@@ -410,6 +411,7 @@ static void add_stack(struct entry *e, struct bb_reader *r, const struct bb_cras
 	free(buf);
 	if (cr->nframes)
 		add(e, BBJ_STACK_HASH, "%016llx", (unsigned long long)h);
+	return h;
 }
 
 /* BB_BUILD_ID: the executable's, the module area's first object, crash or
@@ -1002,4 +1004,147 @@ fail:
 	c->errors++;
 	reap_emit(c, &ev, true);
 	return ret;
+}
+
+/*
+ * Hangs and snapshots of live owners (hang.c): grouped like crashes, by
+ * the owner's uid, the event and BB_STACK_HASH of the stuck thread (a
+ * snapshot: of its reason), at most one entry per group every
+ * INCIDENT_GROUP_S seconds; the others are counted in the next one's
+ * BB_SUPPRESSED.  The trust rules of crash entries hold: the uid is the
+ * file owner's, records and state only for root's boxes or with
+ * --journal-content=all, no box attached.
+ */
+#define INCIDENT_GROUP_S 600
+#define INCIDENT_GROUPS  256
+
+static struct {
+	uint64_t key;
+	int64_t  last_s;
+	uint64_t suppressed;
+} groups[INCIDENT_GROUPS];
+
+/* The group's slot (the oldest one when full), and whether it may send. */
+static bool incident_rate(uint64_t key, int64_t now_s, uint64_t *suppressed)
+{
+	size_t old = 0;
+
+	for (size_t i = 0; i < INCIDENT_GROUPS; i++) {
+		if (groups[i].key == key && groups[i].last_s) {
+			if (now_s - groups[i].last_s < INCIDENT_GROUP_S) {
+				groups[i].suppressed++;
+				return false;
+			}
+			*suppressed = groups[i].suppressed;
+			groups[i].suppressed = 0;
+			groups[i].last_s = now_s;
+			return true;
+		}
+		if (groups[i].last_s < groups[old].last_s)
+			old = i;
+	}
+	groups[old].key = key;
+	groups[old].last_s = now_s;
+	groups[old].suppressed = 0;
+	*suppressed = 0;
+	return true;
+}
+
+int reap_journal_incident(struct reap_ctx *c, struct bb_reader *r, const struct stat *st,
+			  const struct reap_incident *inc)
+{
+	const struct bb_box_info *in = bb_reader_info(r);
+	uint32_t uid = (uint32_t)st->st_uid;
+	bool content = uid == 0 || c->o.journal_content == REAP_CONTENT_ALL;
+	bool hang = !strcmp(inc->event, "hang");
+	struct entry e = { .n = 0 };
+	char comm[4 * 32 + 1], qcomm[4 * 32 + 3], where[4 * 4096 + 64] = "", msg[8192];
+	char thread[4 * 16 + 1], qthread[4 * 16 + 3];
+	uint64_t h = 0, suppressed = 0, total;
+	struct timespec now;
+	int ret;
+
+	if (in->uid != uid)
+		return 0; /* a copy or a forgery: nobody's process to report */
+	bb_escape_text(in->comm, strnlen(in->comm, sizeof(in->comm)), comm, sizeof(comm));
+	bbx_quote(in->comm, strnlen(in->comm, sizeof(in->comm)), qcomm, sizeof(qcomm));
+	add(&e, "MESSAGE_ID", "%s", BB_JOURNAL_MESSAGE_ID);
+	add(&e, "PRIORITY", "%d", hang ? 3 : 5);
+	add(&e, "SYSLOG_IDENTIFIER", "bb-reap");
+	add(&e, BBJ_EVENT, "%s", inc->event);
+	add(&e, BBJ_PID, "%ld", (long)in->pid);
+	add(&e, BBJ_STARTTIME, "%llu", (unsigned long long)in->starttime);
+	add_boot_id(&e, in->boot_id);
+	add(&e, BBJ_UID, "%lu", (unsigned long)uid);
+	add_bytes(&e, BBJ_COMM, comm, strlen(comm));
+	add_text(&e, BBJ_CMDLINE, in->cmdline, sizeof(in->cmdline));
+	add(&e, BBJ_LIVENESS, "%s", inc->event);
+	add(&e, BBJ_FORMAT, "%u.%u", in->version_major, in->version_minor);
+	if (inc->archive)
+		add_text(&e, BBJ_ARCHIVE, inc->archive, 4096);
+	if (hang) {
+		add(&e, BBJ_HANG_TID, "%d", (int)inc->tid);
+		add_text(&e, BBJ_HANG_THREAD, inc->thread, sizeof(inc->thread));
+		add(&e, BBJ_HANG_AGE_MS, "%llu", (unsigned long long)inc->age_ms);
+		add(&e, BBJ_HANG_DEADLINE_MS, "%u", inc->deadline_ms);
+		if (inc->stack)
+			h = add_stack(&e, r, inc->stack, where, sizeof(where));
+		if (inc->kernel)
+			add_text(&e, BBJ_HANG_KERNEL, inc->kernel, 2048);
+		if (!inc->stack)
+			h = bb__fnv1a64(BB__FNV64_INIT, "no answer", 9);
+	} else {
+		if (content)
+			add_text(&e, BBJ_SNAPSHOT_REASON, inc->reason ? inc->reason : "", 256);
+		add(&e, BBJ_SNAPSHOT_MISSED, "%llu", (unsigned long long)inc->missed);
+		h = bb__fnv1a64(BB__FNV64_INIT, inc->reason ? inc->reason : "",
+				inc->reason ? strlen(inc->reason) : 0);
+	}
+	h = bb__fnv1a64(h, inc->event, strlen(inc->event));
+	h = bb__fnv1a64(h, &uid, sizeof(uid));
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (!incident_rate(h, now.tv_sec, &suppressed)) {
+		entry_free(&e);
+		if (c->o.verbose)
+			reap_log("%s[%ld]: %s not reported: one entry per group every %d s",
+				 comm, (long)in->pid, inc->event, INCIDENT_GROUP_S);
+		return REAP_JOURNAL_WITHHELD;
+	}
+	if (suppressed)
+		add(&e, BBJ_SUPPRESSED, "%llu", (unsigned long long)suppressed);
+	add_build_id(&e, r);
+	add_release(&e, r);
+	add_unit(&e, in, uid);
+	total = add_records(&e, r, content ? c->o.journal_records : 0);
+	bb_escape_text(inc->thread, strnlen(inc->thread, sizeof(inc->thread)), thread, sizeof(thread));
+	bbx_quote(inc->thread, strnlen(inc->thread, sizeof(inc->thread)), qthread, sizeof(qthread));
+	/* as the crash's MESSAGE: the file owner's uid, quoted names */
+	if (hang)
+		snprintf(msg, sizeof(msg), "%s[%ld] (uid %lu) hangs: thread %s (%d) silent for %llu ms "
+			 "(deadline %u ms), %s%s (%llu records)", qcomm, (long)in->pid,
+			 (unsigned long)uid, qthread, (int)inc->tid, (unsigned long long)inc->age_ms,
+			 inc->deadline_ms, inc->stack ? "at " : "no answer: ",
+			 inc->stack ? (where[0] ? where : "?") : inc->kernel ? inc->kernel : "?",
+			 (unsigned long long)total);
+	else
+		snprintf(msg, sizeof(msg), "%s[%ld] (uid %lu) snapshot%s%s (%llu records, %llu missed)",
+			 qcomm, (long)in->pid, (unsigned long)uid, content ? ": " : "",
+			 content && inc->reason ? inc->reason : "", (unsigned long long)total,
+			 (unsigned long long)inc->missed);
+	add_bytes(&e, "MESSAGE", msg, strlen(msg));
+	add(&e, BBJ_BOX_ATTACHED, "0");
+	if (e.err) {
+		ret = e.err;
+		entry_free(&e);
+		return ret;
+	}
+	if (c->o.dry_run) {
+		entry_free(&e);
+		return 0;
+	}
+	ret = sd_journal_sendv(e.iov, (int)e.n);
+	entry_free(&e);
+	if (ret >= 0)
+		c->reported++;
+	return ret < 0 ? ret : 0;
 }

@@ -133,6 +133,9 @@ struct reap_outcome {
  * or -errno when the run could not start (said) */
 int  reap_run(struct reap_ctx *c);
 int  reap_watch(struct reap_ctx *c);
+/* watch.c: CLOCK_MONOTONIC and CLOCK_REALTIME in ns */
+int64_t reap_mono_ns(void);
+int64_t reap_real_ns(void);
 
 /* judge.c: one pass over entries (pass.c collects, plans and ends it) */
 int  reap_entry(struct reap_ctx *c, int dirfd, const char *name, struct reap_outcome *out);
@@ -183,6 +186,33 @@ int  reap_parse_num(const char *s, const char *suffixes, const uint64_t *mult,
 /* output.c */
 void reap_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void reap_emit(const struct reap_ctx *c, const struct reap_event *ev, bool always_log);
+
+/* hang.c: --watch on live boxes, heartbeats and snapshots (FORMAT.md §14) */
+#define REAP_HB_TICK_MS 250   /* every live box's heartbeats are read this often */
+struct reap_hb;
+struct reap_hb *reap_hb_attach(struct reap_ctx *c, const char *name, pid_t pid, int pidfd);
+void reap_hb_detach(struct reap_hb *h);
+void reap_hb_check(struct reap_ctx *c, struct reap_hb *h);
+
+/* journal-send.c: the entry of a hang or a snapshot of a live owner */
+struct bb_reader;
+struct stat;
+struct bb_crash;
+struct reap_incident {
+	const char *event;          /* "hang" or "snapshot" (BB_EVENT) */
+	int32_t  tid;               /* hang: the stuck thread */
+	char     thread[16];        /* its name (untrusted) */
+	uint64_t age_ms;            /* since its last heartbeat (at least) */
+	uint32_t deadline_ms;       /* its deadline */
+	bool     answered;          /* the owner answered the dump request */
+	const struct bb_crash *stack; /* its stack, NULL: it did not answer */
+	const char *kernel;         /* then its wchan / kernel stack */
+	const char *reason;         /* snapshot: the reason (escaped) */
+	uint64_t missed;            /* records overwritten during the copy */
+	const char *archive;        /* the copy, or NULL */
+};
+int  reap_journal_incident(struct reap_ctx *c, struct bb_reader *r, const struct stat *st,
+			   const struct reap_incident *inc);
 
 /* archive.c */
 int  reap_archive_open(struct reap_ctx *c);

@@ -69,6 +69,7 @@ struct watched {
 	int      pidfd;        /* its owner's, or -1 */
 	int64_t  due_ns;       /* CLOCK_MONOTONIC: look again then (0: never) */
 	unsigned tries;        /* REAP_UNBORN: looks so far */
+	struct reap_hb *hb;    /* its live owner's heartbeats (hang.c), or NULL */
 	pid_t    pid;          /* polled (no pidfd): its live owner, else 0 */
 	uint64_t start;        /* ... and that owner's start time */
 };
@@ -84,13 +85,14 @@ struct watch {
 	size_t hcap;           /* a power of two, > 2 * live entries */
 	size_t live;           /* slots with a name */
 	int64_t rescan_ns;     /* CLOCK_MONOTONIC of the next full pass */
+	int64_t hb_ns;         /* CLOCK_MONOTONIC of the next heartbeat check */
 	size_t npidfd;         /* pidfds open ... */
 	size_t pidfd_max;      /* ... and how many may be (FD_RESERVE short of the limit) */
 	bool said_no_pidfd;    /* polling instead was said */
 	bool stop, rescan;     /* SIGTERM or SIGINT; SIGHUP or an overflow */
 };
 
-static int64_t mono_ns(void)
+int64_t reap_mono_ns(void)
 {
 	struct timespec t;
 
@@ -98,7 +100,7 @@ static int64_t mono_ns(void)
 	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-static int64_t real_ns(void)
+int64_t reap_real_ns(void)
 {
 	struct timespec t;
 
@@ -215,6 +217,9 @@ static bool owner_runs(pid_t pid, uint64_t start)
 
 static void close_pidfd(struct watch *w, struct watched *e)
 {
+	/* the heartbeats were asked by this pidfd (hang.c) */
+	reap_hb_detach(e->hb);
+	e->hb = NULL;
 	epoll_ctl(w->ep, EPOLL_CTL_DEL, e->pidfd, NULL);
 	close(e->pidfd);
 	e->pidfd = -1;
@@ -265,7 +270,7 @@ static void poll_owner(struct watched *e, const struct reap_outcome *o)
 {
 	e->pid = o->pid;
 	e->start = o->starttime;
-	e->due_ns = mono_ns() + (int64_t)POLL_MS * 1000000;
+	e->due_ns = reap_mono_ns() + (int64_t)POLL_MS * 1000000;
 }
 
 /* Wait for @e's owner (@o) to end: a pidfd in the epoll set, or a poll
@@ -282,6 +287,10 @@ static bool wait_owner(struct watch *w, struct watched *e, const struct reap_out
 			e->pid = 0;
 			e->due_ns = 0;
 			w->npidfd++;
+			/* its heartbeats and snapshots (hang.c): asked by
+			 * this pidfd, so only for an owner that has one */
+			reap_hb_detach(e->hb);
+			e->hb = reap_hb_attach(w->c, e->name, o->pid, fd);
 			return true;
 		}
 		close(fd);
@@ -305,7 +314,7 @@ static bool wait_owner(struct watch *w, struct watched *e, const struct reap_out
 static bool follow_up(struct watch *w, const char *name, const struct reap_outcome *o)
 {
 	struct watched *e = find(w, name);
-	int64_t now = mono_ns();
+	int64_t now = reap_mono_ns();
 
 	switch (o->kind) {
 	case REAP_ALIVE:
@@ -324,7 +333,7 @@ static bool follow_up(struct watch *w, const char *name, const struct reap_outco
 		e->pid = 0;
 		/* due in CLOCK_REALTIME (the box's stamps), waited on the
 		 * monotonic clock; a second late rather than early */
-		e->due_ns = now + (o->due_ns - real_ns()) + 1000000;
+		e->due_ns = now + (o->due_ns - reap_real_ns()) + 1000000;
 		if (e->due_ns <= now)
 			e->due_ns = now + 1000000;
 		return false;
@@ -402,7 +411,7 @@ static void pass(struct watch *w, char (*names)[256], size_t n)
 		c->errors++;
 		goto out;
 	}
-	c->now_ns = real_ns();
+	c->now_ns = reap_real_ns();
 	/* --journal: the reported file is opened, locked and read by the
 	 * first report of the pass (reap_journal_box()), not here: a flood
 	 * of entries created and removed, or of live boxes, costs no
@@ -450,7 +459,7 @@ static void full_pass(struct watch *w)
 	pass(w, names, n);
 	free(names);
 	w->rescan = false;
-	w->rescan_ns = mono_ns() + (int64_t)w->c->o.rescan_s * 1000000000;
+	w->rescan_ns = reap_mono_ns() + (int64_t)w->c->o.rescan_s * 1000000000;
 }
 
 /*
@@ -496,7 +505,7 @@ static void on_signal(struct watch *w)
 /* Entries due now: judged, in one pass. */
 static void on_time(struct watch *w)
 {
-	int64_t now = mono_ns();
+	int64_t now = reap_mono_ns();
 	char (*due)[256] = NULL;
 	size_t n = 0, cap = 0;
 
@@ -518,14 +527,31 @@ static void on_time(struct watch *w)
 	free(due);
 }
 
+/* Every REAP_HB_TICK_MS: the heartbeats and snapshot counts of the live
+ * boxes (hang.c). */
+static void on_heartbeats(struct watch *w)
+{
+	int64_t now = reap_mono_ns();
+
+	if (now < w->hb_ns)
+		return;
+	w->hb_ns = now + (int64_t)REAP_HB_TICK_MS * 1000000;
+	for (size_t i = 0; i < w->n; i++)
+		if (w->v[i].name[0] && w->v[i].hb)
+			reap_hb_check(w->c, w->v[i].hb);
+}
+
 /* Milliseconds until the next thing due, for epoll_wait. */
 static int next_timeout(const struct watch *w)
 {
-	int64_t now = mono_ns(), next = w->rescan_ns;
+	int64_t now = reap_mono_ns(), next = w->rescan_ns;
 
-	for (size_t i = 0; i < w->n; i++)
+	for (size_t i = 0; i < w->n; i++) {
 		if (w->v[i].name[0] && w->v[i].due_ns && w->v[i].due_ns < next)
 			next = w->v[i].due_ns;
+		if (w->v[i].hb && w->hb_ns < next)
+			next = w->hb_ns;
+	}
 	if (next <= now)
 		return 0;
 	return (next - now) / 1000000 > 60000 ? 60000 : (int)((next - now) / 1000000) + 1;
@@ -622,16 +648,19 @@ int reap_watch(struct reap_ctx *c)
 		if (w.stop)
 			break;
 		on_time(&w);
-		if (w.rescan || mono_ns() >= w.rescan_ns)
+		on_heartbeats(&w);
+		if (w.rescan || reap_mono_ns() >= w.rescan_ns)
 			full_pass(&w);
 		fflush(stdout);
 	}
 	r = 0;
 out:
 	reap_watch_release(c->dirfd, w.lock, w.lock_name);
-	for (size_t i = 0; i < w.n; i++)
+	for (size_t i = 0; i < w.n; i++) {
+		reap_hb_detach(w.v[i].hb);
 		if (w.v[i].pidfd >= 0)
 			close(w.v[i].pidfd);
+	}
 	free(w.v);
 	free(w.hash);
 	if (w.in >= 0)

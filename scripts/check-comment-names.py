@@ -32,6 +32,7 @@ ALLOWED = {
     "operator", "exceptions",  # C++: operator(), std::ios::exceptions()
     "backtrace", "_Unwind_Backtrace", "process_vm_readv", "rt_tgsigqueueinfo",
     "cbor_encode_double", "sd_journal_open_directory",
+    "__libc_fatal",          # glibc's fatal error path, beside assert()
     # the kernel's seqcount, which barrier.h and ring.h follow
     "write_seqcount_begin", "write_seqcount_end",
     "read_seqcount_begin", "read_seqcount_retry",

@@ -25,7 +25,7 @@ extern "C" {
 /* "BLACKBOX" read as a little-endian u64: bytes 42 4c 41 43 4b 42 4f 58. */
 #define BB_MAGIC            UINT64_C(0x584f424b43414c42)
 #define BB_FORMAT_MAJOR     3   /* a reader refuses a newer major */
-#define BB_FORMAT_MINOR     2   /* a reader reads any minor of its major */
+#define BB_FORMAT_MINOR     3   /* a reader reads any minor of its major */
 #define BB_FORMAT_MAJOR_OLDEST 2 /* the oldest major a reader still reads (2.x:
                                   * private rings, no segments) */
 #define BB_BYTE_ORDER_MARK  UINT32_C(0x01020304) /* stored in writer order */
@@ -72,6 +72,20 @@ extern "C" {
  * these and leaves the 3.1 fields 0. */
 #define BB_CRASH_SLOT_SIZE  1024u
 #define BB_CRASH_SLOTS_MAX  256u  /* slots at most */
+
+/* A dump request (3.3): sigqueue(2) of header.dump_signal to the owner
+ * with sival_int = BB_DUMP_REQUEST(kind, id): kind BB_DUMP_HANG writes
+ * every thread's stack into the crash stacks area, kind BB_DUMP_SNAPSHOT
+ * does what bb_snapshot() does; the owner then stores id in
+ * header.dump_seq.  id: 1 .. BB_DUMP_ID_MAX. */
+#define BB_DUMP_HANG        1u
+#define BB_DUMP_SNAPSHOT    2u
+#define BB_DUMP_ID_MAX      0xffffffu
+#define BB_DUMP_REQUEST(kind, id) ((int)(0x40000000u | (uint32_t)(kind) << 24 | \
+					 ((uint32_t)(id) & BB_DUMP_ID_MAX)))
+#define BB_DUMP_IS_REQUEST(v) (((uint32_t)(v) & 0xf0000000u) == 0x40000000u)
+#define BB_DUMP_KIND(v)     (((uint32_t)(v) >> 24) & 0x3fu)
+#define BB_DUMP_VALUE(v)    ((uint32_t)(v) & BB_DUMP_ID_MAX)
 
 /* Box file name: <BB_NAME_PREFIX><pid>.<starttime>.<n>, n = 0, 1, ... */
 #define BB_NAME_PREFIX      "blackbox."
@@ -262,7 +276,19 @@ struct bb_header {
 	                              *      thread (each log's recycled and last
 	                              *      words, added when its slot is reused) */
 	uint64_t logs_gone;          /* 1280 such logs */
-	uint8_t  reserved[BB_CRASH_OFFSET - 1288];
+	/*
+	 * Format 3.3: heartbeats, hang dumps and snapshots (docs/FORMAT.md
+	 * §14).  Zero: none declared, none asked.
+	 */
+	uint32_t watchdog_ms;        /* 1288 smallest deadline a thread declared
+	                              *      (bb_watchdog()); 0: none */
+	int32_t  dump_signal;        /* 1292 the real-time signal that asks the
+	                              *      owner for a dump (the crash stacks'
+	                              *      signal); 0: none */
+	uint32_t snapshot_seq;       /* 1296 snapshots asked (bb_snapshot()) */
+	uint32_t dump_seq;           /* 1300 the id of the last dump answered
+	                              *      (BB_DUMP_VALUE() of the request) */
+	uint8_t  reserved[BB_CRASH_OFFSET - 1304];
 
 	/* The crash area: written once by the crash handler (first fatal
 	 * signal wins), a record envelope + value exactly like a ring record,
@@ -358,12 +384,13 @@ struct bb_thread_slot {
 	int32_t  tid;         /*  16 */
 	uint32_t current;     /*  20 the log's newest segment; BB_SEG_NONE */
 	uint32_t cur_ord;     /*  24 its ordinal */
-	uint32_t reserved0;   /*  28 */
+	uint32_t watchdog_ms; /*  28 3.3: its deadline; 0: none declared */
 	char     thread_name[16]; /* 32 */
 	uint64_t recycled;    /*  48 3.2: records of the log taken out of the box
 	                       *     with its segments (the last words kept are
 	                       *     not counted) */
-	uint64_t reserved1;   /*  56 */
+	uint64_t heartbeat;   /*  56 3.3: record clock stamp of the thread's
+	                       *     last bb_heartbeat() or bb_watchdog() */
 };
 
 /*
@@ -518,6 +545,12 @@ BB__FORMAT_ASSERT(offsetof(struct bb_header, crash_threads) == 1232, header_cras
 BB__FORMAT_ASSERT(offsetof(struct bb_header, crash_slots_offset) == 1240, header_crash_slots);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, last_words_offset) == 1256, header_last_words);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, logs_gone) == 1280, header_logs_gone);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, watchdog_ms) == 1288, header_watchdog);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, dump_seq) == 1300, header_dump_seq);
+BB__FORMAT_ASSERT(offsetof(struct bb_header, reserved) == 1304, header_reserved_tail);
+BB__FORMAT_ASSERT(offsetof(struct bb_thread_slot, watchdog_ms) == 28, slot_watchdog);
+BB__FORMAT_ASSERT(offsetof(struct bb_thread_slot, recycled) == 48, slot_recycled);
+BB__FORMAT_ASSERT(offsetof(struct bb_thread_slot, heartbeat) == 56, slot_heartbeat);
 BB__FORMAT_ASSERT(offsetof(struct bb_header, crash) == BB_CRASH_OFFSET, header_crash_area);
 BB__FORMAT_ASSERT(sizeof(struct bb_seg_desc) == BB_SEG_DESC_SIZE, segment_descriptor_size);
 BB__FORMAT_ASSERT(sizeof(struct bb_thread_slot) == BB_THREAD_SLOT_SIZE, thread_slot_size);

@@ -1304,6 +1304,7 @@ int bb__kv_f64(const char *key, double v, int klit)
 #define BB__EVENT_INLINE_MAX 8
 
 int (bb_write_event)(const char *name, const struct bb_field *f, size_t n);
+int (bb_heartbeat)(void);
 
 /*
  * Spans (bb_span_begin(), bb_span_end(), docs/FORMAT.md §6 "Spans"): this
@@ -1488,6 +1489,44 @@ int bb__span_end_fast(void)
 	bb__span_depth = depth - 1;
 	return ret;
 }
+
+/* ---- heartbeats ---------------------------------------------------------------- */
+
+/*
+ * The calling thread's heartbeat word (bb_watchdog(), libblackbox/watchdog.c):
+ * its thread slot's heartbeat (FORMAT.md §14) in the box of generation
+ * gen; word NULL: no deadline declared.  Library TLS under a versioned
+ * name, like bb__tls: a program that beats needs a library that has it.
+ */
+struct bb__beat {
+	uint64_t *word;
+	uint32_t gen;
+};
+extern __thread struct bb__beat bb__beat __asm__("bb__beat_v1")
+	__attribute__((tls_model("initial-exec")));
+
+/*
+ * bb__heartbeat - bb_heartbeat() (<blackbox.h>) in the caller: one stamp
+ * of the box's clock stored into this thread's slot.  No record, no lock,
+ * no system call (but the clock's, as every record's), AS-safe.
+ */
+static inline __attribute__((always_inline))
+int bb__heartbeat(void)
+{
+	/* Acquire pairs with the release store publishing the box, as in
+	 * bb__fast_begin(): the fast box fields are the box's. */
+	struct bb__box *box = BB__LOAD_ACQUIRE(&bb__box);
+
+	if (__builtin_expect(!box || !bb__beat.word ||
+			     bb__beat.gen != BB__FAST_BOX(box)->gen, 0))
+		return (bb_heartbeat)();
+	/* Relaxed: the stamp orders nothing.  Only this thread stores it;
+	 * a watcher compares successive values (FORMAT.md §14), and a torn
+	 * read is impossible for an aligned 8-byte store on LP64. */
+	BB__STORE_RELAXED(bb__beat.word, bb__now(BB__FAST_BOX(box)));
+	return 0;
+}
+#define BB__HAVE_HEARTBEAT_FAST 1
 #endif /* x86-64, !BB_NO_INLINE */
 
 #if defined(__cplusplus)

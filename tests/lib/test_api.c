@@ -2,7 +2,8 @@
 /*
  * Description: the writer API's contract: errors before bb_init and after
  * bb_close, invalid arguments, bb_init twice, naming, file mode, the
- * environment, ENOSPC on a full tmpfs, truncation of oversize values.
+ * environment, ENOSPC on a full tmpfs, truncation of oversize values,
+ * heartbeats and snapshots (bb_watchdog).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -327,4 +328,67 @@ Test(api, truncation_respects_utf8)
 				cr_assert_lt(i + 1, v.n, "cut after a lead byte");
 		bb_close();
 	}
+}
+
+/* The header and this thread's slot of the open box, read from its file. */
+static void read_watch(struct bb_header *h, struct bb_thread_slot *mine)
+{
+	char path[4096];
+	FILE *f;
+
+	cr_assert_geq(bb_path(path, sizeof(path)), 0);
+	cr_assert_not_null(f = fopen(path, "rb"));
+	cr_assert_eq(fread(h, sizeof(*h), 1, f), 1);
+	memset(mine, 0, sizeof(*mine));
+	for (uint32_t i = 0; i < h->thread_count; i++) {
+		struct bb_thread_slot s;
+
+		cr_assert_eq(fseek(f, (long)(h->thread_table_offset + (uint64_t)i * sizeof(s)),
+				 SEEK_SET), 0);
+		cr_assert_eq(fread(&s, sizeof(s), 1, f), 1);
+		if (s.claim == BB_RING_OWNED && s.tid == (int32_t)gettid())
+			*mine = s;
+	}
+	fclose(f);
+}
+
+/* bb_watchdog(3): the deadline and the beats in this thread's slot and the
+ * header (FORMAT.md §14), errors before and after, the snapshot count. */
+Test(api, watchdog_heartbeat_snapshot)
+{
+	struct bb_header h;
+	struct bb_thread_slot s;
+	uint64_t first;
+
+	cr_assert_eq(bb_heartbeat(), -ENODEV);
+	cr_assert_eq(bb_watchdog(100), -ENODEV);
+	cr_assert_eq(bb_snapshot("x"), -ENODEV);
+	cr_assert_eq(bb_init(0), 0);
+	cr_assert_eq(bb_heartbeat(), -ENOENT, "no deadline declared yet");
+	cr_assert_eq(bb_watchdog(BB_WATCHDOG_MAX_MS + 1), -EINVAL);
+	cr_assert_eq(bb_watchdog(300), 0);
+	cr_assert_eq(bb_watchdog(200), 0);
+	read_watch(&h, &s);
+	cr_assert_eq(h.version_minor, BB_FORMAT_MINOR);
+	cr_assert_eq(h.watchdog_ms, 200, "the box's smallest deadline");
+	cr_assert_eq(s.watchdog_ms, 200);
+	cr_assert_neq(s.heartbeat, 0);
+	first = s.heartbeat;
+	usleep(2000);
+	cr_assert_eq(bb_heartbeat(), 0);
+	cr_assert_eq((bb_heartbeat)(), 0, "the library's, as the inline one");
+	read_watch(&h, &s);
+	cr_assert_gt(s.heartbeat, first, "the beat moves the stamp");
+	cr_assert_eq(bb_snapshot("why"), 0);
+	cr_assert_eq(bb_snapshot(NULL), 0);
+	read_watch(&h, &s);
+	cr_assert_eq(h.snapshot_seq, 2);
+	cr_assert_eq(bb_watchdog(0), 0);
+	read_watch(&h, &s);
+	cr_assert_eq(s.watchdog_ms, 0, "withdrawn");
+	cr_assert_eq(bb_heartbeat(), -ENOENT);
+	cr_assert_eq(bb_watchdog(100), 0);
+	cr_assert_eq(bb_close(), 0);
+	cr_assert_eq(bb_init(0), 0);
+	cr_assert_eq(bb_heartbeat(), -ENOENT, "a deadline belongs to its box");
 }

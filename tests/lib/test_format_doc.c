@@ -76,6 +76,8 @@ static struct member header[] = {
 	M(struct bb_header, reserved4), M(struct bb_header, last_words_offset),
 	M(struct bb_header, last_words_size), M(struct bb_header, reserved5),
 	M(struct bb_header, recycled_gone), M(struct bb_header, logs_gone),
+	M(struct bb_header, watchdog_ms), M(struct bb_header, dump_signal),
+	M(struct bb_header, snapshot_seq), M(struct bb_header, dump_seq),
 	M(struct bb_header, reserved),
 	M(struct bb_header, crash),
 };
@@ -91,8 +93,8 @@ static struct member slot[] = {
 	M(struct bb_thread_slot, queue), M(struct bb_thread_slot, claim),
 	M(struct bb_thread_slot, log), M(struct bb_thread_slot, tid),
 	M(struct bb_thread_slot, current), M(struct bb_thread_slot, cur_ord),
-	M(struct bb_thread_slot, reserved0), M(struct bb_thread_slot, thread_name),
-	M(struct bb_thread_slot, recycled), M(struct bb_thread_slot, reserved1),
+	M(struct bb_thread_slot, watchdog_ms), M(struct bb_thread_slot, thread_name),
+	M(struct bb_thread_slot, recycled), M(struct bb_thread_slot, heartbeat),
 };
 
 static struct member last_words[] = {

@@ -61,6 +61,15 @@
 	X(BBJ_STACK, "BB_STACK")                                              \
 	X(BBJ_STACK_KINDS, "BB_STACK_KINDS")                                  \
 	X(BBJ_STACK_HASH, "BB_STACK_HASH")                                    \
+	/* a live owner's hang or snapshot (bb-reap --watch) */               \
+	X(BBJ_EVENT, "BB_EVENT")                                              \
+	X(BBJ_HANG_TID, "BB_HANG_TID")                                        \
+	X(BBJ_HANG_THREAD, "BB_HANG_THREAD")                                  \
+	X(BBJ_HANG_AGE_MS, "BB_HANG_AGE_MS")                                  \
+	X(BBJ_HANG_DEADLINE_MS, "BB_HANG_DEADLINE_MS")                        \
+	X(BBJ_HANG_KERNEL, "BB_HANG_KERNEL")                                  \
+	X(BBJ_SNAPSHOT_REASON, "BB_SNAPSHOT_REASON")                          \
+	X(BBJ_SNAPSHOT_MISSED, "BB_SNAPSHOT_MISSED")                          \
 	/* what the box held */                                               \
 	X(BBJ_RECORDS, "BB_RECORDS")                                          \
 	X(BBJ_RECORDS_TOTAL, "BB_RECORDS_TOTAL")                              \
