@@ -6,9 +6,11 @@
  *    stay 0), and each of 240 quiet threads, all started after 16 chatty
  *    ones that then write 100 times more, each enough to fill the box
  *    again, keeps its last 20 records, intact and in order.
- *  - One thread that writes several boxes' worth keeps at least 85 % of
+ *  - One thread that writes several boxes' worth keeps at least 80 % of
  *    the box's bytes for its own records, and the box file is exactly
- *    BB_DEFAULT_SIZE bytes.
+ *    BB_DEFAULT_SIZE bytes.  (The rest is tables and the evidence of other
+ *    threads: 256 crash slots for every thread's stack at a crash, and a
+ *    last words entry per thread slot; README "Sizes".)
  * Only the public API (the writers, the reader): the same test built
  * against an earlier libblackbox (format 2.x: no overflow counter) measures
  * that one.
@@ -231,7 +233,7 @@ Test(scale, one_thread_keeps_most_of_the_default_box)
 	cr_log_info("one thread keeps %llu records, %llu bytes: %.1f %% of the %u-byte box",
 		    (unsigned long long)h.records, (unsigned long long)h.bytes,
 		    100.0 * (double)h.bytes / BB_DEFAULT_SIZE, BB_DEFAULT_SIZE);
-	cr_assert_geq(h.bytes * 100, 85ull * BB_DEFAULT_SIZE,
+	cr_assert_geq(h.bytes * 100, 80ull * BB_DEFAULT_SIZE,
 		      "the thread keeps %llu bytes of records, %.1f %% of the box",
 		      (unsigned long long)h.bytes, 100.0 * (double)h.bytes / BB_DEFAULT_SIZE);
 	bb_reader_close(r);
