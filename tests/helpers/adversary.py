@@ -6,6 +6,7 @@ terminal must never see.  Box is given a context with .helper (bbh_box),
 .shm (the box directory) and .bin (where the library copy is)."""
 
 import os
+import shutil
 import signal
 import sys
 import struct
@@ -261,3 +262,25 @@ def run_cases(ctx, cases):
         del ctx.notes[:]
         sys.stdout.flush()
     return failed, skipped
+
+
+def run_suite_cases(ctx, setup, cases):
+    """setup(ctx) (a reason to skip, or None), then run_cases(); the
+    daemons stopped, the logs closed and ctx.tmp removed (unless BBJ_KEEP
+    is set) whatever happened: the suite's exit status, 0, 1 or 77."""
+    failed = skipped = 0
+    try:
+        why = setup(ctx)
+        if why:
+            print("SKIP: " + why)
+            return 77
+        failed, skipped = run_cases(ctx, cases)
+    finally:
+        if getattr(ctx, "daemons", None):
+            ctx.daemons.stop_all()
+        if getattr(ctx, "logs", None):
+            ctx.logs.close()
+        if getattr(ctx, "tmp", None) and not os.environ.get("BBJ_KEEP"):
+            shutil.rmtree(ctx.tmp, ignore_errors=True)
+    print("%d cases, %d failed, %d skipped" % (len(cases), failed, skipped))
+    return 1 if failed else 0

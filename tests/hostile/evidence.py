@@ -36,7 +36,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
 from adversary import (H_COMM, H_UID, NOBODY, Box, Failed, Skipped, as_nobody,  # noqa: E402
-                       check, forge, run, run_cases, starttime, terminal_unsafe)
+                       check, forge, run, run_suite_cases, starttime, terminal_unsafe)
 from journalns import (MESSAGE_ID, Daemons, bind_catalog, enter, entries,  # noqa: E402
                        export_entry, mount, parse_export, private_dirs, remote_import,
                        wait_for)
@@ -627,23 +627,7 @@ def setup(ctx):
 
 
 def inside():
-    ctx = Ctx()
-    failed = skipped = 0
-    try:
-        why = setup(ctx)
-        if why:
-            print("SKIP: " + why)
-            return 77
-        failed, skipped = run_cases(ctx, CASES)
-    finally:
-        if getattr(ctx, "daemons", None):
-            ctx.daemons.stop_all()
-        if getattr(ctx, "logs", None):
-            ctx.logs.close()
-        if getattr(ctx, "tmp", None) and not os.environ.get("BBJ_KEEP"):
-            shutil.rmtree(ctx.tmp, ignore_errors=True)
-    print("%d cases, %d failed, %d skipped" % (len(CASES), failed, skipped))
-    return 1 if failed else 0
+    return run_suite_cases(Ctx(), setup, CASES)
 
 
 def main():

@@ -29,8 +29,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
-from adversary import (H_BOX_SIZE, MIB, NOBODY, Box, Failed, Skipped, as_nobody,  # noqa: E402
-                       as_nobody_background, check, run, run_cases, stop, terminal_unsafe)
+from adversary import (H_BOX_SIZE, MIB, NOBODY, Box, Skipped, as_nobody,  # noqa: E402
+                       as_nobody_background, check, run, run_suite_cases, stop, terminal_unsafe)
 from journalns import (MESSAGE_ID, Daemons, enter, entries, export_entry, mount,  # noqa: E402
                        private_dirs, remote_import, wait_for)
 
@@ -619,25 +619,8 @@ def setup(ctx):
 
 
 def inside():
-    ctx = Ctx()
-    failed = skipped = 0
     only = [c for c in os.environ.get("BB_SURFACE_CASES", "").split(",") if c]
-    cases = [c for c in CASES if not only or c.__name__[5:] in only]
-    try:
-        why = setup(ctx)
-        if why:
-            print("SKIP: " + why)
-            return 77
-        failed, skipped = run_cases(ctx, cases)
-    finally:
-        if getattr(ctx, "daemons", None):
-            ctx.daemons.stop_all()
-        if getattr(ctx, "logs", None):
-            ctx.logs.close()
-        if getattr(ctx, "tmp", None) and not os.environ.get("BBJ_KEEP"):
-            shutil.rmtree(ctx.tmp, ignore_errors=True)
-    print("%d cases, %d failed, %d skipped" % (len(cases), failed, skipped))
-    return 1 if failed else 0
+    return run_suite_cases(Ctx(), setup, [c for c in CASES if not only or c.__name__[5:] in only])
 
 
 def main():
