@@ -3,7 +3,8 @@
 # what a failed CHECK() leaves:
 #  - the process dies of SIGABRT (abort(), as assert() would);
 #  - bb-extract --list shows the box crashed (SIGABRT);
-#  - the text crash block says "fatal", gives the reason (the condition,
+#  - the text crash block says "fatal", then how it ended with the reason
+#    ("aborted (SIGABRT) after: ", the condition,
 #    the function and the line) and the thread "loader";
 #  - bb-extract --json's crash record has kind "fatal" and the reason, and
 #    (when bb-extract has libdw) its frames name check_failed, then
@@ -38,14 +39,14 @@ head -n 6 "$tmp/text.txt"
 sed -n 1p "$tmp/text.txt" | grep -q '^\*\*\* fatal: thread [0-9]* (loader), at ' ||
 	fail "the first line is not the fatal crash of the thread loader"
 sed -n 2p "$tmp/text.txt" |
-	grep -q '^\*\*\* reason: CHECK(c->workers <= c->max_workers) failed in load_config() at assert\.c:[0-9]*$' ||
-	fail "the second line is not the reason"
+	grep -q '^\*\*\* aborted (SIGABRT) after: CHECK(c->workers <= c->max_workers) failed in load_config() at assert\.c:[0-9]*$' ||
+	fail "the second line is not how it ended with the reason"
 grep -q 'state config.workers=64' "$tmp/text.txt" || fail "the state before the check is missing"
 
 echo "== bb-extract --json $pid"
 "$extract" --dir "$tmp" --json "$pid" >"$tmp/x.json" 2>"$tmp/x.err" || fail "bb-extract --json exited $?"
 first=$(head -n 1 "$tmp/x.json")
-case $first in '{"type":"crash","status":"complete","kind":"fatal",'*) ;; *) fail "no fatal crash record first: $first" ;; esac
+case $first in '{"type":"crash","level":"crash","status":"complete","kind":"fatal",'*) ;; *) fail "no fatal crash record first: $first" ;; esac
 case $first in *'"reason":"CHECK(c->workers <= c->max_workers) failed in load_config() at assert.c:'*) ;;
 *) fail "the JSON crash record has not the reason: $first" ;; esac
 case $first in *'"thread":"loader"'*) ;; *) fail "the JSON crash record does not name the thread loader" ;; esac

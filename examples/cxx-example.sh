@@ -36,6 +36,6 @@ box=$(ls "$tmp"/blackbox.*)
 "$extract" --path "$box" >"$tmp/out" 2>/dev/null || fail "bb-extract failed"
 "$extract" --json --path "$box" >"$tmp/json" 2>/dev/null || fail "bb-extract --json failed"
 sed -n '1,3p' "$tmp/out"
-expect "$tmp/out" "*** reason: uncaught exception std::runtime_error: config missing: payment.gateway"
+expect "$tmp/out" "*** aborted (SIGABRT) after: uncaught exception std::runtime_error: config missing: payment.gateway"
 expect "$tmp/json" '"reason":"uncaught exception std::runtime_error: config missing: payment.gateway"'
 echo "ok"
