@@ -374,8 +374,10 @@ def case_watch_flood(ctx):
     the bound such a machine keeps, below the 12.7 s of before at 20,000
     events a second.  The rewrite check above is what fails first."""
     reported = os.path.join(ctx.tmp, "reported-flood")
-    out = open(os.path.join(ctx.tmp, "flood.out"), "w+b")
-    err = open(os.path.join(ctx.tmp, "flood.err"), "w+b")
+    # "a+b": the watcher's stdout shares this file's offset, which the
+    # reads below move; O_APPEND keeps its writes at the end regardless.
+    out = open(os.path.join(ctx.tmp, "flood.out"), "a+b")
+    err = open(os.path.join(ctx.tmp, "flood.err"), "a+b")
     w = subprocess.Popen([REAP, "--watch", "--min-age", "0", "--dir", ctx.shm, "--journal",
                           "--journal-reported", reported, "--json"], stdout=out, stderr=err)
     cpath = os.path.join(ctx.tmp, "flood.count")
@@ -481,8 +483,8 @@ def case_watch_out_of_fds(ctx):
         def low_limit():
             import resource
             resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
-        out = open(os.path.join(ctx.tmp, "watch.out"), "w+b")
-        err = open(os.path.join(ctx.tmp, "watch.err"), "w+b")
+        out = open(os.path.join(ctx.tmp, "watch.out"), "a+b")  # O_APPEND: see case_watch_flood
+        err = open(os.path.join(ctx.tmp, "watch.err"), "a+b")
         w = subprocess.Popen([REAP, "--watch", "--min-age", "0", "--dir", ctx.shm, "--json"],
                              stdout=out, stderr=err, preexec_fn=low_limit)
 
