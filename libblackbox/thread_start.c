@@ -37,9 +37,10 @@ typedef int (*bb__create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void
 
 /* glibc's pthread_create, found at the first call; NULL until then. */
 static bb__create_fn bb__next_create;
-/* ThreadSanitizer is in the process: its interceptors must see a thread's
- * start before any call of ours does (malloc, mmap), so threads pass
- * through unchanged (and get their stack from a write, as before). */
+/* ThreadSanitizer or AddressSanitizer is in the process: its interceptors
+ * must see a thread's start before any call of ours does (malloc, mmap),
+ * and AddressSanitizer runs its own alternate signal stacks, so threads
+ * pass through unchanged (and get their stack from a write, as before). */
 static bool bb__tsan;
 
 struct bb__start {
@@ -71,7 +72,8 @@ static bb__create_fn bb__create_next(void)
 		return NULL;
 	/* Relaxed: ordered before the release store below, which the
 	 * acquire load above pairs with. */
-	BB__STORE_RELAXED(&bb__tsan, dlsym(RTLD_DEFAULT, "__tsan_init") != NULL);
+	BB__STORE_RELAXED(&bb__tsan, dlsym(RTLD_DEFAULT, "__tsan_init") != NULL ||
+					 dlsym(RTLD_DEFAULT, "__asan_init") != NULL);
 	/* memcpy: ISO C has no cast from dlsym()'s object pointer to a
 	 * function pointer (POSIX guarantees the representation). */
 	memcpy(&f, &sym, sizeof(f));

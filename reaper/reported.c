@@ -518,7 +518,8 @@ static void compact(struct reap_reported *s, int64_t now)
 {
 	size_t i, j, k;
 
-	qsort(s->v, s->n, sizeof(*s->v), by_uid_newest);
+	if (s->n > 1)
+		qsort(s->v, s->n, sizeof(*s->v), by_uid_newest);
 	for (i = j = 0; i < s->n; i = k) {
 		for (k = i; k < s->n && s->v[k].key.uid == s->v[i].key.uid; k++) {
 			if (k - i >= REAP_REPORTED_PER_OWNER || s->v[k].seen_s < now - REAP_REPORTED_FORGET_S)

@@ -15,6 +15,7 @@
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,12 +227,19 @@ Test(fair, after_500_threads_exit_main_keeps_40_percent_they_their_last_words)
 #define SHORT_RECORDS 3
 #define BATCH 8
 
+/* Writes that returned 0.  A thread that got no segment writes the shared
+ * ring, whose lock a loaded machine (a sanitizer build) may not give it
+ * within the bounded spin: that write is dropped and counted in the
+ * header's dropped_busy, which the test checks instead. */
+static atomic_ulong short_ok;
+
 static void *worker_short(void *arg)
 {
 	int k = (int)(intptr_t)arg;
 
 	for (long i = 0; i < SHORT_RECORDS; i++)
-		cr_assert_eq(put(k, i), 0);
+		if (put(k, i) == 0)
+			atomic_fetch_add(&short_ok, 1);
 	return NULL;
 }
 
@@ -264,6 +272,11 @@ Test(fair, short_lived_threads_newest_present_recycled_exact)
 		    (unsigned long long)tot.recycled, (unsigned long long)in.recycled_gone,
 		    (unsigned long long)in.logs_gone, (unsigned long long)in.overflow);
 	cr_assert_eq(missing, 0, "%u of the last 100 threads lost their last record", missing);
+	cr_assert_eq(atomic_load(&short_ok) + in.dropped_busy, written,
+		     "%lu writes succeeded, %llu dropped busy, of %llu",
+		     atomic_load(&short_ok), (unsigned long long)in.dropped_busy,
+		     (unsigned long long)written);
+	written = atomic_load(&short_ok);
 	cr_assert_eq(g.records + tot.recycled + in.recycled_gone, written,
 		     "kept %lu + recycled %llu + gone %llu != written %llu", g.records,
 		     (unsigned long long)tot.recycled, (unsigned long long)in.recycled_gone,
