@@ -105,7 +105,11 @@ def service_case(t, kind, cxx):
     check(not any(x.get("function", "").startswith("_Z") for x in locs),
           "%s: a name left mangled: %r" % (what, [x.get("function") for x in locs]))
     note = c.get("symbols_note", "")
-    check(prog + ":" not in note, "%s: a note on the service: %r" % (what, note))
+    # clang++ -fsanitize links AddressSanitizer's runtime into the service
+    # itself, without line information: the other threads' stacks (every
+    # thread's, blocked in its interceptors) then earn the service a note.
+    if cs.SANITIZE in ("", "none") or not what.startswith("clang"):
+        check(prog + ":" not in note, "%s: a note on the service: %r" % (what, note))
 
     # text: the chain as gdb prints it, innermost first
     rc, txt, err = text_of(box, pid)
